@@ -1,0 +1,126 @@
+"""Composition root: build every service once, wire them, start and stop them in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from webhook.cel import CelCompiler
+from webhook.certs.generate import CertPaths, ensure_certificates, service_names
+from webhook.engine import AdmissionEngine
+from webhook.model.cluster import ClusterState
+from webhook.observability.metrics import Metrics
+from webhook.observability.tracing import Tracing
+from webhook.platform import platform_kinds
+from webhook.policy.kinds import KindRegistry
+from webhook.policy.loader import LoadResult, PolicyLoader
+from webhook.policy.snapshot import PolicyStore
+from webhook.policy.source import DirectoryPolicySource
+from webhook.reports.sink import MemoryResultSink
+from webhook.server.app import build_app
+from webhook.server.handlers import Services
+from webhook.server.tls import CertificateReloader, server_context
+from webhook.state.memory import InMemoryClusterState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    policies: Path = Path("policies")
+    state: Path | None = None
+    cert_dir: Path = Path("certs")
+    host: str = "0.0.0.0"
+    port: int = 8443
+    service: str = "quartermaster"
+    namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "quartermaster"))
+    policy_poll_seconds: float = 2.0
+    cert_poll_seconds: float = 5.0
+
+
+class PolicyLoadFailed(Exception):
+    def __init__(self, result: LoadResult) -> None:
+        super().__init__("\n".join(str(e) for e in result.errors))
+        self.result = result
+
+
+def build_registry() -> KindRegistry:
+    return KindRegistry(platform_kinds())
+
+
+@dataclass
+class Quartermaster:
+    """The wired services of one process (server or offline `apply`)."""
+
+    settings: Settings
+    state: ClusterState
+    store: PolicyStore
+    source: DirectoryPolicySource
+    engine: AdmissionEngine
+    metrics: Metrics
+    tracing: Tracing
+    sink: MemoryResultSink
+
+    @classmethod
+    def build(cls, settings: Settings, state: ClusterState | None = None) -> "Quartermaster":
+        metrics = Metrics()
+        store = PolicyStore()
+        loader = PolicyLoader(build_registry(), CelCompiler())
+        source = DirectoryPolicySource(settings.policies, loader, store, metrics)
+        state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
+        sink = MemoryResultSink()
+        engine = AdmissionEngine(store, state, sink)
+        return cls(settings, state, store, source, engine, metrics, Tracing(), sink)
+
+    def load_policies(self) -> LoadResult:
+        """The first load must succeed: there is no previous snapshot to fall back on."""
+        result = self.source.reload()
+        if not result.ok:
+            raise PolicyLoadFailed(result)
+        return result
+
+    def services(self) -> Services:
+        return Services(self.engine, self.store, self.state, self.metrics, self.tracing)
+
+    def tls(self) -> tuple[CertificateReloader, CertPaths]:
+        paths = CertPaths(self.settings.cert_dir)
+        if ensure_certificates(paths.directory, service_names(self.settings.service, self.settings.namespace)):
+            log.info("wrote a self-signed CA and serving certificate to %s (trust %s)", paths.directory, paths.ca_cert)
+        context = server_context(paths.cert, paths.key)
+        return CertificateReloader(context, paths.cert, paths.key), paths
+
+    async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
+        """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
+        self.load_policies()
+        reloader, _ = self.tls()
+        runner = web.AppRunner(build_app(self.services()), shutdown_timeout=10.0, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.host, self.settings.port, ssl_context=reloader.context, backlog=512)
+        await site.start()
+        log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port)
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        tasks = [asyncio.create_task(self.source.watch(self.settings.policy_poll_seconds), name="policy-watch"),
+                 asyncio.create_task(reloader.watch(self.settings.cert_poll_seconds), name="cert-watch")]
+        if ready:
+            ready.set()
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await runner.cleanup()
+            self.tracing.shutdown()
+            self.metrics.shutdown()
+            log.info("stopped")

@@ -1,0 +1,1 @@
+"""Self-signed CA and serving certificates (cryptography), written with safe permissions."""

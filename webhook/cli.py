@@ -1,0 +1,107 @@
+"""`quartermaster`: parse arguments, build settings, run the command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from webhook import __version__
+from webhook.observability.logs import configure_logging
+
+EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quartermaster",
+        description="Admission webhook and policy engine for shared GPU platforms.",
+    )
+    parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser(
+        "serve", help="serve /mutate and /validate over HTTPS",
+        description="Serve admission webhooks over HTTPS. Without --kubeconfig/--in-cluster it runs standalone: "
+                    "cluster state in memory, seeded from --state. Missing certificates are generated in --cert-dir.")
+    serve.add_argument("--policies", type=Path, default=Path("policies"), help="policy directory or file (default: policies)")
+    serve.add_argument("--state", type=Path, default=None, help="manifests that seed the standalone cluster state")
+    serve.add_argument("--cert-dir", type=Path, default=Path("certs"), help="tls.crt/tls.key, generated with ca.crt if absent (default: certs)")
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
+    serve.add_argument("--namespace", default=None, help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    live = serve.add_mutually_exclusive_group()
+    live.add_argument("--kubeconfig", type=Path, default=None, help="run live against the cluster of this kubeconfig")
+    live.add_argument("--in-cluster", action="store_true", help="run live with the pod's service account")
+
+    apply = commands.add_parser(
+        "apply", help="run admission offline on manifests",
+        description="Run admission offline. Standard output: only YAML, each admitted resource as mutated, then every "
+                    "object the policies would create. A table of rule results goes to standard error. "
+                    "Exit 0 admitted, 1 denied, 2 bad input.")
+    apply.add_argument("--policies", type=Path, required=True, help="policy directory or file")
+    apply.add_argument("--state", type=Path, default=None, help="manifests of the cluster state (namespaces, pods, PVCs, claims)")
+    apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from webhook.app import PolicyLoadFailed, Quartermaster, Settings
+    from webhook.state.memory import StateSeedError
+
+    if args.kubeconfig or args.in_cluster:
+        print("quartermaster: live cluster mode (--kubeconfig/--in-cluster) is not available yet; "
+              "run without it for standalone mode", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    configure_logging(args.log_level)
+    settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
+                        **({"namespace": args.namespace} if args.namespace else {}))
+    try:
+        qm = Quartermaster.build(settings)
+        asyncio.run(qm.serve())
+    except StateSeedError as exc:
+        print(f"quartermaster: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except PolicyLoadFailed as exc:
+        print(f"quartermaster: policies in {settings.policies} refused:\n{exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        print(f"quartermaster: cannot serve on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from webhook.app import PolicyLoadFailed, Quartermaster, Settings
+    from webhook.apply import BadInput, read_resources, run_apply, write_documents, write_table
+    from webhook.state.memory import StateSeedError
+
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    try:
+        resources = read_resources(args.files)
+        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state))
+        qm.load_policies()
+    except (BadInput, StateSeedError) as exc:
+        print(f"quartermaster apply: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except PolicyLoadFailed as exc:
+        print(f"quartermaster apply: policies refused:\n{exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    report = asyncio.run(run_apply(qm, resources))
+    write_documents(report, sys.stdout)
+    write_table(report, sys.stderr)
+    return EXIT_DENIED if report.denials else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return _apply(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,190 @@
+"""Run the matching policies of one phase and turn their outcomes into a verdict.
+
+The failure policy is applied here and only here: a policy that raises, times out or whose
+condition cannot be evaluated yields an `error` result, enforced when the policy says Fail
+and reported when it says Ignore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from webhook.engine.match import activation, matches_conditions, matches_statically
+from webhook.model import patch as jsonpatch
+from webhook.model.cluster import ClusterState, ObjectKey
+from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy
+from webhook.model.results import Action, RuleResult, errored
+from webhook.model.review import AdmissionRequest
+from webhook.model.verdict import Verdict, annotation_key, clean_warning, deny
+from webhook.policy.snapshot import PolicyStore
+from webhook.reports.sink import ResourceRef, ResultSink
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default timeout is 10s)
+CREATE_TIMEOUT = 3.0
+
+
+@dataclass(frozen=True)
+class MutateResult:
+    verdict: Verdict
+    object: Mapping[str, Any] | None  # the mutated object (the original when denied or unchanged)
+    created: tuple[Mapping[str, Any], ...] = ()  # what the mutation needed created, for `apply` to print
+
+
+@dataclass
+class _Collected:
+    results: list[RuleResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    rollbacks: list[Callable[[], None]] = field(default_factory=list)
+    creates: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def _failure(policy: CompiledPolicy, what: str, exc: BaseException) -> RuleResult:
+    action = Action.ENFORCE if policy.failure_policy is FailurePolicy.FAIL else Action.AUDIT
+    reason = "timed out" if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else f"{type(exc).__name__}: {exc}"
+    return errored(policy.name, what, f"policy {policy.kind}/{policy.name} could not be evaluated ({reason})", action)
+
+
+class AdmissionEngine:
+    def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
+                 on_result: Callable[[RuleResult], None] | None = None) -> None:
+        self.store = store
+        self.state = state
+        self.sink = sink
+        self.on_result = on_result
+
+    def _context(self, request: AdmissionRequest) -> EvalContext:
+        namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
+        return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run)
+
+    def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
+                 ctx: EvalContext, variables: dict[str, Any], out: _Collected) -> bool:
+        if not matches_statically(policy.match, request, obj, ctx.namespace):
+            return False
+        if not policy.match.conditions:
+            return True
+        try:
+            return matches_conditions(policy.match, variables)
+        except Exception as exc:
+            out.results.append(_failure(policy, "match", exc))
+            return False
+
+    # --- mutate ------------------------------------------------------------------------------------
+    async def mutate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET) -> MutateResult:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget
+        snapshot = self.store.snapshot
+        if request.object is None or not snapshot.mutators:
+            return MutateResult(Verdict(allowed=True), request.object)
+        ctx = self._context(request)
+        obj: dict[str, Any] = copy.deepcopy(dict(request.object))
+        out = _Collected()
+        for policy in snapshot.mutators:
+            variables = activation(request, obj, ctx.namespace)
+            if not self._applies(policy, request, obj, ctx, variables, out):
+                continue
+            try:
+                outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
+            except Exception as exc:
+                log.warning("mutating policy %s failed: %s", policy.name, exc, extra={"uid": request.uid, "policy": policy.name})
+                out.results.append(_failure(policy, "mutate", exc))
+                continue
+            obj = dict(outcome.object)
+            out.results.extend(outcome.results)
+            out.warnings.extend(outcome.warnings)
+            out.creates.extend(outcome.creates)
+        verdict = self._verdict(request, out)
+        if not verdict.allowed:
+            return MutateResult(verdict, request.object)
+        failed_create = await self._create(request, out.creates, deadline)
+        if failed_create is not None:
+            return MutateResult(failed_create, request.object)
+        patch = tuple(jsonpatch.diff(request.object, obj))
+        return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates))
+
+    async def _create(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
+        if request.dry_run:
+            return None
+        loop = asyncio.get_running_loop()
+        for obj in objects:
+            try:
+                await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
+            except Exception as exc:
+                log.error("could not create %s: %s", ObjectKey.of(obj), exc, extra={"uid": request.uid})
+                return deny(f"Quartermaster could not create {ObjectKey.of(obj)} that this {request.kind.kind} needs "
+                            f"({exc}); try again in a minute, and tell the platform team if it persists", code=503)
+        return None
+
+    # --- validate ----------------------------------------------------------------------------------
+    async def validate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET) -> Verdict:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget
+        snapshot = self.store.snapshot
+        obj = request.object if request.object is not None else request.old_object
+        ctx = self._context(request)
+        out = _Collected()
+        variables = activation(request, request.object, ctx.namespace)
+        for policy in snapshot.validators:
+            if not self._applies(policy, request, request.object, ctx, variables, out):
+                continue
+            try:
+                outcome = await asyncio.wait_for(policy.validate(request, obj or {}, ctx), max(0.0, deadline - loop.time()))
+            except Exception as exc:
+                log.warning("validating policy %s failed: %s", policy.name, exc, extra={"uid": request.uid, "policy": policy.name})
+                out.results.append(_failure(policy, "validate", exc))
+                continue
+            out.results.extend(outcome.results)
+            out.warnings.extend(outcome.warnings)
+            out.rollbacks.extend(outcome.rollbacks)
+        verdict = self._verdict(request, out)
+        if not verdict.allowed:
+            for rollback in out.rollbacks:
+                rollback()
+        elif not request.dry_run:
+            self._record(request)
+        return verdict
+
+    def _record(self, request: AdmissionRequest) -> None:
+        if request.operation == "DELETE":
+            self.state.record_deleted(request.kind.kind, request.namespace, request.name)
+        elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
+            obj = dict(request.object)
+            meta = dict(obj.get("metadata") or {})
+            if request.namespace:
+                meta.setdefault("namespace", request.namespace)
+            if request.name:
+                meta.setdefault("name", request.name)
+            obj["metadata"] = meta
+            obj.setdefault("kind", request.kind.kind)
+            obj.setdefault("apiVersion", request.kind.api_version)
+            self.state.record_admitted(obj, request.operation)
+
+    # --- verdict -----------------------------------------------------------------------------------
+    def _verdict(self, request: AdmissionRequest, out: _Collected) -> Verdict:
+        results = tuple(out.results)
+        self._report(request, results)
+        blocking = [r for r in results if r.blocks]
+        reported = [r for r in results if r.reported]
+        warnings = [clean_warning(w) for w in out.warnings]
+        warnings += [clean_warning(f"{r.policy}: {r.message}") for r in reported]
+        annotations = {annotation_key(r.policy, r.rule): r.message for r in reported}
+        verdict = Verdict(True, warnings=tuple(dict.fromkeys(warnings)), audit_annotations=annotations, results=results)
+        if blocking:
+            message = "; ".join(f"[{r.policy}/{r.rule}] {r.message}" for r in blocking)
+            return replace(verdict, allowed=False, code=403, reason="Forbidden", message=message)
+        return verdict
+
+    def _report(self, request: AdmissionRequest, results: tuple[RuleResult, ...]) -> None:
+        if self.on_result:
+            for r in results:
+                self.on_result(r)
+        if self.sink and results:
+            meta = request.subject.get("metadata") or {}
+            ref = ResourceRef(request.kind.api_version, request.kind.kind, request.namespace,
+                              request.name or meta.get("name", ""), str(meta.get("uid", "")))
+            self.sink.submit(ref, results)

@@ -1,0 +1,62 @@
+"""The ClusterState protocol: what policies read of the cluster, and the few writes admission makes.
+
+Narrow on purpose: the standalone store and the live informer cache both implement it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
+
+# Kinds the state holds, by their API kind; every key below is one of these.
+NAMESPACE = "Namespace"
+POD = "Pod"
+PVC = "PersistentVolumeClaim"
+RESOURCE_CLAIM = "ResourceClaim"
+RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
+PROFILE = "Profile"
+TRACKED_KINDS = (NAMESPACE, POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, PROFILE)
+CLUSTER_SCOPED = frozenset({NAMESPACE, PROFILE})
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> "ObjectKey":
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind", ""))
+        namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace", ""))
+        return cls(kind, namespace, str(meta.get("name", "")))
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class CreateResult:
+    created: bool  # False: it already existed, which admission treats as success
+    object: Mapping[str, Any]
+
+
+class StateUnavailable(Exception):
+    """The backing store could not answer in time (live mode); the caller turns it into a clear denial."""
+
+
+class ClusterState(Protocol):
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def list(self, kind: str, namespace: str = "") -> list[Mapping[str, Any]]: ...
+
+    async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult: ...
+
+    def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
+        """An object /validate admitted; the standalone store persists it, the live one waits for its informer."""
+
+    def record_deleted(self, kind: str, namespace: str, name: str) -> None: ...
+
+    @property
+    def synced(self) -> bool: ...

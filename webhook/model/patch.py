@@ -1,0 +1,52 @@
+"""RFC 6902 JSON Patch between an original object and its mutated copy, with RFC 6901 escaped paths.
+
+Only add, remove and replace are emitted, in an order that applies cleanly to the original: a list
+that changed other than by appending is replaced whole, so no index ever points at a shifted element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def escape(token: str) -> str:
+    """RFC 6901: '~' first, then '/' (nvidia.com/gpu becomes nvidia.com~1gpu)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def pointer(*tokens: str | int) -> str:
+    return "".join("/" + escape(str(t)) for t in tokens)
+
+
+def diff(original: Any, mutated: Any, path: str = "") -> list[dict[str, Any]]:
+    if isinstance(original, dict) and isinstance(mutated, dict):
+        ops: list[dict[str, Any]] = []
+        for key in original:
+            if key not in mutated:
+                ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        for key, value in mutated.items():
+            child = f"{path}/{escape(key)}"
+            if key not in original:
+                ops.append({"op": "add", "path": child, "value": value})
+            else:
+                ops.extend(diff(original[key], value, child))
+        return ops
+    if isinstance(original, list) and isinstance(mutated, list):
+        if len(mutated) >= len(original) and all(_same(a, b) for a, b in zip(original, mutated)):
+            return [{"op": "add", "path": f"{path}/-", "value": v} for v in mutated[len(original):]]
+        if len(mutated) == len(original):
+            ops = []
+            for i, (a, b) in enumerate(zip(original, mutated)):
+                ops.extend(diff(a, b, f"{path}/{i}"))
+            return ops
+        return [{"op": "replace", "path": path, "value": mutated}]
+    if _same(original, mutated):
+        return []
+    if path == "":
+        return [{"op": "replace", "path": "", "value": mutated}]
+    return [{"op": "replace", "path": path, "value": mutated}]
+
+
+def _same(a: Any, b: Any) -> bool:
+    # bool is an int in Python; JSON tells them apart, so must we
+    return type(a) is type(b) and a == b

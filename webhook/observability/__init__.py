@@ -1,0 +1,1 @@
+"""Metrics (OpenTelemetry SDK, Prometheus text), traces (OTLP when configured), JSON logs."""

@@ -1,0 +1,86 @@
+"""Admission and policy metrics through the OpenTelemetry SDK, exposed as Prometheus text.
+
+Each Metrics object owns its own Prometheus registry, so several servers in one process
+(tests, `apply`) never mix their counts.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        reader = PrometheusMetricReader(registry=self.registry, disable_target_info=True)
+        self._provider = MeterProvider(
+            resource=Resource.create({"service.name": "quartermaster"}),
+            metric_readers=[reader],
+            views=[View(instrument_name="quartermaster_admission_duration_seconds",
+                        aggregation=ExplicitBucketHistogramAggregation(LATENCY_BUCKETS))],
+        )
+        meter = self._provider.get_meter("quartermaster")
+        self._requests = meter.create_counter(
+            "quartermaster_admission_requests", description="Admission reviews answered, by endpoint, operation, kind and verdict")
+        self._latency = meter.create_histogram(
+            "quartermaster_admission_duration_seconds", unit="s", description="Time to answer one admission review")
+        self._rule_results = meter.create_counter(
+            "quartermaster_policy_results", description="Policy rule results, by policy, rule and result")
+        self._load_errors = meter.create_counter(
+            "quartermaster_policy_load_errors", description="Policy documents refused on load or reload")
+        self._malformed = meter.create_counter(
+            "quartermaster_malformed_requests", description="Requests refused with HTTP 4xx before evaluation")
+        self._dropped = meter.create_counter(
+            "quartermaster_reports_dropped", description="Policy results dropped because the report queue was full")
+        self._policy_errors_now = 0
+        self._snapshot_generation = 0
+        meter.create_observable_gauge(
+            "quartermaster_policy_load_failing", callbacks=[self._observe_failing],
+            description="1 while the last policy load was refused (an older snapshot is serving)")
+        meter.create_observable_gauge(
+            "quartermaster_policy_snapshot_generation", callbacks=[self._observe_generation],
+            description="Generation of the policy snapshot in service")
+
+    def _observe_failing(self, _: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(1 if self._policy_errors_now else 0)
+
+    def _observe_generation(self, _: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(self._snapshot_generation)
+
+    def admission(self, endpoint: str, operation: str, kind: str, verdict: str, seconds: float) -> None:
+        attrs = {"endpoint": endpoint, "operation": operation, "kind": kind, "verdict": verdict}
+        self._requests.add(1, attrs)
+        self._latency.record(seconds, {"endpoint": endpoint})
+
+    def rule_result(self, policy: str, rule: str, result: str) -> None:
+        self._rule_results.add(1, {"policy": policy, "rule": rule, "result": result})
+
+    def policy_load(self, errors: int, generation: int) -> None:
+        if errors:
+            self._load_errors.add(errors)
+        self._policy_errors_now = errors
+        if not errors:
+            self._snapshot_generation = generation
+
+    def malformed(self, endpoint: str, status: int) -> None:
+        self._malformed.add(1, {"endpoint": endpoint, "status": str(status)})
+
+    def report_dropped(self, count: int = 1) -> None:
+        self._dropped.add(count)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def shutdown(self) -> None:
+        self._provider.shutdown()

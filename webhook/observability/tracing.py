@@ -1,0 +1,36 @@
+"""A span per admission when an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT); otherwise no-op."""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+
+class Tracing:
+    def __init__(self, exporter: SpanExporter | None = None) -> None:
+        if exporter is None and (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            exporter = OTLPSpanExporter()
+        self._provider: TracerProvider | None = None
+        self._tracer: Any = None
+        if exporter is not None:
+            self._provider = TracerProvider(resource=Resource.create({"service.name": "quartermaster"}))
+            self._provider.add_span_processor(BatchSpanProcessor(exporter))
+            self._tracer = self._provider.get_tracer("quartermaster")
+
+    def span(self, name: str, **attributes: Any) -> AbstractContextManager[Any]:
+        if self._tracer is None:
+            return nullcontext()
+        return self._tracer.start_as_current_span(name, attributes={k: v for k, v in attributes.items() if v is not None},
+                                                  kind=trace.SpanKind.SERVER)
+
+    def shutdown(self) -> None:
+        if self._provider is not None:
+            self._provider.shutdown()

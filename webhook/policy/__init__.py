@@ -1,0 +1,1 @@
+"""Load and validate policy YAML, compile it once, publish immutable snapshots."""

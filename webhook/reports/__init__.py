@@ -1,0 +1,1 @@
+"""Policy results for the platform team: collected off the request path."""

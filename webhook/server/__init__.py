@@ -1,0 +1,1 @@
+"""The only package that imports aiohttp: routes, handlers, middleware, TLS with reload."""

@@ -1,0 +1,1 @@
+"""Cluster state implementations behind webhook.model.cluster.ClusterState."""

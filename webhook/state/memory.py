@@ -1,0 +1,113 @@
+"""Standalone cluster state: in memory, seeded from manifests, fed by the admissions it answers."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import secrets
+import threading
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from webhook.model.cluster import CLUSTER_SCOPED, TRACKED_KINDS, CreateResult, ObjectKey
+
+log = logging.getLogger(__name__)
+
+
+class StateSeedError(ValueError):
+    pass
+
+
+class InMemoryClusterState:
+    """Objects keyed by (kind, namespace, name). Writes are whole-object replacements under a lock."""
+
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._objects: dict[ObjectKey, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._resource_version = 0
+        for obj in objects:
+            self._put(obj)
+
+    @classmethod
+    def from_directory(cls, root: Path | None) -> "InMemoryClusterState":
+        if root is None:
+            return cls()
+        if not root.exists():
+            raise StateSeedError(f"--state {root}: no such file or directory")
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml"))
+        objects = []
+        for path in files:
+            try:
+                docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+            except yaml.YAMLError as exc:
+                raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
+            for index, doc in enumerate(docs):
+                if doc is None:
+                    continue
+                for item in _items(doc):
+                    if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
+                        raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
+                    if item["kind"] not in TRACKED_KINDS:
+                        log.warning("state seed %s: kind %s is not tracked, skipped", path, item["kind"])
+                        continue
+                    objects.append(item)
+        return cls(objects)
+
+    # --- reads ---------------------------------------------------------------------------------
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._objects.get(ObjectKey(kind, "" if kind in CLUSTER_SCOPED else namespace, name))
+
+    def list(self, kind: str, namespace: str = "") -> list[Mapping[str, Any]]:
+        items = list(self._objects.items())  # a copy: writers may run in another thread
+        return [obj for key, obj in items if key.kind == kind and (not namespace or key.namespace == namespace)]
+
+    @property
+    def synced(self) -> bool:
+        return True
+
+    # --- writes --------------------------------------------------------------------------------
+    async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult:
+        key = ObjectKey.of(obj)
+        with self._lock:
+            existing = self._objects.get(key)
+            if existing is not None:
+                return CreateResult(created=False, object=existing)
+            return CreateResult(created=True, object=self._put(obj, locked=True))
+
+    def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
+        if obj.get("kind") not in TRACKED_KINDS:
+            return
+        self._put(obj)
+
+    def record_deleted(self, kind: str, namespace: str, name: str) -> None:
+        with self._lock:
+            self._objects.pop(ObjectKey(kind, "" if kind in CLUSTER_SCOPED else namespace, name), None)
+
+    def _put(self, obj: Mapping[str, Any], locked: bool = False) -> dict[str, Any]:
+        """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time."""
+        stored = copy.deepcopy(dict(obj))
+        meta = stored.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if locked:
+            return self._store(stored)
+        with self._lock:
+            return self._store(stored)
+
+    def _store(self, stored: dict[str, Any]) -> dict[str, Any]:
+        self._resource_version += 1
+        stored["metadata"]["resourceVersion"] = str(self._resource_version)
+        self._objects[ObjectKey.of(stored)] = stored
+        return stored
+
+
+def _items(doc: Any) -> list[Any]:
+    if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+        return doc["items"]
+    return [doc]
