@@ -69,10 +69,10 @@ class Quartermaster:
     sink: MemoryResultSink
 
     @classmethod
-    def build(cls, settings: Settings, state: ClusterState | None = None) -> "Quartermaster":
+    def build(cls, settings: Settings, state: ClusterState | None = None, registry: KindRegistry | None = None) -> "Quartermaster":
         metrics = Metrics()
         store = PolicyStore()
-        loader = PolicyLoader(build_registry(), CelCompiler())
+        loader = PolicyLoader(registry or build_registry(), CelCompiler())
         source = DirectoryPolicySource(settings.policies, loader, store, metrics)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
         sink = MemoryResultSink()

@@ -1,0 +1,8 @@
+import pytest
+
+from tests.support import REPO
+
+
+@pytest.fixture
+def repo_policies():
+    return REPO / "policies"

@@ -1,0 +1,151 @@
+"""Test helpers shared by every suite: AdmissionReview builders, a real HTTPS server, the checks every
+emitted object must pass (kubernetes-validate strict 1.34, JSON Patch applied with the jsonpatch library)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import json
+import socket
+import ssl
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping
+
+import aiohttp
+import jsonpatch
+import kubernetes_validate
+import yaml
+
+K8S_VERSION = "1.34.0"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def assert_valid_k8s(obj: Mapping[str, Any]) -> None:
+    """Strict schema validation against Kubernetes 1.34 (unknown fields are errors)."""
+    kubernetes_validate.validate(json.loads(json.dumps(obj)), K8S_VERSION, strict=True)
+
+
+def apply_patch(original: Mapping[str, Any], patch_ops: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Apply as the API server would: a real RFC 6902 implementation on the original object."""
+    return jsonpatch.JsonPatch([dict(op) for op in patch_ops]).apply(copy.deepcopy(dict(original)))
+
+
+def review(obj: Mapping[str, Any] | None, operation: str = "CREATE", namespace: str | None = None,
+           old: Mapping[str, Any] | None = None, dry_run: bool = False, uid: str | None = None,
+           username: str = "jdoe@example.org") -> dict[str, Any]:
+    """An AdmissionReview as kube-apiserver sends it."""
+    subject = obj if obj is not None else (old or {})
+    api_version = subject.get("apiVersion", "v1")
+    group, _, version = api_version.rpartition("/")
+    kind = subject.get("kind", "Pod")
+    meta = subject.get("metadata") or {}
+    ns = namespace if namespace is not None else meta.get("namespace", "")
+    plural = {"PersistentVolumeClaim": "persistentvolumeclaims", "ResourceClaim": "resourceclaims",
+              "ResourceClaimTemplate": "resourceclaimtemplates", "Namespace": "namespaces"}.get(kind, kind.lower() + "s")
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid or str(uuid.uuid4()),
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": plural},
+            "requestKind": {"group": group, "version": version, "kind": kind},
+            "requestResource": {"group": group, "version": version, "resource": plural},
+            "name": meta.get("name", ""),
+            "namespace": ns,
+            "operation": operation,
+            "userInfo": {"username": username, "groups": ["system:authenticated"]},
+            "object": obj,
+            "oldObject": old,
+            "dryRun": dry_run,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": f"{operation.title()}Options"},
+        },
+    }
+
+
+def decode_patch(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def load_yaml(path: Path) -> list[Any]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    url: str
+    ca: Path
+    cert_dir: Path
+    qm: Any
+    session: aiohttp.ClientSession
+
+    def client_ssl(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca))
+
+    async def post(self, path: str, body: Any, raw: bytes | None = None, query: str = "") -> tuple[int, Any]:
+        data = raw if raw is not None else json.dumps(body).encode()
+        async with self.session.post(f"{self.url}{path}{query}", data=data,
+                                     headers={"Content-Type": "application/json"}) as resp:
+            text = await resp.text()
+            try:
+                return resp.status, json.loads(text)
+            except ValueError:
+                return resp.status, text
+
+    async def admit(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a review, check the response envelope the API server checks, return `response`."""
+        status, answer = await self.post(path, body)
+        assert status == 200, answer
+        assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+        response = answer["response"]
+        assert response["uid"] == body["request"]["uid"]
+        assert isinstance(response["allowed"], bool)
+        assert ("patchType" in response) == ("patch" in response)
+        if not response["allowed"]:
+            assert 400 <= response["status"]["code"] < 600 and response["status"]["message"]
+        return response
+
+    async def get(self, path: str) -> tuple[int, str]:
+        async with self.session.get(f"{self.url}{path}") as resp:
+            return resp.status, await resp.text()
+
+
+@contextlib.asynccontextmanager
+async def running_server(policies: Path, tmp_path: Path, state: Path | None = None,
+                         qm_state: Any = None, **settings: Any) -> AsyncIterator[RunningServer]:
+    """The real server (aiohttp, real TLS with generated certificates) on a free loopback port."""
+    from webhook.app import Quartermaster, Settings
+
+    cert_dir = tmp_path / "certs"
+    port = free_port()
+    qm = Quartermaster.build(Settings(policies=policies, state=state, cert_dir=cert_dir, host="127.0.0.1", port=port,
+                                      policy_poll_seconds=settings.pop("policy_poll_seconds", 0.2),
+                                      cert_poll_seconds=settings.pop("cert_poll_seconds", 0.2), **settings), state=qm_state)
+    ready, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(qm.serve(ready=ready, stop=stop))
+    waiter = asyncio.create_task(ready.wait())
+    done, _ = await asyncio.wait({task, waiter}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        waiter.cancel()
+        task.result()  # raises the startup error
+    ctx = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=200))
+    try:
+        yield RunningServer(f"https://127.0.0.1:{port}", cert_dir / "ca.crt", cert_dir, qm, session)
+    finally:
+        await session.close()
+        stop.set()
+        await asyncio.wait_for(task, 15)
