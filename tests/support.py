@@ -125,7 +125,7 @@ class RunningServer:
 
 @contextlib.asynccontextmanager
 async def running_server(policies: Path, tmp_path: Path, state: Path | None = None,
-                         qm_state: Any = None, **settings: Any) -> AsyncIterator[RunningServer]:
+                         qm_state: Any = None, registry: Any = None, **settings: Any) -> AsyncIterator[RunningServer]:
     """The real server (aiohttp, real TLS with generated certificates) on a free loopback port."""
     from webhook.app import Quartermaster, Settings
 
@@ -133,7 +133,8 @@ async def running_server(policies: Path, tmp_path: Path, state: Path | None = No
     port = free_port()
     qm = Quartermaster.build(Settings(policies=policies, state=state, cert_dir=cert_dir, host="127.0.0.1", port=port,
                                       policy_poll_seconds=settings.pop("policy_poll_seconds", 0.2),
-                                      cert_poll_seconds=settings.pop("cert_poll_seconds", 0.2), **settings), state=qm_state)
+                                      cert_poll_seconds=settings.pop("cert_poll_seconds", 0.2), **settings), state=qm_state,
+                            registry=registry)
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(qm.serve(ready=ready, stop=stop))
     waiter = asyncio.create_task(ready.wait())

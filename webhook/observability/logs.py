@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 
-_EXTRA_FIELDS = ("uid", "kind", "namespace", "name", "operation", "verdict", "policy", "file", "duration_ms", "endpoint")
+_EXTRA_FIELDS = ("uid", "kind", "namespace", "object_name", "operation", "verdict", "policy", "file", "duration_ms", "endpoint")
 
 
 class JsonFormatter(logging.Formatter):

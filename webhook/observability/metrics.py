@@ -23,7 +23,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        reader = PrometheusMetricReader(registry=self.registry, disable_target_info=True)
+        reader = PrometheusMetricReader(registry=self.registry, disable_target_info=True, scope_info_enabled=False)
         self._provider = MeterProvider(
             resource=Resource.create({"service.name": "quartermaster"}),
             metric_readers=[reader],

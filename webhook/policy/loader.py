@@ -47,8 +47,12 @@ def _parse_field(text: str) -> list[str | int]:
 def _schema_error(doc: Document, error: ValidationError) -> PolicyLoadError:
     path = list(error.absolute_path)
     message = error.message
-    if error.validator == "additionalProperties":
-        message = f"{message}; allowed fields: {', '.join(sorted(error.schema.get('properties', {})))}"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = error.schema.get("properties", {})
+        unexpected = sorted(k for k in error.instance if k not in allowed)
+        if unexpected:
+            path = path + [unexpected[0]]
+        message = f"unknown field {', '.join(map(repr, unexpected))}; allowed fields: {', '.join(sorted(allowed))}"
     elif error.validator == "required":
         missing = message.split("'")[1] if "'" in message else message
         path = path + [missing]

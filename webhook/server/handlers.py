@@ -69,7 +69,7 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         for result in verdict.results:
             services.metrics.rule_result(result.policy, result.rule, result.outcome.value)
         log.info("%s %s", endpoint, outcome, extra={
-            "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace, "name": request.object_name,
+            "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace, "object_name": request.object_name,
             "operation": request.operation, "verdict": outcome, "duration_ms": round(seconds * 1000, 2), "endpoint": endpoint})
         return web.json_response(encode_response(request.uid, verdict), dumps=lambda o: json.dumps(o, separators=(",", ":")))
 

@@ -1,0 +1,86 @@
+import base64
+import json
+
+import pytest
+
+from webhook.model.errors import MalformedReview
+from webhook.model.review import encode_response, parse_review
+from webhook.model.verdict import Verdict, annotation_key, clean_warning
+from tests.support import review
+from tests.kinds import pod
+
+
+def body(doc) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def test_parse_full_request():
+    doc = review(pod(), namespace="jdoe", dry_run=True, uid="abc")
+    req = parse_review(body(doc))
+    assert req.uid == "abc" and req.operation == "CREATE" and req.namespace == "jdoe" and req.dry_run
+    assert req.kind.kind == "Pod" and req.kind.api_version == "v1" and req.resource == "pods"
+    assert req.user.username == "jdoe@example.org" and req.user.groups == ("system:authenticated",)
+    assert req.object["metadata"]["name"] == "p" and req.object_name == "p"
+
+
+def test_parse_delete_uses_old_object():
+    req = parse_review(body(review(None, operation="DELETE", old=pod("gone"))))
+    assert req.object is None and req.subject["metadata"]["name"] == "gone"
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (b"not json", "not JSON"),
+    (b"[]", "JSON object"),
+    (body({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}}), "apiVersion"),
+    (body({"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}), "kind must be AdmissionReview"),
+    (body({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}), "request is missing"),
+    (b"\xff\xfe", "not JSON"),
+])
+def test_malformed_bodies(raw, reason):
+    with pytest.raises(MalformedReview, match=reason):
+        parse_review(raw)
+
+
+@pytest.mark.parametrize("field, value, reason", [
+    ("uid", "", "uid"),
+    ("uid", 5, "uid"),
+    ("kind", "Pod", "request.kind"),
+    ("kind", {"group": "", "version": "v1", "kind": 3}, "request.kind.kind"),
+    ("operation", "PATCH", "operation"),
+    ("object", [1], "object"),
+    ("object", None, "object is required"),
+    ("dryRun", "yes", "dryRun"),
+    ("namespace", 7, "namespace"),
+    ("userInfo", {"groups": "admins"}, "groups"),
+])
+def test_wrong_types(field, value, reason):
+    doc = review(pod())
+    doc["request"][field] = value
+    with pytest.raises(MalformedReview, match=reason):
+        parse_review(body(doc))
+
+
+def test_encode_allowed_without_patch_has_no_patch_type():
+    out = encode_response("u1", Verdict(True))
+    assert out == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "u1", "allowed": True}}
+
+
+def test_encode_patch_and_denial():
+    ops = ({"op": "add", "path": "/metadata/labels/a", "value": "b"},)
+    out = encode_response("u2", Verdict(True, patch=ops, warnings=("w",), audit_annotations={"k": "v"}))["response"]
+    assert out["patchType"] == "JSONPatch" and json.loads(base64.b64decode(out["patch"])) == list(ops)
+    assert out["warnings"] == ["w"] and out["auditAnnotations"] == {"k": "v"}
+    denied = encode_response("u3", Verdict(False, code=403, message="no", reason="Forbidden"))["response"]
+    assert denied["allowed"] is False and denied["status"] == {"code": 403, "message": "no", "reason": "Forbidden"}
+    assert "patch" not in denied and "patchType" not in denied
+
+
+def test_warnings_are_clean_and_short():
+    text = clean_warning("line one\nline\ttwo\x1b[31m" + "x" * 200)
+    assert not any(ord(c) < 32 for c in text) and len(text) <= 120 and text.endswith("...")
+    assert clean_warning("short") == "short"
+
+
+def test_annotation_key_is_a_label_name():
+    key = annotation_key("profile-quota", "gpus/limit")
+    assert key == "profile-quota.gpus-limit" and len(annotation_key("p" * 100, "r")) <= 63

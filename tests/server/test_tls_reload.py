@@ -1,0 +1,79 @@
+"""A rotated Secret: new files on disk are served to new connections, established ones keep working."""
+
+import asyncio
+import ssl
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from tests.kinds import REQUIRE_TEAM, test_registry
+from tests.support import running_server
+from webhook.certs.generate import CertPaths, make_ca, make_serving_cert, write_serving_cert
+
+
+async def peer_certificate(port: int, ca_file: str) -> x509.Certificate:
+    ctx = ssl.create_default_context(cafile=ca_file)
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx, server_hostname="localhost")
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    return x509.load_der_x509_certificate(der)
+
+
+async def http_get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> int:
+    """One HTTP/1.1 keep-alive request on an existing connection; returns the status code."""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n".encode())
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    await reader.readexactly(length)
+    return status
+
+
+async def test_certificate_reload_without_restart(tmp_path):
+    policies = tmp_path / "p"
+    policies.mkdir()
+    (policies / "r.yaml").write_text(REQUIRE_TEAM)
+    async with running_server(policies, tmp_path, registry=test_registry()) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        old_serial = (await peer_certificate(port, str(server.ca))).serial_number
+        # an established keep-alive connection, opened before the rotation
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ssl.create_default_context(cafile=str(server.ca)),
+                                                       server_hostname="localhost")
+        assert (await http_get(reader, writer, "/healthz")) == 200
+
+        new_ca, new_ca_key = make_ca("Rotated CA")
+        cert, key = make_serving_cert(new_ca, new_ca_key, ["localhost"])
+        new_ca_file = tmp_path / "new-ca.crt"
+        new_ca_file.write_bytes(new_ca.public_bytes(serialization.Encoding.PEM))
+        write_serving_cert(CertPaths(server.cert_dir), cert, key)
+
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while True:
+            try:
+                served = await peer_certificate(port, str(new_ca_file))
+                break
+            except ssl.SSLError:
+                assert loop.time() < end, "new certificate never served"
+                await asyncio.sleep(0.1)
+        assert served.serial_number == cert.serial_number != old_serial
+        # the connection opened before the rotation was not dropped: it still answers, with its old certificate
+        assert (await http_get(reader, writer, "/healthz")) == 200
+        old_peer = x509.load_der_x509_certificate(writer.get_extra_info("ssl_object").getpeercert(binary_form=True))
+        assert old_peer.serial_number == old_serial
+        writer.close()
+
+
+async def test_half_written_pair_keeps_old_certificate(tmp_path):
+    policies = tmp_path / "p"
+    policies.mkdir()
+    (policies / "r.yaml").write_text(REQUIRE_TEAM)
+    async with running_server(policies, tmp_path, registry=test_registry()) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        before = (await peer_certificate(port, str(server.ca))).serial_number
+        (server.cert_dir / "tls.crt").write_text("-----BEGIN CERTIFICATE-----\ntruncated")
+        await asyncio.sleep(0.6)  # several reload polls
+        assert (await peer_certificate(port, str(server.ca))).serial_number == before
