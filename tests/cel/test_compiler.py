@@ -1,0 +1,43 @@
+import pytest
+
+from webhook.cel import CelCompiler, CelError
+from webhook.cel.compiler import MAX_EXPRESSION_LENGTH
+
+
+def test_compile_once_and_evaluate():
+    cel = CelCompiler()
+    program = cel.compile("object.metadata.labels.exists(k, k == 'team') && size(object.spec.containers) == 2")
+    assert cel.compile(program.expression) is program
+    obj = {"metadata": {"labels": {"team": "a"}}, "spec": {"containers": [{}, {}]}}
+    assert program({"object": obj}) is True
+    assert program({"object": {**obj, "spec": {"containers": []}}}) is False
+
+
+def test_results_come_back_as_plain_python():
+    cel = CelCompiler()
+    assert cel.compile("{'a': [1, 2.5, 'x', true, null]}").evaluate({}) == {"a": [1, 2.5, "x", True, None]}
+    assert cel.compile("object.spec.containers.map(c, c.name)").evaluate(
+        {"object": {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}}) == ["a", "b"]
+
+
+def test_syntax_error_is_reported():
+    with pytest.raises(CelError, match="does not compile"):
+        CelCompiler().compile("object.(")
+
+
+def test_evaluation_error_and_non_bool():
+    cel = CelCompiler()
+    with pytest.raises(CelError):
+        cel.compile("object.missing.deeper == 1")({"object": {}})
+    with pytest.raises(CelError, match="must evaluate to a bool"):
+        cel.compile("1 + 1")({})
+
+
+def test_cost_guard():
+    cel = CelCompiler()
+    with pytest.raises(CelError, match="longer than"):
+        cel.compile("true && " * (MAX_EXPRESSION_LENGTH // 8 + 1) + "true")
+    nested = "a.all(x, a.all(y, a.all(z, a.all(w, true))))"
+    with pytest.raises(CelError, match="nests more than"):
+        cel.compile(nested)
+    assert cel.compile("a.all(x, a.all(y, a.exists(z, true)))")({"a": [1]}) is True
