@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Admission throughput and latency of a real `quartermaster serve` over HTTPS on loopback.
+
+    python load-tests/bench_admission.py --requests 3000 --concurrency 32
+
+Starts the server as a subprocess (standalone, self-signed certificates in a temporary directory),
+sends a bounded number of AdmissionReviews (mutate then validate of distinct pods, spread over
+profiles so quota decisions are exercised), stops the server and prints one JSON line of results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def pod_review(i: int, namespace: str, gpus: int) -> dict:
+    limits = {"cpu": "1", "memory": "1Gi"}
+    if gpus:
+        limits["nvidia.com/gpu"] = str(gpus)
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"bench-{i}", "namespace": namespace, "labels": {"app": "bench"}},
+           "spec": {"containers": [{"name": "main", "image": "python:3.12", "resources": {"limits": limits}}]}}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": str(uuid.uuid4()), "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "name": f"bench-{i}", "namespace": namespace,
+        "operation": "CREATE", "userInfo": {"username": "bench"}, "object": pod, "dryRun": False}}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int) -> dict:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    latencies: list[float] = []
+    errors = 0
+    counter = iter(range(total))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=concurrency)) as session:
+        async def worker() -> None:
+            nonlocal errors
+            for i in counter:
+                namespace = "ml-team" if i % 2 else "jdoe"
+                body = pod_review(i, namespace, 1 if gpu_every and i % gpu_every == 0 else 0)
+                for endpoint in ("mutate", "validate"):
+                    started = time.perf_counter()
+                    try:
+                        async with session.post(f"{url}/{endpoint}?timeout=10s", json=body) as resp:
+                            await resp.read()
+                            if resp.status != 200:
+                                errors += 1
+                    except aiohttp.ClientError:
+                        errors += 1
+                    latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {
+        "reviews": len(latencies), "errors": errors, "seconds": round(elapsed, 3),
+        "reviews_per_second": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 2),
+        "p95_ms": round(percentile(latencies, 0.95) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="pods to admit (each is a mutate and a validate review)")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--gpu-every", type=int, default=10, help="every Nth pod asks for one GPU (0: none)")
+    parser.add_argument("--policies", type=Path, default=REPO / "policies")
+    parser.add_argument("--state", type=Path, default=REPO / "examples" / "state")
+    args = parser.parse_args()
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        certs = Path(tmp) / "certs"
+        server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(args.policies), "--state",
+                                   str(args.state), "--cert-dir", str(certs), "--host", "127.0.0.1", "--port", str(port),
+                                   "--log-level", "warning"], stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while not (certs / "ca.crt").exists() or not _ready(port, certs / "ca.crt"):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    print("server did not start", file=sys.stderr)
+                    return 1
+                time.sleep(0.2)
+            result = asyncio.run(run(f"https://127.0.0.1:{port}", certs / "ca.crt", args.requests, args.concurrency, args.gpu_every))
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=20)
+    result.update({"concurrency": args.concurrency, "policies": str(args.policies)})
+    print(json.dumps(result))
+    return 0 if result["errors"] == 0 else 1
+
+
+def _ready(port: int, ca: Path) -> bool:
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ssl.create_default_context(cafile=str(ca)), timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
