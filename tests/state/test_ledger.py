@@ -1,0 +1,118 @@
+"""The reservation ledger: per-scope locks, reservations released when reflected, rolled back or expired."""
+
+import asyncio
+
+from webhook.model.cluster import ObjectKey
+from webhook.state.ledger import ReservationLedger, ledger_for, reflected
+from webhook.state.memory import InMemoryClusterState
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pod(name: str, uid: str | None = None, rv: str | None = None) -> dict:
+    meta = {"name": name, "namespace": "jdoe"}
+    if uid:
+        meta["uid"] = uid
+    if rv:
+        meta["resourceVersion"] = rv
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+
+def test_create_reservation_is_pending_until_the_state_shows_it():
+    state, ledger = InMemoryClusterState(), ReservationLedger(FakeClock())
+    reservation = ledger.reserve("jdoe", pod("a", uid="u-1"), state, timeout=30)
+    assert reservation.key == ObjectKey("Pod", "jdoe", "a")
+    assert ledger.pending("jdoe", state) == (reservation,)
+    state.record_admitted(pod("a", uid="u-1"), "CREATE")
+    assert ledger.pending("jdoe", state) == ()
+    assert ledger.count() == 0
+
+
+def test_an_older_object_with_the_same_name_does_not_release_a_create():
+    state, ledger = InMemoryClusterState([pod("a", uid="old")]), ReservationLedger(FakeClock())
+    reservation = ledger.reserve("jdoe", pod("a", uid="new"), state, timeout=30)
+    assert not reflected(reservation, state)
+    state.record_admitted(pod("a", uid="new"), "CREATE")
+    assert reflected(reservation, state)
+
+
+def test_update_reservation_is_released_when_the_resource_version_moves():
+    state = InMemoryClusterState([pod("a", uid="u")])
+    current = state.get("Pod", "jdoe", "a")
+    ledger = ReservationLedger(FakeClock())
+    reservation = ledger.reserve("jdoe", pod("a", uid="u"), state, timeout=30, previous=current)
+    assert ledger.pending("jdoe", state) == (reservation,)
+    state.record_admitted(pod("a", uid="u"), "UPDATE")  # a new resourceVersion
+    assert ledger.pending("jdoe", state) == ()
+
+
+def test_update_reservation_is_released_when_the_object_is_deleted():
+    state = InMemoryClusterState([pod("a")])
+    ledger = ReservationLedger(FakeClock())
+    ledger.reserve("jdoe", pod("a"), state, timeout=30, previous=state.get("Pod", "jdoe", "a"))
+    state.record_deleted("Pod", "jdoe", "a")
+    assert ledger.pending("jdoe", state) == ()
+
+
+def test_reservations_expire_after_their_timeout():
+    clock = FakeClock()
+    state, ledger = InMemoryClusterState(), ReservationLedger(clock)
+    first = ledger.reserve("jdoe", pod("a"), state, timeout=30)
+    clock.now += 20
+    second = ledger.reserve("jdoe", pod("b"), state, timeout=30)
+    clock.now += 10  # the first is 30s old now
+    assert ledger.pending("jdoe", state) == (second,)
+    clock.now += 30
+    assert ledger.pending("jdoe", state) == ()
+    assert not ledger.release(first)  # releasing an expired reservation is harmless
+
+
+def test_release_is_idempotent_and_scoped():
+    state, ledger = InMemoryClusterState(), ReservationLedger(FakeClock())
+    mine = ledger.reserve("jdoe", pod("a"), state, timeout=30)
+    other = ledger.reserve("alice", {**pod("a"), "metadata": {"name": "a", "namespace": "alice"}}, state, timeout=30)
+    assert ledger.release(mine) and not ledger.release(mine)
+    assert ledger.pending("jdoe", state) == () and ledger.pending("alice", state) == (other,)
+
+
+async def test_one_scope_serializes_and_other_scopes_do_not_wait():
+    ledger = ReservationLedger()
+    order: list[str] = []
+    holding, finish = asyncio.Event(), asyncio.Event()
+
+    async def slow_a() -> None:
+        async with ledger.lock("a"):
+            order.append("a1 in")
+            holding.set()
+            await finish.wait()
+            order.append("a1 out")
+
+    async def second_a() -> None:
+        async with ledger.lock("a"):
+            order.append("a2 in")
+
+    async def b() -> None:
+        async with ledger.lock("b"):
+            order.append("b in")
+
+    first = asyncio.create_task(slow_a())
+    await holding.wait()
+    waiting = asyncio.create_task(second_a())
+    await asyncio.wait_for(b(), 5)  # profile b goes through while profile a is held
+    assert order == ["a1 in", "b in"] and not waiting.done()
+    finish.set()
+    await asyncio.gather(first, waiting)
+    assert order == ["a1 in", "b in", "a1 out", "a2 in"]
+
+
+def test_ledger_for_is_one_per_state_and_name():
+    state, other = InMemoryClusterState(), InMemoryClusterState()
+    assert ledger_for(state, "q") is ledger_for(state, "q")
+    assert ledger_for(state, "q") is not ledger_for(state, "r")
+    assert ledger_for(state, "q") is not ledger_for(other, "q")

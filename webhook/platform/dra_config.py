@@ -1,0 +1,143 @@
+"""The compiled settings of a `DeviceClaimRewrite` policy: what maps to what, as frozen values.
+
+Built once per policy load by dra_policy.compile_config; the request path only reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from fractions import Fraction
+from typing import Any, Mapping
+
+PROFILE = "${profile}"
+MEMORY = "${memory}"
+# what may follow a resourcePrefix: the name part of a Kubernetes resource name
+_PROFILE_TEXT = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_NOT_DNS = re.compile(r"[^a-z0-9-]+")
+
+
+class Strategy(str, Enum):
+    CLAIMS = "Claims"  # rewrite legacy limits into ResourceClaimTemplates
+    PASSTHROUGH = "Passthrough"  # the DeviceClass maps the extended resource name itself (extendedResourceName)
+
+
+class InitClaims(str, Enum):
+    REUSE = "Reuse"  # a regular init container borrows an identical claim, as the device plugin reuses devices
+    DEDICATED = "Dedicated"  # every container gets claims of its own
+
+
+def dns_label(text: str, limit: int = 63) -> str:
+    """Lower-case, anything else than [a-z0-9-] becomes '-', trimmed to a valid DNS label (may be '')."""
+    label = _NOT_DNS.sub("-", text.lower()).strip("-")
+    return label[:limit].rstrip("-")
+
+
+def fill(template: str, placeholder: str, value: str) -> str:
+    return template.replace(placeholder, value)
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """One opaque config entry of the claim: NVIDIA's GpuConfig (or MigDeviceConfig) with a sharing strategy."""
+
+    driver: str
+    api_version: str
+    kind: str
+    sharing: Mapping[str, Any]
+
+    def parameters(self) -> dict[str, Any]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "sharing": _plain(self.sharing)}
+
+
+@dataclass(frozen=True)
+class DeviceMapping:
+    """A legacy extended resource (exact name or name prefix) and the DRA request it becomes."""
+
+    resource_name: str  # exact name, or "" when resource_prefix is used
+    resource_prefix: str
+    device_class: str
+    request_name: str  # may hold ${profile}
+    selectors: tuple[str, ...]  # CEL, may hold ${profile}
+    profile_suffixes: tuple[tuple[str, str], ...]  # ".me" -> "+me": the device plugin's spelling to the driver's
+    driver_config: DriverConfig | None
+    user_choices: bool
+
+    def profile_of(self, resource: str) -> str | None:
+        """None: not this mapping's resource. "" for an exact name; the driver's profile name for a prefix."""
+        if self.resource_name:
+            return "" if resource == self.resource_name else None
+        if not resource.startswith(self.resource_prefix):
+            return None
+        rest = resource[len(self.resource_prefix):]
+        if not _PROFILE_TEXT.match(rest):
+            return None
+        for suffix, replacement in self.profile_suffixes:
+            if rest.endswith(suffix) and len(rest) > len(suffix):
+                return rest[: -len(suffix)] + replacement
+        return rest
+
+    def request_for(self, profile: str) -> str:
+        return dns_label(fill(self.request_name, PROFILE, profile)) or "device"
+
+    def selectors_for(self, profile: str) -> tuple[str, ...]:
+        return tuple(fill(s, PROFILE, profile) for s in self.selectors)
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    name: str
+    description: str
+    selectors: tuple[str, ...]
+    memory: Fraction | None  # how much memory this model has, to refuse a minimum it cannot meet
+
+
+@dataclass(frozen=True)
+class UserChoices:
+    """What a user may ask for on a legacy pod, through annotations the policy names."""
+
+    model_annotation: str = ""
+    models: tuple[ModelOption, ...] = ()
+    memory_annotation: str = ""
+    memory_selector: str = ""  # CEL with ${memory}
+    memory_maximum: Fraction | None = None
+
+    @property
+    def annotations(self) -> tuple[str, ...]:
+        return tuple(a for a in (self.model_annotation, self.memory_annotation) if a)
+
+
+@dataclass(frozen=True)
+class TemplateSettings:
+    name_prefix: str
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RewriteConfig:
+    strategy: Strategy
+    devices: tuple[DeviceMapping, ...]
+    choices: UserChoices
+    templates: TemplateSettings
+    claim_prefix: str
+    init_claims: InitClaims
+
+    def mapping_for(self, resource: str) -> tuple[DeviceMapping, str] | None:
+        """Exact names win over prefixes; among either, the first in the YAML wins."""
+        for exact in (True, False):
+            for mapping in self.devices:
+                if bool(mapping.resource_name) != exact:
+                    continue
+                profile = mapping.profile_of(resource)
+                if profile is not None:
+                    return mapping, profile
+        return None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,88 @@
+"""Placeholder templates of the NotebookInjection policy: "{user}", "{user_initial}", "{namespace}".
+
+Templates are checked when the policy is compiled, so a typo such as "{usr}" is refused at load time
+with the field that holds it, instead of producing a broken pod at admission time.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from webhook.model.errors import PolicyCompileError
+
+# What every template may use: the profile's owner and namespace.
+OWNER_PLACEHOLDERS = frozenset({"user", "user_initial", "namespace"})
+# What the refresher's command line and the notebook's environment may use on top: values the policy
+# derives itself, so a path is written once in the YAML and cannot drift between two fields.
+DERIVED_PLACEHOLDERS = frozenset({"token_path", "token_dir", "credentials_dir", "refresh_margin_seconds", "home"})
+
+_FORMATTER = string.Formatter()
+
+
+@dataclass(frozen=True)
+class Template:
+    text: str
+    field: str  # where it came from in the policy, e.g. "spec.home.mountPath"
+    names: frozenset[str]
+
+    def render(self, values: Mapping[str, str]) -> str:
+        # every name was checked at compile time, so format_map cannot reach anything else
+        return self.text.format_map(values)
+
+
+def compile_template(text: str, field: str, allowed: frozenset[str]) -> Template:
+    try:
+        parts = list(_FORMATTER.parse(text))
+    except ValueError as exc:
+        raise PolicyCompileError(field, f"{exc} in {text!r}; write a literal brace as {{{{ or }}}}") from None
+    names = set()
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if name not in allowed:
+            raise PolicyCompileError(field, f"unknown placeholder {{{name}}} in {text!r}; "
+                                            f"allowed here: {', '.join('{' + n + '}' for n in sorted(allowed))}")
+        if spec or conversion:
+            raise PolicyCompileError(field, f"placeholder {{{name}}} takes no format or conversion in {text!r}")
+        names.add(name)
+    return Template(text, field, frozenset(names))
+
+
+@dataclass(frozen=True)
+class TemplateTree:
+    """A YAML subtree (a volume source, a resources block) whose strings are templates.
+
+    Stored read-only (mapping proxies and tuples), rendered into fresh dicts and lists per request.
+    """
+
+    node: Any
+
+    def render(self, values: Mapping[str, str]) -> Any:
+        return _render(self.node, values)
+
+
+def compile_tree(value: Any, field: str, allowed: frozenset[str]) -> TemplateTree:
+    return TemplateTree(_compile(value, field, allowed))
+
+
+def _compile(value: Any, field: str, allowed: frozenset[str]) -> Any:
+    if isinstance(value, str):
+        return compile_template(value, field, allowed)
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _compile(v, f"{field}.{k}", allowed) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_compile(v, f"{field}[{i}]", allowed) for i, v in enumerate(value))
+    return value
+
+
+def _render(node: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(node, Template):
+        return node.render(values)
+    if isinstance(node, Mapping):
+        return {k: _render(v, values) for k, v in node.items()}
+    if isinstance(node, tuple):
+        return [_render(v, values) for v in node]
+    return node

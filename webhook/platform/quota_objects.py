@@ -1,0 +1,62 @@
+"""One profile's objects as a quota decision sees them.
+
+The cluster state, with in-flight reservations laid over it, and then the request applied (or taken
+away): counting the same view with and without the request gives what the request adds, including
+effects across objects (a claim generated from a pod's template replaces that template's charge).
+Immutable, so the counting can run in a worker thread while the event loop serves other requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ClusterState
+from webhook.state.ledger import Reservation
+
+COUNTED_KINDS = (POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE)
+
+Objects = Mapping[str, Mapping[str, Any]]  # name -> object
+
+
+def object_name(obj: Mapping[str, Any], fallback: str = "") -> str:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name") or fallback)
+
+
+@dataclass(frozen=True)
+class ProfileObjects:
+    namespace: str
+    by_kind: Mapping[str, Objects]
+    reserved: frozenset[tuple[str, str]] = frozenset()  # (kind, name) still in flight, for messages
+
+    @classmethod
+    def read(cls, state: ClusterState, namespace: str, reservations: Iterable[Reservation] = ()) -> "ProfileObjects":
+        """Reads the state on the calling thread (the event loop): the state need not be thread-safe."""
+        by_kind: dict[str, dict[str, Mapping[str, Any]]] = {
+            kind: {object_name(obj): obj for obj in state.list(kind, namespace)} for kind in COUNTED_KINDS}
+        reserved = set()
+        for reservation in reservations:
+            key = reservation.key
+            if key.kind in by_kind and key.namespace == namespace:
+                by_kind[key.kind][key.name] = reservation.object
+                reserved.add((key.kind, key.name))
+        return cls(namespace, MappingProxyType({k: MappingProxyType(v) for k, v in by_kind.items()}), frozenset(reserved))
+
+    def of(self, kind: str) -> Objects:
+        return self.by_kind.get(kind, MappingProxyType({}))
+
+    def get(self, kind: str, name: str) -> Mapping[str, Any] | None:
+        return self.of(kind).get(name)
+
+    def with_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> "ProfileObjects":
+        """A copy with `obj` at (kind, name), or without that key when obj is None."""
+        objects = dict(self.of(kind))
+        if obj is None:
+            objects.pop(name, None)
+        else:
+            objects[name] = obj
+        by_kind = dict(self.by_kind)
+        by_kind[kind] = MappingProxyType(objects)
+        return replace(self, by_kind=MappingProxyType(by_kind), reserved=self.reserved - {(kind, name)})

@@ -1,0 +1,209 @@
+"""ProfileQuota: the policy document's schema, and compiling it into settings the counting reads.
+
+Every number, name and text of the quota lives here with a default, so a policy file may say as
+little as `kind: ProfileQuota` with an empty spec and get the platform conventions of design section 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Mapping
+
+from webhook.model.errors import PolicyCompileError
+from webhook.model.quantity import parse_quantity
+from webhook.platform.base import CLASS_LABEL, document_schema
+
+KIND_NAME = "ProfileQuota"
+
+DEFAULT_CLASSES: dict[str, dict[str, Any]] = {"personal": {"gpus": 1, "storage": "30Gi"},
+                                              "team": {"gpus": 8, "storage": "1Ti"}}
+DEFAULT_LEGACY = [{"name": "nvidia.com/gpu", "weight": 1}, {"prefix": "nvidia.com/mig-", "weight": 1}]
+DEFAULT_DEVICE_CLASSES = [{"name": "gpu.nvidia.com", "weight": 1}, {"name": "mig.nvidia.com", "weight": 1}]
+DEFAULT_PROFILE_GPU_KEYS = ["requests.nvidia.com/gpu"]
+DEFAULT_PROFILE_STORAGE_KEYS = ["requests.storage"]
+DEFAULT_RESERVATION_SECONDS = 30.0
+DEFAULT_MAX_LISTED = 3
+DEFAULT_GPU_ADVICE = ("Stop a notebook or delete pods and ResourceClaims you no longer need "
+                      "(kubectl get pods,resourceclaims -n {namespace}), or ask the platform team to raise the limit.")
+DEFAULT_STORAGE_ADVICE = ("Delete volumes you no longer need (kubectl get pvc -n {namespace}), "
+                          "or ask the platform team to raise the limit.")
+ADVICE_FIELDS = ("namespace", "profile_class", "owner")
+
+# --- schema ----------------------------------------------------------------------------------------
+_AMOUNT = {"type": ["integer", "number", "string"]}
+_LIMITS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"gpus": _AMOUNT, "storage": {"type": ["integer", "string"]}},
+}
+_WEIGHT = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"name": {"type": "string", "minLength": 1}, "prefix": {"type": "string", "minLength": 1},
+                   "weight": _AMOUNT},
+    "oneOf": [{"required": ["name"]}, {"required": ["prefix"]}],
+}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+SPEC_PROPERTIES: dict[str, Any] = {
+    "classLabel": {"type": "string", "minLength": 1},
+    "defaultClass": {"type": "string", "minLength": 1},
+    "classes": {"type": "object", "minProperties": 1, "additionalProperties": _LIMITS},
+    "overrides": {"type": "object", "additionalProperties": _LIMITS},
+    "profileOverride": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"enabled": {"type": "boolean"}, "gpuKeys": _STRINGS, "storageKeys": _STRINGS},
+    },
+    "gpus": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"legacyResources": {"type": "array", "items": _WEIGHT},
+                       "deviceClasses": {"type": "array", "items": _WEIGHT}},
+    },
+    "storage": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"storageClassNames": _STRINGS, "defaultStorageClassName": {"type": "string"},
+                       "ephemeralVolumes": {"type": "boolean"}},
+    },
+    "reservationSeconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 3600},
+    "messages": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"maxObjectsListed": {"type": "integer", "minimum": 1, "maximum": 50},
+                       "gpuAdvice": {"type": "string"}, "storageAdvice": {"type": "string"}},
+    },
+}
+
+SCHEMA = document_schema(KIND_NAME, SPEC_PROPERTIES)
+
+
+# --- compiled settings -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LimitSpec:
+    """A class's or an override's limits; None: that dimension is not limited."""
+
+    gpus: Fraction | None = None
+    storage: Fraction | None = None
+
+
+@dataclass(frozen=True)
+class WeightTable:
+    """GPU weight per resource or device-class name: exact names first, then the longest matching prefix."""
+
+    exact: Mapping[str, Fraction]
+    prefixes: tuple[tuple[str, Fraction], ...]  # longest first
+
+    def weight(self, name: str) -> Fraction | None:
+        if name in self.exact:
+            return self.exact[name]
+        for prefix, weight in self.prefixes:
+            if name.startswith(prefix):
+                return weight
+        return None
+
+
+@dataclass(frozen=True)
+class CountingRules:
+    """What counts and how much: read by quota_usage, in a worker thread, so immutable."""
+
+    legacy: WeightTable
+    device_classes: WeightTable
+    storage_classes: frozenset[str]  # empty: every class counts
+    default_storage_class: str | None  # the class a PVC without storageClassName gets; None: unknown
+    ephemeral_volumes: bool
+
+    def counts_storage_class(self, name: str | None) -> bool:
+        return not self.storage_classes or (name is not None and name in self.storage_classes)
+
+
+@dataclass(frozen=True)
+class QuotaSettings:
+    class_label: str
+    default_class: str
+    classes: Mapping[str, LimitSpec]
+    overrides: Mapping[str, LimitSpec]
+    profile_override: bool
+    profile_gpu_keys: tuple[str, ...]
+    profile_storage_keys: tuple[str, ...]
+    rules: CountingRules
+    reservation_seconds: float
+    max_listed: int
+    gpu_advice: str
+    storage_advice: str
+
+
+def _amount(value: Any, field: str, minimum: Fraction = Fraction(0)) -> Fraction:
+    try:
+        # YAML floats become decimal text first, so 0.1 is one tenth and not its binary neighbour
+        amount = parse_quantity(repr(value) if isinstance(value, float) else value)
+    except ValueError as exc:
+        raise PolicyCompileError(field, str(exc)) from None
+    if amount < minimum:
+        raise PolicyCompileError(field, f"must not be negative, got {value!r}")
+    return amount
+
+
+def _limits(raw: Mapping[str, Any], field: str) -> LimitSpec:
+    gpus = _amount(raw["gpus"], f"{field}.gpus") if "gpus" in raw else None
+    storage = _amount(raw["storage"], f"{field}.storage") if "storage" in raw else None
+    return LimitSpec(gpus, storage)
+
+
+def _weights(items: list[Mapping[str, Any]], field: str) -> WeightTable:
+    exact: dict[str, Fraction] = {}
+    prefixes: dict[str, Fraction] = {}
+    for index, item in enumerate(items):
+        weight = _amount(item.get("weight", 1), f"{field}[{index}].weight")
+        if "name" in item:
+            exact[item["name"]] = weight
+        else:
+            prefixes[item["prefix"]] = weight
+    ordered = tuple(sorted(prefixes.items(), key=lambda kv: -len(kv[0])))
+    return WeightTable(exact, ordered)
+
+
+def _advice(text: str, field: str) -> str:
+    try:
+        text.format(**{name: "x" for name in ADVICE_FIELDS})
+    except (KeyError, IndexError, ValueError) as exc:
+        raise PolicyCompileError(field, f"unknown or malformed placeholder ({exc}); use {{namespace}}, "
+                                        f"{{profile_class}} or {{owner}}, and {{{{ }}}} for literal braces") from None
+    return text
+
+
+def compile_settings(spec: Mapping[str, Any]) -> QuotaSettings:
+    classes_raw = spec.get("classes", DEFAULT_CLASSES)
+    classes = {name: _limits(raw, f"spec.classes.{name}") for name, raw in classes_raw.items()}
+    default_class = spec.get("defaultClass", "personal")
+    if default_class not in classes:
+        raise PolicyCompileError("spec.defaultClass", f"{default_class!r} is not one of the classes "
+                                                      f"({', '.join(sorted(classes))})")
+    overrides = {ns: _limits(raw, f"spec.overrides.{ns}") for ns, raw in (spec.get("overrides") or {}).items()}
+    profile = spec.get("profileOverride") or {}
+    gpus = spec.get("gpus") or {}
+    storage = spec.get("storage") or {}
+    messages = spec.get("messages") or {}
+    rules = CountingRules(
+        legacy=_weights(gpus.get("legacyResources", DEFAULT_LEGACY), "spec.gpus.legacyResources"),
+        device_classes=_weights(gpus.get("deviceClasses", DEFAULT_DEVICE_CLASSES), "spec.gpus.deviceClasses"),
+        storage_classes=frozenset(storage.get("storageClassNames") or ()),
+        default_storage_class=storage.get("defaultStorageClassName"),
+        ephemeral_volumes=storage.get("ephemeralVolumes", True),
+    )
+    return QuotaSettings(
+        class_label=spec.get("classLabel", CLASS_LABEL),
+        default_class=default_class,
+        classes=classes,
+        overrides=overrides,
+        profile_override=profile.get("enabled", True),
+        profile_gpu_keys=tuple(profile.get("gpuKeys", DEFAULT_PROFILE_GPU_KEYS)),
+        profile_storage_keys=tuple(profile.get("storageKeys", DEFAULT_PROFILE_STORAGE_KEYS)),
+        rules=rules,
+        reservation_seconds=float(spec.get("reservationSeconds", DEFAULT_RESERVATION_SECONDS)),
+        max_listed=int(messages.get("maxObjectsListed", DEFAULT_MAX_LISTED)),
+        gpu_advice=_advice(messages.get("gpuAdvice", DEFAULT_GPU_ADVICE), "spec.messages.gpuAdvice"),
+        storage_advice=_advice(messages.get("storageAdvice", DEFAULT_STORAGE_ADVICE), "spec.messages.storageAdvice"),
+    )

@@ -1,0 +1,136 @@
+"""In-flight reservations: objects a policy admitted that the cluster state does not show yet.
+
+Between "the quota check admitted this pod" and "the state lists this pod" there is a window: other
+validating policies still run, the API server persists the object, an informer delivers it. A second
+request in that window would count without the first one and both could pass where only one fits.
+The ledger closes the window: decisions for one scope (a profile namespace) are serialized by one
+asyncio lock per scope, never one global lock, and each admitted object stays reserved until
+
+- the cluster state shows it (a CREATE: the key exists, with the same uid when the object had one;
+  an UPDATE: the object's resourceVersion moved past the versions it had when we decided),
+- the request is denied after all (the engine calls the rollback this module hands out), or
+- a timeout passes: another webhook may have refused it, and nothing tells us.
+
+The ledger is per process. Several webhook replicas each keep their own, so two creates that reach
+two replicas at the same moment are not serialized: see docs/quota.md for that limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from webhook.model.cluster import ClusterState, ObjectKey
+
+
+@dataclass(frozen=True)
+class Reservation:
+    scope: str
+    key: ObjectKey
+    object: Mapping[str, Any]  # the object as admitted, laid over the state until it shows there
+    uid: str  # metadata.uid of the admitted object; "" when the request carried none
+    update: bool
+    stale_versions: frozenset[str]  # resourceVersions that predate this change (UPDATE only)
+    expires_at: float
+    serial: int
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def reflected(reservation: Reservation, state: ClusterState) -> bool:
+    """Does the state already show what this reservation stands for?"""
+    key = reservation.key
+    current = state.get(key.kind, key.namespace, key.name)
+    if reservation.update:
+        if current is None:
+            return True  # deleted meanwhile: nothing left to hold
+        if reservation.uid and _meta(current).get("uid") not in ("", None, reservation.uid):
+            return True  # replaced by a new object of the same name
+        return str(_meta(current).get("resourceVersion", "")) not in reservation.stale_versions
+    if current is None:
+        return False
+    return not reservation.uid or _meta(current).get("uid") in (None, "", reservation.uid)
+
+
+class ReservationLedger:
+    """Per-scope locks and reservations. Used from one event loop; not thread-safe by design."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._reservations: dict[str, dict[int, Reservation]] = {}
+        self._serial = itertools.count(1)
+
+    def lock(self, scope: str) -> asyncio.Lock:
+        """The lock for one scope. Bounded by the number of profiles, so locks are kept, not pruned."""
+        lock = self._locks.get(scope)
+        if lock is None:
+            lock = self._locks[scope] = asyncio.Lock()
+        return lock
+
+    def reserve(self, scope: str, obj: Mapping[str, Any], state: ClusterState, timeout: float,
+                previous: Mapping[str, Any] | None = None) -> Reservation:
+        """Hold `obj` for `timeout` seconds. `previous` is the old object of an UPDATE (None for a CREATE)."""
+        key = ObjectKey.of(obj)
+        stale: frozenset[str] = frozenset()
+        if previous is not None:
+            current = state.get(key.kind, key.namespace, key.name)
+            stale = frozenset(v for v in (str(_meta(current).get("resourceVersion", "")),
+                                          str(_meta(previous).get("resourceVersion", ""))))
+        reservation = Reservation(scope, key, obj, str(_meta(obj).get("uid") or ""), previous is not None, stale,
+                                  self.clock() + timeout, next(self._serial))
+        self._reservations.setdefault(scope, {})[reservation.serial] = reservation
+        return reservation
+
+    def release(self, reservation: Reservation) -> bool:
+        """Idempotent: a rollback after the reservation was already reflected or expired is harmless."""
+        held = self._reservations.get(reservation.scope)
+        if not held or held.pop(reservation.serial, None) is None:
+            return False
+        if not held:
+            del self._reservations[reservation.scope]
+        return True
+
+    def pending(self, scope: str, state: ClusterState) -> tuple[Reservation, ...]:
+        """The reservations of one scope still in flight, oldest first; reflected and expired ones are dropped."""
+        held = self._reservations.get(scope)
+        if not held:
+            return ()
+        now = self.clock()
+        for reservation in list(held.values()):
+            if reservation.expires_at <= now or reflected(reservation, state):
+                del held[reservation.serial]
+        if not held:
+            del self._reservations[scope]
+            return ()
+        return tuple(held.values())
+
+    def count(self, scope: str | None = None) -> int:
+        """How many reservations are held (without pruning), for tests and metrics."""
+        if scope is not None:
+            return len(self._reservations.get(scope, {}))
+        return sum(len(held) for held in self._reservations.values())
+
+
+# One ledger per (cluster state, policy name). Keyed on the state object, which the composition root
+# builds once per process: a policy reload compiles a new policy object, and its in-flight
+# reservations must survive that. Weak keys let a test's state and its ledgers go together.
+_LEDGERS: "weakref.WeakKeyDictionary[Any, dict[str, ReservationLedger]]" = weakref.WeakKeyDictionary()
+_UNWEAKABLE: dict[int, dict[str, ReservationLedger]] = {}
+
+
+def ledger_for(state: ClusterState, name: str) -> ReservationLedger:
+    try:
+        ledgers = _LEDGERS.setdefault(state, {})
+    except TypeError:  # a state type without weak reference support: keep it for the process lifetime
+        ledgers = _UNWEAKABLE.setdefault(id(state), {})
+    ledger = ledgers.get(name)
+    if ledger is None:
+        ledger = ledgers[name] = ReservationLedger()
+    return ledger
