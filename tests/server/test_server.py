@@ -76,6 +76,7 @@ async def test_huge_body_refused(policies, tmp_path):
         assert (await server.get("/healthz"))[0] == 200
 
 
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
 async def test_only_tls12_and_newer(policies, tmp_path):
     async with serve(policies, tmp_path) as server:
         old = ssl.create_default_context(cafile=str(server.ca))
