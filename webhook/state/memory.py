@@ -23,10 +23,11 @@ class StateSeedError(ValueError):
 
 
 class InMemoryClusterState:
-    """Objects keyed by (kind, namespace, name). Writes are whole-object replacements under a lock."""
+    """Objects indexed by (kind, namespace), then name. Writes are whole-object replacements under a lock."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._objects: dict[ObjectKey, dict[str, Any]] = {}
+        # quota counting lists one kind in one namespace on every admission: index for exactly that
+        self._scopes: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._resource_version = 0
         for obj in objects:
@@ -59,11 +60,13 @@ class InMemoryClusterState:
 
     # --- reads ---------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._objects.get(ObjectKey(kind, "" if kind in CLUSTER_SCOPED else namespace, name))
+        return self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).get(name)
 
     def list(self, kind: str, namespace: str = "") -> list[Mapping[str, Any]]:
-        items = list(self._objects.items())  # a copy: writers may run in another thread
-        return [obj for key, obj in items if key.kind == kind and (not namespace or key.namespace == namespace)]
+        if namespace or kind in CLUSTER_SCOPED:
+            return list(self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).values())
+        scopes = [objs for (k, _), objs in list(self._scopes.items()) if k == kind]  # a copy: writers may run in another thread
+        return [obj for objs in scopes for obj in list(objs.values())]
 
     @property
     def synced(self) -> bool:
@@ -73,7 +76,7 @@ class InMemoryClusterState:
     async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult:
         key = ObjectKey.of(obj)
         with self._lock:
-            existing = self._objects.get(key)
+            existing = self.get(key.kind, key.namespace, key.name)
             if existing is not None:
                 return CreateResult(created=False, object=existing)
             return CreateResult(created=True, object=self._put(obj, locked=True))
@@ -85,7 +88,7 @@ class InMemoryClusterState:
 
     def record_deleted(self, kind: str, namespace: str, name: str) -> None:
         with self._lock:
-            self._objects.pop(ObjectKey(kind, "" if kind in CLUSTER_SCOPED else namespace, name), None)
+            self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).pop(name, None)
 
     def _put(self, obj: Mapping[str, Any], locked: bool = False) -> dict[str, Any]:
         """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time."""
@@ -103,7 +106,8 @@ class InMemoryClusterState:
     def _store(self, stored: dict[str, Any]) -> dict[str, Any]:
         self._resource_version += 1
         stored["metadata"]["resourceVersion"] = str(self._resource_version)
-        self._objects[ObjectKey.of(stored)] = stored
+        key = ObjectKey.of(stored)
+        self._scopes.setdefault((key.kind, key.namespace), {})[key.name] = stored
         return stored
 
 
