@@ -9,12 +9,14 @@ import os
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from webhook.cel import CelCompiler
 from webhook.certs.generate import CertPaths, ensure_certificates, service_names
 from webhook.engine import AdmissionEngine
+from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
 from webhook.observability.metrics import Metrics
 from webhook.observability.tracing import Tracing
@@ -23,11 +25,14 @@ from webhook.policy.kinds import KindRegistry
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
-from webhook.reports.sink import MemoryResultSink
+from webhook.reports.sink import MemoryResultSink, ResultSink
 from webhook.server.app import build_app
 from webhook.server.handlers import Services
-from webhook.server.tls import CertificateReloader, server_context
+from webhook.server.tls import CertificateReloader
 from webhook.state.memory import InMemoryClusterState
+
+if TYPE_CHECKING:
+    from webhook.kube.runtime import LiveRuntime
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,7 @@ class Settings:
     namespace: str = field(default_factory=lambda: os.environ.get("POD_NAMESPACE", "quartermaster"))
     policy_poll_seconds: float = 2.0
     cert_poll_seconds: float = 5.0
+    live: LiveSettings | None = None  # set: live cluster mode (informers, API writes) instead of standalone
 
 
 class PolicyLoadFailed(Exception):
@@ -66,7 +72,8 @@ class Quartermaster:
     engine: AdmissionEngine
     metrics: Metrics
     tracing: Tracing
-    sink: MemoryResultSink
+    sink: ResultSink
+    live: "LiveRuntime | None" = None
 
     @classmethod
     def build(cls, settings: Settings, state: ClusterState | None = None, registry: KindRegistry | None = None) -> "Quartermaster":
@@ -74,10 +81,18 @@ class Quartermaster:
         store = PolicyStore()
         loader = PolicyLoader(registry or build_registry(), CelCompiler())
         source = DirectoryPolicySource(settings.policies, loader, store, metrics)
+        live = None
+        if settings.live is not None and state is None:
+            from webhook.kube.runtime import LiveRuntime  # standalone never loads the kubernetes client
+
+            live = LiveRuntime(settings.live, metrics)
+            state = live.state
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
-        sink = MemoryResultSink()
+        sink: ResultSink = live.writer if live is not None else MemoryResultSink()
         engine = AdmissionEngine(store, state, sink)
-        return cls(settings, state, store, source, engine, metrics, Tracing(), sink)
+        if live is not None:
+            live.attach(store)
+        return cls(settings, state, store, source, engine, metrics, Tracing(), sink, live)
 
     def load_policies(self) -> LoadResult:
         """The first load must succeed: there is no previous snapshot to fall back on."""
@@ -93,8 +108,7 @@ class Quartermaster:
         paths = CertPaths(self.settings.cert_dir)
         if ensure_certificates(paths.directory, service_names(self.settings.service, self.settings.namespace)):
             log.info("wrote a self-signed CA and serving certificate to %s (trust %s)", paths.directory, paths.ca_cert)
-        context = server_context(paths.cert, paths.key)
-        return CertificateReloader(context, paths.cert, paths.key), paths
+        return CertificateReloader(paths.cert, paths.key), paths
 
     async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
@@ -112,6 +126,8 @@ class Quartermaster:
                 loop.add_signal_handler(sig, stop.set)
         tasks = [asyncio.create_task(self.source.watch(self.settings.policy_poll_seconds), name="policy-watch"),
                  asyncio.create_task(reloader.watch(self.settings.cert_poll_seconds), name="cert-watch")]
+        if self.live is not None:
+            await self.live.start()
         if ready:
             ready.set()
         try:
@@ -121,6 +137,8 @@ class Quartermaster:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await runner.cleanup()
+            if self.live is not None:
+                await self.live.stop()
             self.tracing.shutdown()
             self.metrics.shutdown()
             log.info("stopped")

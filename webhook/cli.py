@@ -6,10 +6,13 @@ import argparse
 import asyncio
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from webhook import __version__
+from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
 from webhook.observability.logs import configure_logging
+from webhook.report_command import add_report_command, run_report
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -36,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     live = serve.add_mutually_exclusive_group()
     live.add_argument("--kubeconfig", type=Path, default=None, help="run live against the cluster of this kubeconfig")
     live.add_argument("--in-cluster", action="store_true", help="run live with the pod's service account")
+    serve.add_argument("--scan-interval", type=float, default=3600.0,
+                       help="live: seconds between background scans; 0 scans only when policies change (default: 3600)")
+    serve.add_argument("--no-quota-backstop", action="store_true", help="live: keep no ResourceQuota per profile")
 
     apply = commands.add_parser(
         "apply", help="run admission offline on manifests",
@@ -45,24 +51,28 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--policies", type=Path, required=True, help="policy directory or file")
     apply.add_argument("--state", type=Path, default=None, help="manifests of the cluster state (namespaces, pods, PVCs, claims)")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
+    add_deploy_commands(commands)  # certs, crds
+    add_report_command(commands)
     return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
+    from webhook.kube.settings import LiveSetupError, live_settings
     from webhook.state.memory import StateSeedError
 
-    if args.kubeconfig or args.in_cluster:
-        print("quartermaster: live cluster mode (--kubeconfig/--in-cluster) is not available yet; "
-              "run without it for standalone mode", file=sys.stderr)
-        return EXIT_BAD_INPUT
     configure_logging(args.log_level)
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
                         **({"namespace": args.namespace} if args.namespace else {}))
+    if args.kubeconfig or args.in_cluster:
+        settings = replace(settings, live=live_settings(args, settings.namespace))
     try:
         qm = Quartermaster.build(settings)
         asyncio.run(qm.serve())
     except StateSeedError as exc:
+        print(f"quartermaster: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except LiveSetupError as exc:
         print(f"quartermaster: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PolicyLoadFailed as exc:
@@ -100,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "report":
+        return run_report(args)
+    if args.command in DEPLOY_COMMANDS:
+        return run_deploy_command(args)
     return _apply(args)
 
 

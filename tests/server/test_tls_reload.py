@@ -77,3 +77,34 @@ async def test_half_written_pair_keeps_old_certificate(tmp_path):
         (server.cert_dir / "tls.crt").write_text("-----BEGIN CERTIFICATE-----\ntruncated")
         await asyncio.sleep(0.6)  # several reload polls
         assert (await peer_certificate(port, str(server.ca))).serial_number == before
+
+
+async def test_mismatched_pair_keeps_serving_and_no_sni_clients_get_new_pair(tmp_path):
+    """A Secret caught between its key and its certificate must not cost a single handshake."""
+    policies = tmp_path / "p"
+    policies.mkdir()
+    (policies / "r.yaml").write_text(REQUIRE_TEAM)
+    async with running_server(policies, tmp_path, registry=test_registry()) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        before = (await peer_certificate(port, str(server.ca))).serial_number
+        ca = x509.load_pem_x509_certificate(server.ca.read_bytes())
+        ca_key = serialization.load_pem_private_key((server.cert_dir / "ca.key").read_bytes(), password=None)
+        cert, key = make_serving_cert(ca, ca_key, ["localhost"])
+        # only the key is new: certificate and key do not match
+        (server.cert_dir / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                                     serialization.NoEncryption()))
+        await asyncio.sleep(0.6)  # several reload polls
+        assert (await peer_certificate(port, str(server.ca))).serial_number == before
+        write_serving_cert(CertPaths(server.cert_dir), cert, key)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 10
+        while (await peer_certificate(port, str(server.ca))).serial_number != cert.serial_number:
+            assert loop.time() < end, "new pair never served"
+            await asyncio.sleep(0.1)
+        # a client that sends no server name (connects by IP) is handed the new pair too
+        ctx = ssl.create_default_context(cafile=str(server.ca))
+        ctx.check_hostname = False
+        _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx)
+        served = x509.load_der_x509_certificate(writer.get_extra_info("ssl_object").getpeercert(binary_form=True))
+        writer.close()
+        assert served.serial_number == cert.serial_number

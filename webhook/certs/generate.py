@@ -70,15 +70,18 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
 
 
-def make_ca(common_name: str = "Quartermaster CA", days: int = 3650) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def make_ca(common_name: str = "Quartermaster CA", days: int = 3650,
+            now: dt.datetime | None = None) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    # path length 1, not 0: a CA rollover cross-signs its successor with this CA (one intermediate), so that
+    # clients still trusting only this CA verify the successor's serving certificates (webhook.certs.rotate)
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = _now()
+    now = now or _now()
     cert = (
         x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=1), critical=True)
         .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
                                      key_encipherment=False, data_encipherment=False, key_agreement=False,
                                      encipher_only=False, decipher_only=False), critical=True)
@@ -89,9 +92,10 @@ def make_ca(common_name: str = "Quartermaster CA", days: int = 3650) -> tuple[x5
 
 
 def make_serving_cert(ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, dns_names: list[str],
-                      ips: list[str] = ("127.0.0.1", "::1"), days: int = 365) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+                      ips: list[str] = ("127.0.0.1", "::1"), days: int = 365,
+                      now: dt.datetime | None = None) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
+    now = now or _now()
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dict.fromkeys(dns_names)]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     cert = (

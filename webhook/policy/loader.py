@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -20,6 +20,8 @@ class LoadResult:
     policies: tuple[CompiledPolicy, ...]
     errors: tuple[PolicyLoadError, ...]
     files: tuple[str, ...]
+    # metadata.annotations of each loaded policy, by policy name (reports read severity, category, events)
+    annotations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -72,6 +74,7 @@ class PolicyLoader:
         files = policy_files(root)
         policies: list[CompiledPolicy] = []
         errors: list[PolicyLoadError] = []
+        annotations: dict[str, Mapping[str, str]] = {}
         base = root if root.is_dir() else root.parent
         for path in files:
             display = str(path.relative_to(base)) if path != root else path.name
@@ -89,8 +92,9 @@ class PolicyLoader:
                     errors.append(compiled)
                 else:
                     policies.append(compiled)
+                    annotations[compiled.name] = dict((doc.data.get("metadata") or {}).get("annotations") or {})
         errors.extend(self._duplicates(policies))
-        return LoadResult(tuple(policies), tuple(errors), tuple(str(f) for f in files))
+        return LoadResult(tuple(policies), tuple(errors), tuple(str(f) for f in files), annotations)
 
     def compile_document(self, doc: Document) -> CompiledPolicy | PolicyLoadError:
         data: Any = doc.data

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy, Mutator, Phase, Validator
@@ -15,14 +15,17 @@ class PolicySnapshot:
     validators: tuple[Validator, ...] = ()
     generation: int = 0
     fingerprint: str = ""
+    annotations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # policy name -> metadata.annotations
 
     @classmethod
-    def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "") -> "PolicySnapshot":
+    def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "",
+           annotations: Mapping[str, Mapping[str, str]] | None = None) -> "PolicySnapshot":
         return cls(
             mutators=tuple(p for p in policies if p.phase is Phase.MUTATE),  # type: ignore[misc]
             validators=tuple(p for p in policies if p.phase is Phase.VALIDATE),  # type: ignore[misc]
             generation=generation,
             fingerprint=fingerprint,
+            annotations=dict(annotations or {}),
         )
 
     @property

@@ -91,6 +91,9 @@ def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awa
             # ConfigMap edit never takes every replica out of the Service at once
             "policyErrors": errors,
         }
+        details = getattr(services.state, "sync_details", None)  # live mode: per-kind informer state
+        if callable(details):
+            body["stateDetails"] = details()
         ready = status.loaded and services.state.synced
         body["status"] = ("degraded" if errors else "ready") if ready else "unready"
         return web.json_response(body, status=200 if ready else 503)

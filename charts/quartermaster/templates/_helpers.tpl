@@ -1,0 +1,200 @@
+{{/* Names ----------------------------------------------------------------------------------------- */}}
+{{- define "quartermaster.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "quartermaster.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "quartermaster.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "quartermaster.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: quartermaster
+{{- end }}
+
+{{- define "quartermaster.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "quartermaster.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "quartermaster.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "quartermaster.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "quartermaster.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{- define "quartermaster.tlsSecretName" -}}
+{{- if eq .Values.certificates.mode "external" }}
+{{- required "certificates.external.secretName is required with certificates.mode=external" .Values.certificates.external.secretName }}
+{{- else }}
+{{- printf "%s-tls" (include "quartermaster.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "quartermaster.serviceHost" -}}
+{{- printf "%s.%s.svc" (include "quartermaster.fullname" .) .Release.Namespace }}
+{{- end }}
+
+{{/* The DNS names of the serving certificate: every form a client may use for the Service. */}}
+{{- define "quartermaster.dnsNames" -}}
+{{- $svc := include "quartermaster.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) | toJson }}
+{{- end }}
+
+{{- define "quartermaster.validateValues" -}}
+{{- if not (has .Values.clusterState (list "live" "standalone")) }}
+{{- fail "clusterState must be live or standalone" }}
+{{- end }}
+{{- if not (has .Values.certificates.mode (list "builtin" "certManager" "external")) }}
+{{- fail "certificates.mode must be builtin, certManager or external" }}
+{{- end }}
+{{- range $hook := list "mutate" "validate" }}
+{{- if not (has (index $.Values.webhooks $hook).failurePolicy (list "Fail" "Ignore")) }}
+{{- fail (printf "webhooks.%s.failurePolicy must be Fail or Ignore" $hook) }}
+{{- end }}
+{{- end }}
+{{- $t := int .Values.webhooks.timeoutSeconds }}
+{{- if or (lt $t 1) (gt $t 30) }}
+{{- fail "webhooks.timeoutSeconds must be between 1 and 30" }}
+{{- end }}
+{{- if and (eq .Values.clusterState "standalone") (gt (int .Values.replicaCount) 1) }}
+{{- fail "clusterState=standalone keeps quota state in one process's memory: set replicaCount to 1 (or use live)" }}
+{{- end }}
+{{- end }}
+
+{{/* Webhook registration ------------------------------------------------------------------------- */}}
+{{- define "quartermaster.failurePolicy" -}}
+{{- if .root.Values.auditOnly }}Ignore{{ else }}{{ .hook.failurePolicy }}{{ end }}
+{{- end }}
+
+{{- define "quartermaster.namespaceSelector" -}}
+{{- $excluded := concat (list .Release.Namespace) .Values.webhooks.excludedNamespaces | uniq }}
+{{- $expressions := list
+      (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" $excluded)
+      (dict "key" .Values.webhooks.optOutLabel "operator" "NotIn" "values" (list "disabled")) }}
+{{- $expressions = concat $expressions (.Values.webhooks.namespaceSelector.matchExpressions | default list) }}
+{{- $selector := dict "matchExpressions" $expressions }}
+{{- with .Values.webhooks.namespaceSelector.matchLabels }}
+{{- $_ := set $selector "matchLabels" . }}
+{{- end }}
+{{- toYaml $selector }}
+{{- end }}
+
+{{/* CEL: does this container ask for a GPU (an extended resource with one of the prefixes)? */}}
+{{- define "quartermaster.celContainerGpu" -}}
+{{- $tests := list }}
+{{- range .Values.webhooks.relevanceFilter.gpuResourcePrefixes }}
+{{- $tests = append $tests (printf "r.startsWith(%s)" (. | squote)) }}
+{{- end }}
+{{- $any := join " || " $tests | default "false" -}}
+has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, {{ $any }})) || (has(c.resources.requests) && c.resources.requests.exists(r, {{ $any }})))
+{{- end }}
+
+{{/* CEL: does the pod ask for GPUs, through legacy limits or DRA claims? */}}
+{{- define "quartermaster.celGpuPod" -}}
+{{- $c := include "quartermaster.celContainerGpu" . -}}
+object.spec.containers.exists(c, {{ $c }}) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, {{ $c }})) || (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)
+{{- end }}
+
+{{- define "quartermaster.celNotebookPod" -}}
+{{- $tests := list }}
+{{- range .Values.webhooks.relevanceFilter.podLabels }}
+{{- $tests = append $tests (printf "%s in object.metadata.labels" (. | squote)) }}
+{{- end -}}
+(has(object.metadata.labels) && ({{ join " || " $tests | default "false" }}))
+{{- end }}
+
+{{- define "quartermaster.mutateMatchConditions" -}}
+{{- $conditions := list }}
+{{- if .Values.webhooks.relevanceFilter.enabled }}
+{{- $expr := printf "request.resource.resource != 'pods' || %s || %s" (include "quartermaster.celGpuPod" .) (include "quartermaster.celNotebookPod" .) }}
+{{- $conditions = append $conditions (dict "name" "gpu-or-notebook-pods" "expression" $expr) }}
+{{- end }}
+{{- $conditions = concat $conditions .Values.webhooks.mutate.matchConditions }}
+{{- toYaml $conditions }}
+{{- end }}
+
+{{/* CEL: does the pod use generic ephemeral volumes (storage the quota counts)? */}}
+{{- define "quartermaster.celEphemeralPod" -}}
+(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.ephemeral)))
+{{- end }}
+
+{{- define "quartermaster.validateMatchConditions" -}}
+{{- $conditions := list }}
+{{- if .Values.webhooks.relevanceFilter.enabled }}
+{{- $pods := printf "request.resource.resource != 'pods' || request.operation == 'DELETE' || %s || %s" (include "quartermaster.celGpuPod" .) (include "quartermaster.celEphemeralPod" .) }}
+{{- $conditions = append $conditions (dict "name" "quota-relevant-pods" "expression" $pods) }}
+{{- $pvc := "request.resource.resource != 'persistentvolumeclaims' || request.operation != 'UPDATE' || !has(object.spec.resources) || !has(oldObject.spec.resources) || object.spec.resources != oldObject.spec.resources" }}
+{{- $conditions = append $conditions (dict "name" "claim-size-changes" "expression" $pvc) }}
+{{- end }}
+{{- $conditions = concat $conditions .Values.webhooks.validate.matchConditions }}
+{{- toYaml $conditions }}
+{{- end }}
+
+{{- define "quartermaster.mutateRules" -}}
+{{- if .Values.webhooks.mutate.rules }}
+{{- toYaml .Values.webhooks.mutate.rules }}
+{{- else }}
+- apiGroups: [""]
+  apiVersions: ["v1"]
+  resources: ["pods"]
+  operations: ["CREATE"]
+  scope: Namespaced
+{{- end }}
+{{- end }}
+
+{{/*
+What ProfileQuota counts (docs/quota.md): CREATE and UPDATE of pods, PVCs, ResourceClaims and
+ResourceClaimTemplates. Standalone state learns about deletions only from DELETE reviews; live state
+watches the API instead, so DELETE is sent only in standalone mode.
+*/}}
+{{- define "quartermaster.validateRules" -}}
+{{- if .Values.webhooks.validate.rules }}
+{{- toYaml .Values.webhooks.validate.rules }}
+{{- else }}
+{{- $operations := concat (list "CREATE" "UPDATE") (ternary (list "DELETE") (list) (eq .Values.clusterState "standalone")) }}
+- apiGroups: [""]
+  apiVersions: ["v1"]
+  resources: ["pods", "persistentvolumeclaims"]
+  operations: {{ $operations | toJson }}
+  scope: Namespaced
+- apiGroups: ["resource.k8s.io"]
+  apiVersions: ["*"]
+  resources: ["resourceclaims", "resourceclaimtemplates"]
+  operations: {{ $operations | toJson }}
+  scope: Namespaced
+{{- end }}
+{{- end }}
+
+{{/* The platform policy CRDs' plurals (for RBAC), read from the generated files/crds. */}}
+{{- define "quartermaster.policyPlurals" -}}
+{{- $plurals := list }}
+{{- range $path, $_ := .Files.Glob "files/crds/*.yaml" }}
+{{- $crd := $.Files.Get $path | fromYaml }}
+{{- $plurals = append $plurals $crd.spec.names.plural }}
+{{- end }}
+{{- toJson $plurals }}
+{{- end }}

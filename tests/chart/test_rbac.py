@@ -1,0 +1,75 @@
+"""RBAC: what live mode needs (the live-mode issue and docs/live.md), nothing more; the rotation job may touch
+only its own objects."""
+
+from tests.chart.support import NAMESPACE, VARIANTS, render
+from webhook.deploy.crds import generate_crds
+from webhook.platform import platform_kinds
+
+
+def grants(role):
+    out = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                key = (group, resource, tuple(rule.get("resourceNames", ())))
+                out.setdefault(key, set()).update(rule["verbs"])
+    return out
+
+
+READ = {"get", "list", "watch"}
+WRITE = {"create", "update", "patch"}
+
+
+def test_live_mode_cluster_role():
+    role = render().one("ClusterRole", "qm-quartermaster")
+    expected = {
+        ("", "namespaces", ()): READ, ("", "pods", ()): READ, ("", "persistentvolumeclaims", ()): READ,
+        ("resource.k8s.io", "resourceclaims", ()): READ,
+        ("resource.k8s.io", "resourceclaimtemplates", ()): READ | {"create"},
+        ("kubeflow.org", "profiles", ()): READ,
+        ("", "resourcequotas", ()): READ | WRITE | {"delete"},
+        ("wgpolicyk8s.io", "policyreports", ()): READ | WRITE | {"delete"},
+        ("wgpolicyk8s.io", "clusterpolicyreports", ()): READ | WRITE | {"delete"},
+        ("", "events", ()): {"create", "patch"}, ("events.k8s.io", "events", ()): {"create", "patch"},
+    }
+    for crd in generate_crds(platform_kinds()):
+        expected[(crd.group, crd.plural, ())] = READ
+    assert grants(role) == expected
+    assert all("*" not in rule["verbs"] and "*" not in rule["resources"] for rule in role["rules"])
+
+
+def test_leases_only_in_the_release_namespace():
+    role = render().one("Role", "qm-quartermaster")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert grants(role) == {("coordination.k8s.io", "leases", ()): {"get", "create", "update"}}
+
+
+def test_bindings_point_at_the_service_account():
+    rendered = render()
+    account = rendered.one("ServiceAccount", "qm-quartermaster")
+    assert rendered.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        binding = rendered.one(kind, "qm-quartermaster")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "qm-quartermaster", "namespace": NAMESPACE}]
+        assert binding["roleRef"]["name"] == "qm-quartermaster"
+
+
+def test_rotation_job_reaches_only_its_secret_and_webhooks():
+    rendered = render()
+    secret = rendered.one("Secret")["metadata"]["name"]
+    role = rendered.one("Role", "qm-quartermaster-cert-rotation")
+    assert grants(role) == {("", "secrets", (secret,)): {"get", "update", "patch"}}
+    cluster = rendered.one("ClusterRole", "qm-quartermaster-cert-rotation")
+    names = {c["metadata"]["name"] for c in rendered.objects if c["kind"].endswith("WebhookConfiguration")}
+    assert grants(cluster) == {
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", tuple(sorted(names))): {"get", "update", "patch"},
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", tuple(sorted(names))): {"get", "update", "patch"},
+    }
+    job = rendered.one("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert job["serviceAccountName"] == "qm-quartermaster-cert-rotation"
+
+
+def test_no_rbac_without_live_mode_or_when_disabled():
+    for values in (VARIANTS["standalone"], {"rbac": {"create": False}}):
+        names = {o["metadata"]["name"] for o in render(values).objects if o["kind"] in ("ClusterRole", "Role")}
+        assert "qm-quartermaster" not in names

@@ -1,0 +1,203 @@
+"""The webhook registrations: what the API server sends, how long it waits, and what a failure means."""
+
+import copy
+
+import pytest
+
+from tests.chart.support import NAMESPACE, render
+from tests.support import review
+from webhook.cel import CelCompiler
+
+OPT_OUT = "quartermaster.dev/admission"
+
+
+def hooks(values=None):
+    rendered = render(values)
+    configs = {c["kind"]: c for c in rendered.objects if c["kind"].endswith("WebhookConfiguration")}
+    return {k: c["webhooks"] for k, c in configs.items()}, rendered
+
+
+def the_hook(values, kind):
+    found, _ = hooks(values)
+    assert len(found[kind]) == 1
+    return found[kind][0]
+
+
+def mutate(values=None):
+    return the_hook(values, "MutatingWebhookConfiguration")
+
+
+def validate(values=None):
+    return the_hook(values, "ValidatingWebhookConfiguration")
+
+
+def test_registration_basics():
+    found, rendered = hooks()
+    service = rendered.one("Service")
+    for kind, path in (("MutatingWebhookConfiguration", "/mutate"), ("ValidatingWebhookConfiguration", "/validate")):
+        (hook,) = found[kind]
+        assert hook["sideEffects"] == "NoneOnDryRun"
+        assert hook["timeoutSeconds"] == 5
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["matchPolicy"] == "Equivalent"
+        assert hook["clientConfig"]["service"] == {"name": service["metadata"]["name"], "namespace": NAMESPACE,
+                                                   "port": service["spec"]["ports"][0]["port"], "path": path}
+        assert hook["name"].count(".") >= 2  # the API server wants a fully qualified name
+    assert mutate()["reinvocationPolicy"] == "IfNeeded"
+    assert "reinvocationPolicy" not in validate()
+
+
+def test_timeout_is_configurable_and_bounded():
+    assert mutate({"webhooks": {"timeoutSeconds": 12}})["timeoutSeconds"] == 12
+    assert validate({"webhooks": {"timeoutSeconds": 12}})["timeoutSeconds"] == 12
+    with pytest.raises(Exception, match="timeoutSeconds"):
+        render({"webhooks": {"timeoutSeconds": 31}})
+
+
+def test_failure_policy_per_webhook():
+    assert mutate()["failurePolicy"] == "Fail" and validate()["failurePolicy"] == "Fail"
+    ignore_mutation = {"webhooks": {"mutate": {"failurePolicy": "Ignore"}}}
+    assert mutate(ignore_mutation)["failurePolicy"] == "Ignore"
+    assert validate(ignore_mutation)["failurePolicy"] == "Fail"  # quotas stay closed
+    assert validate({"webhooks": {"validate": {"failurePolicy": "Ignore"}}})["failurePolicy"] == "Ignore"
+    with pytest.raises(Exception, match="failurePolicy"):
+        render({"webhooks": {"mutate": {"failurePolicy": "Maybe"}}})
+
+
+def test_audit_only_fails_open():
+    assert mutate({"auditOnly": True})["failurePolicy"] == "Ignore"
+    assert validate({"auditOnly": True})["failurePolicy"] == "Ignore"
+
+
+def test_namespace_selector_excludes_system_own_and_opted_out_namespaces():
+    for hook in (mutate(), validate()):
+        expressions = hook["namespaceSelector"]["matchExpressions"]
+        names = next(e for e in expressions if e["key"] == "kubernetes.io/metadata.name")
+        assert names["operator"] == "NotIn" and {"kube-system", NAMESPACE} <= set(names["values"])
+        opt_out = next(e for e in expressions if e["key"] == OPT_OUT)
+        assert opt_out == {"key": OPT_OUT, "operator": "NotIn", "values": ["disabled"]}
+        assert "objectSelector" not in hook  # a pod's own labels must not let it escape its quota
+
+
+def test_namespace_selector_extends():
+    values = {"webhooks": {"excludedNamespaces": ["kube-system", "cert-manager"],
+                           "namespaceSelector": {"matchLabels": {"app.kubernetes.io/part-of": "kubeflow-profile"}}}}
+    selector = validate(values)["namespaceSelector"]
+    names = next(e for e in selector["matchExpressions"] if e["key"] == "kubernetes.io/metadata.name")
+    assert set(names["values"]) == {"kube-system", "cert-manager", NAMESPACE}
+    assert selector["matchLabels"] == {"app.kubernetes.io/part-of": "kubeflow-profile"}
+
+
+def rules_of(hook):
+    return {(group, resource): set(rule["operations"]) for rule in hook["rules"]
+            for group in rule["apiGroups"] for resource in rule["resources"]}
+
+
+def test_rules_limited_to_what_the_policies_need():
+    assert rules_of(mutate()) == {("", "pods"): {"CREATE"}}
+    live = rules_of(validate())
+    assert live == {("", "pods"): {"CREATE", "UPDATE"}, ("", "persistentvolumeclaims"): {"CREATE", "UPDATE"},
+                    ("resource.k8s.io", "resourceclaims"): {"CREATE", "UPDATE"},
+                    ("resource.k8s.io", "resourceclaimtemplates"): {"CREATE", "UPDATE"}}
+    for hook in (mutate(), validate()):
+        assert all(rule["scope"] == "Namespaced" and "*" not in rule["resources"] for rule in hook["rules"])
+
+
+def test_standalone_state_also_sees_deletes():
+    standalone = rules_of(validate({"clusterState": "standalone", "replicaCount": 1}))
+    assert set(standalone) == set(rules_of(validate()))
+    assert all(ops == {"CREATE", "UPDATE", "DELETE"} for ops in standalone.values())
+    assert rules_of(mutate({"clusterState": "standalone", "replicaCount": 1})) == {("", "pods"): {"CREATE"}}
+
+
+def test_webhooks_can_be_turned_off_one_by_one():
+    found, _ = hooks({"webhooks": {"mutate": {"enabled": False}}})
+    assert "MutatingWebhookConfiguration" not in found and "ValidatingWebhookConfiguration" in found
+
+
+# --- matchConditions, evaluated with a CEL engine against requests as the API server builds them -------
+CEL = CelCompiler()
+
+
+def pod(limits=None, labels=None, claims=None, init_limits=None, volumes=None):
+    spec = {"containers": [{"name": "main", "image": "busybox", **({"resources": {"limits": limits}} if limits else {})}]}
+    if init_limits:
+        spec["initContainers"] = [{"name": "init", "image": "busybox", "resources": {"limits": init_limits}}]
+    if claims:
+        spec["resourceClaims"] = claims
+    if volumes:
+        spec["volumes"] = volumes
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "alice", **({"labels": labels} if labels else {})},
+            "spec": spec}
+
+
+def pvc(size="10Gi", labels=None):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "alice", **({"labels": labels} if labels else {})},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}}
+
+
+CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "gpu", "namespace": "alice"},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+
+
+def sent(hook, obj, operation="CREATE", old=None):
+    """Would the API server send this request to the webhook (all matchConditions true)?"""
+    request = review(obj if operation != "DELETE" else None, operation, old=old, namespace="alice")["request"]
+    activation = {"object": request["object"], "oldObject": request["oldObject"], "request": request}
+    return all(CEL.compile(c["expression"])(activation) for c in hook.get("matchConditions", []))
+
+
+def test_mutation_sees_gpu_and_notebook_pods_only():
+    hook = mutate()
+    assert sent(hook, pod(limits={"nvidia.com/gpu": "1"}))
+    assert sent(hook, pod(limits={"nvidia.com/mig-1g.10gb": "1"}))
+    assert sent(hook, pod(init_limits={"nvidia.com/gpu": "1"}))
+    assert sent(hook, pod(claims=[{"name": "gpu", "resourceClaimName": "gpu"}]))
+    assert sent(hook, pod(labels={"notebook-name": "lab"}))
+    assert not sent(hook, pod(limits={"cpu": "2", "memory": "1Gi"}))
+    assert not sent(hook, pod(labels={"app": "web"}))
+
+
+def test_validation_sees_quota_relevant_objects():
+    hook = validate({"clusterState": "standalone", "replicaCount": 1})
+    assert sent(hook, pod(limits={"nvidia.com/gpu": "2"}))
+    assert sent(hook, pod(volumes=[{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]))
+    assert not sent(hook, pod(labels={"notebook-name": "lab"}))  # a CPU notebook uses no quota
+    assert not sent(hook, pod(limits={"cpu": "1"}))
+    assert sent(hook, pod(limits={"cpu": "1"}), "DELETE", old=pod(limits={"cpu": "1"}))
+    assert sent(hook, pvc())
+    assert sent(hook, pvc("20Gi"), "UPDATE", old=pvc("10Gi"))  # a resize
+    assert not sent(hook, pvc(labels={"team": "a"}), "UPDATE", old=pvc())  # a label: nothing to count
+    assert sent(hook, pvc(), "DELETE", old=pvc())
+    assert sent(hook, CLAIM)
+
+
+def test_relevance_filter_follows_values():
+    values = {"webhooks": {"relevanceFilter": {"gpuResourcePrefixes": ["amd.com/"], "podLabels": ["jupyter"]}}}
+    hook = mutate(values)
+    assert sent(hook, pod(limits={"amd.com/gpu": "1"})) and sent(hook, pod(labels={"jupyter": "x"}))
+    assert not sent(hook, pod(limits={"nvidia.com/gpu": "1"}))
+    off = {"webhooks": {"relevanceFilter": {"enabled": False}}}
+    assert "matchConditions" not in mutate(off) and "matchConditions" not in validate(off)
+
+
+def test_extra_match_conditions_are_added():
+    extra = {"name": "not-kubeflow-system", "expression": "request.userInfo.username != 'system:serviceaccount:kubeflow:x'"}
+    hook = validate({"webhooks": {"validate": {"matchConditions": [extra]}}})
+    assert hook["matchConditions"][-1] == extra
+    assert len({c["name"] for c in hook["matchConditions"]}) == len(hook["matchConditions"]) <= 64
+
+
+def test_match_conditions_never_error_on_unusual_objects():
+    """An erroring matchCondition applies the failurePolicy (Fail: the request is refused), so odd shapes must evaluate."""
+    bare = pod()
+    del bare["metadata"]["namespace"]
+    odd = copy.deepcopy(bare)
+    odd["spec"]["containers"][0]["resources"] = {}
+    for hook in (mutate(), validate()):
+        for obj in (bare, odd, pvc(), CLAIM):
+            sent(hook, obj)  # no CelError
+        no_resources = pvc()
+        del no_resources["spec"]["resources"]
+        sent(hook, no_resources, "UPDATE", old=pvc())

@@ -1,0 +1,67 @@
+"""What the test API server shares with its parts: the resources it serves, metav1.Status bodies,
+merge patches, label selectors."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+GVR = tuple[str, str, str]  # group, version, plural
+
+RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
+    ("", "v1", "namespaces"): ("Namespace", False),
+    ("", "v1", "pods"): ("Pod", True),
+    ("", "v1", "persistentvolumeclaims"): ("PersistentVolumeClaim", True),
+    ("", "v1", "resourcequotas"): ("ResourceQuota", True),
+    ("", "v1", "configmaps"): ("ConfigMap", True),
+    ("resource.k8s.io", "v1", "resourceclaims"): ("ResourceClaim", True),
+    ("resource.k8s.io", "v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
+    ("kubeflow.org", "v1", "profiles"): ("Profile", False),
+    ("wgpolicyk8s.io", "v1alpha2", "policyreports"): ("PolicyReport", True),
+    ("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports"): ("ClusterPolicyReport", False),
+    ("events.k8s.io", "v1", "events"): ("Event", True),
+    ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
+}
+TOKEN = "test-token"
+
+
+def gvr_of(obj: dict[str, Any]) -> GVR:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    for key, (kind, _) in RESOURCES.items():
+        if key[0] == group and key[1] == version and kind == obj["kind"]:
+            return key
+    raise KeyError(f"no resource for {obj['apiVersion']} {obj['kind']}")
+
+
+def status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return body
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def is_watch(query: dict[str, str]) -> bool:
+    return query.get("watch") in ("1", "true", "True")
+
+
+def labels_match(obj: dict[str, Any], selector: str) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if labels.get(key.strip()) != value.strip().lstrip("="):
+            return False
+    return True

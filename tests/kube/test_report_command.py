@@ -1,0 +1,153 @@
+"""`quartermaster report`: live PolicyReports or standalone results, as a table, JSON or HTML;
+and `quartermaster serve --kubeconfig` as a user runs it."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.kube.objects import namespace, pod
+from tests.kube.policyreport_schema import assert_valid_report
+from tests.support import REPO, free_port
+from webhook.cli import main
+from webhook.model.results import Action, failed, passed
+from webhook.reports.policyreport import build_report, result_entry
+from webhook.reports.sink import ReportEntry, ResourceRef
+
+
+def stored_report(kind, ns, name, *results):
+    ref = ResourceRef("v1", kind, ns, name, f"uid-{name}")
+    return build_report(ref, [result_entry(ReportEntry(ref, r, 1_700_000_000.5)) for r in results])
+
+
+@pytest.fixture
+def reports_in_cluster(apiserver):
+    apiserver.put(stored_report("Pod", "jdoe", "train", failed("profile-quota", "gpu-quota", "GPU quota exceeded <b>now</b>"),
+                                passed("profile-quota", "storage-quota")))
+    apiserver.put(stored_report("PersistentVolumeClaim", "ml-team", "data",
+                                failed("labels", "team", "add the label team", Action.AUDIT)))
+    apiserver.put(stored_report("Namespace", "", "jdoe", passed("profiles", "owner")))
+    foreign = stored_report("Pod", "jdoe", "other", failed("kyverno-policy", "r", "not ours"))
+    foreign["metadata"]["name"] = "kyverno-report"
+    foreign["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "kyverno"}
+    apiserver.put(foreign)
+
+
+def test_live_table(apiserver, kubeconfig, reports_in_cluster, capsys):
+    assert main(["report", "--kubeconfig", str(kubeconfig)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"]
+    body = "\n".join(lines)
+    assert "profile-quota  gpu-quota" in body and "Pod jdoe/train" in body
+    assert "fail (audit)" in body and "Namespace jdoe" in body
+    assert "kyverno-policy" not in body  # only Quartermaster's reports
+    assert lines[1].split()[4] == "fail"  # failures first
+    assert lines[-1] == "3 reports: 2 pass, 2 fail, 0 warn, 0 error, 0 skip"
+
+
+def test_live_namespace_filter_and_json(apiserver, kubeconfig, reports_in_cluster, capsys):
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-n", "ml-team", "-o", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["kind"] == "List" and [r["scope"]["name"] for r in listed["items"]] == ["data"]
+    for report in listed["items"]:
+        assert_valid_report(report)
+
+
+def test_live_html_is_one_escaped_page(apiserver, kubeconfig, reports_in_cluster, capsys):
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "html"]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == 1 + 4
+    assert "GPU quota exceeded &lt;b&gt;now&lt;/b&gt;" in page and "<b>now</b>" not in page
+    assert '<span class="badge fail">fail</span>' in page
+
+
+def test_standalone_scans_the_state(tmp_path, capsys):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "objects.yaml").write_text(yaml.safe_dump_all(
+        [namespace("jdoe"), pod("a", gpus=1), pod("b", gpus=1), namespace("ml-team", klass="team"),
+         pod("c", ns="ml-team", gpus=1)]))
+    policies = REPO / "policies"
+    assert main(["report", "--policies", str(policies), "--state", str(state), "-o", "json"]) == 0
+    reports = json.loads(capsys.readouterr().out)["items"]
+    for report in reports:
+        assert_valid_report(report)
+    by_pod = {r["scope"]["name"]: {x["rule"]: x["result"] for x in r["results"]} for r in reports}
+    assert by_pod["a"]["gpu-quota"] == "fail" and by_pod["b"]["gpu-quota"] == "fail"  # two GPUs, limit one
+    assert by_pod["c"]["gpu-quota"] == "pass"  # a team profile: eight
+    assert main(["report", "--policies", str(policies), "--state", str(state), "-n", "ml-team"]) == 0
+    table = capsys.readouterr().out
+    assert "Pod ml-team/c" in table and "jdoe" not in table
+
+
+def test_errors_exit_2_with_a_reason(apiserver, kubeconfig, tmp_path, capsys):
+    assert main(["report", "--kubeconfig", str(tmp_path / "missing")]) == 2
+    assert "cannot use kubeconfig" in capsys.readouterr().err
+    apiserver.absent.add(("wgpolicyk8s.io", "v1alpha2", "policyreports"))
+    assert main(["report", "--kubeconfig", str(kubeconfig)]) == 2
+    assert "is the CRD installed?" in capsys.readouterr().err
+    closed = apiserver.kubeconfig(tmp_path / "closed")
+    closed.write_text(closed.read_text().replace(f":{apiserver.port}", f":{free_port()}"))
+    assert main(["report", "--kubeconfig", str(closed)]) == 2
+    assert "cannot reach the cluster" in capsys.readouterr().err
+    assert main(["report", "--policies", str(tmp_path / "nope")]) == 2
+    assert "policies refused" in capsys.readouterr().err
+
+
+def _get(url: str) -> tuple[int, dict]:
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_serve_live_subprocess(apiserver, kubeconfig, tmp_path):
+    apiserver.put(namespace("jdoe"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(REPO / "policies"),
+                             "--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port),
+                             "--kubeconfig", str(kubeconfig), "--namespace", "quartermaster"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = _get(f"https://127.0.0.1:{port}/readyz")
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "live server did not become ready"
+            time.sleep(0.2)
+        assert body["stateSynced"] is True and body["stateDetails"]["Namespace"]["synced"] is True
+        # the replica took the Lease and keeps a ResourceQuota for the profile
+        while apiserver.get("v1", "ResourceQuota", "jdoe", "quartermaster-profile-quota") is None:
+            assert time.monotonic() < deadline, "no backstop ResourceQuota"
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert apiserver.get("coordination.k8s.io/v1", "Lease", "quartermaster",
+                         "quartermaster-background")["spec"]["holderIdentity"] == ""  # released on the way out
+
+
+def test_serve_refuses_an_unusable_kubeconfig(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "webhook", "serve", "--policies", str(REPO / "policies"),
+                           "--cert-dir", str(tmp_path / "certs"), "--port", str(free_port()),
+                           "--kubeconfig", str(tmp_path / "missing.yaml")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "cannot use kubeconfig" in proc.stderr and Path(tmp_path / "missing.yaml").name in proc.stderr

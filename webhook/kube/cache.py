@@ -1,0 +1,74 @@
+"""One kind's objects as the informer last saw them, indexed by namespace.
+
+Written by the informer's thread, read by the event loop: every access takes the lock for a few
+dictionary operations only, and readers get the stored objects (never mutated: replaced whole).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Mapping
+
+Obj = Mapping[str, Any]
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class ObjectCache:
+    def __init__(self, namespaced: bool) -> None:
+        self.namespaced = namespaced
+        self._lock = threading.Lock()
+        self._by_namespace: dict[str, dict[str, Obj]] = {}
+
+    def _where(self, obj: Obj) -> tuple[str, str]:
+        meta = _meta(obj)
+        return (str(meta.get("namespace", "")) if self.namespaced else ""), str(meta.get("name", ""))
+
+    def put(self, obj: Obj) -> None:
+        namespace, name = self._where(obj)
+        with self._lock:
+            self._by_namespace.setdefault(namespace, {})[name] = obj
+
+    def put_if_absent(self, obj: Obj) -> bool:
+        namespace, name = self._where(obj)
+        with self._lock:
+            objects = self._by_namespace.setdefault(namespace, {})
+            if name in objects:
+                return False
+            objects[name] = obj
+            return True
+
+    def delete(self, obj: Obj) -> None:
+        namespace, name = self._where(obj)
+        with self._lock:
+            objects = self._by_namespace.get(namespace)
+            if objects is not None:
+                objects.pop(name, None)
+                if not objects:
+                    del self._by_namespace[namespace]
+
+    def replace(self, objects: Iterable[Obj]) -> None:
+        """A relist: the new content, in one swap."""
+        fresh: dict[str, dict[str, Obj]] = {}
+        for obj in objects:
+            namespace, name = self._where(obj)
+            fresh.setdefault(namespace, {})[name] = obj
+        with self._lock:
+            self._by_namespace = fresh
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            objects = self._by_namespace.get(namespace if self.namespaced else "")
+            return objects.get(name) if objects else None
+
+    def list(self, namespace: str = "") -> list[Obj]:
+        with self._lock:
+            if namespace and self.namespaced:
+                return list(self._by_namespace.get(namespace, {}).values())
+            return [obj for objects in self._by_namespace.values() for obj in objects.values()]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(objects) for objects in self._by_namespace.values())

@@ -1,0 +1,226 @@
+"""List, then watch from the listed resourceVersion, in a thread of its own (the client blocks).
+
+As client-go's reflector: bookmarks move the resourceVersion on; a watch that ends (server
+timeout, dropped connection) resumes from the last version seen; `410 Gone` (the version was
+compacted away) means relist; failures back off exponentially, capped, with jitter, so replicas
+do not reconnect in lockstep after an API server restart. "Stalled" means no progress (a list,
+an event, a bookmark, a clean watch end) for `stall_seconds`: /readyz reports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import urllib3
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+
+from webhook.kube.cache import ObjectCache
+from webhook.kube.client import ApiStatus, KubeApi
+from webhook.kube.resources import ResourceType
+from webhook.kube.settings import LiveSettings
+
+log = logging.getLogger(__name__)
+
+EventHook = Callable[[str, str, Mapping[str, Any] | None], None]  # (kind, event type, object)
+
+
+def backoff_delay(failures: int, initial: float, cap: float, rng: Callable[[], float] = random.random) -> float:
+    """Exponential, capped, with jitter in [delay/2, delay]."""
+    delay = min(cap, initial * (2 ** max(0, failures - 1)))
+    return delay * (0.5 + rng() / 2)
+
+
+@dataclass(frozen=True)
+class InformerStatus:
+    kind: str
+    synced: bool  # the first list is done
+    stalled: bool
+    absent: bool  # an optional CRD that is not installed
+    seconds_since_progress: float
+    relists: int
+    watches: int
+    last_error: str
+
+
+class _Gone(Exception):
+    pass
+
+
+class Informer:
+    def __init__(self, api: KubeApi, resource: ResourceType, cache: ObjectCache, settings: LiveSettings,
+                 on_event: EventHook | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.resource = resource
+        self.cache = cache
+        self.settings = settings
+        self.on_event = on_event
+        self.clock = clock
+        self.resource_version = ""
+        self.relists = 0
+        self.watches = 0  # watch requests made: more than relists means watches resumed
+        self.last_error = ""
+        self._synced = threading.Event()
+        self._absent = False
+        self._progress = clock()
+        self._failures = 0
+        self._gone = 0
+        self._stop = threading.Event()
+        self._watcher: watch.Watch | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._progress = self.clock()
+        self._thread = threading.Thread(target=self._run, name=f"informer-{self.resource.plural}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.stop()  # shuts the socket down: unblocks a read in progress
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self._synced.wait(timeout)
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def status(self) -> InformerStatus:
+        idle = self.clock() - self._progress
+        return InformerStatus(self.resource.kind, self.synced, idle > self.settings.stall_seconds, self._absent,
+                              round(idle, 3), self.relists, self.watches, self.last_error)
+
+    # --- the loop ------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self.resource_version:
+                    self._relist()
+                if self._absent:
+                    self._stop.wait(self.settings.absent_recheck_seconds)
+                    self.resource_version = ""
+                    continue
+                delivered = self._watch_once()
+                self._gone = 0
+                self._failures = 0 if delivered else self._failures + 1
+                if not delivered:  # a watch that ends at once, again and again, must not spin
+                    self._stop.wait(self._backoff())
+            except _Gone as exc:
+                log.info("%s: %s; relisting", self.resource, exc)
+                self.resource_version = ""
+                self._gone += 1
+                if self._gone > 1:  # relisted and expired again at once: do not hammer the API server
+                    self._stop.wait(backoff_delay(self._gone - 1, self.settings.backoff_initial, self.settings.backoff_max))
+            except Exception as exc:  # anything else: keep the version, back off, watch again
+                if self._stop.is_set():
+                    break
+                self._failures += 1
+                self.last_error = _describe(exc)
+                delay = self._backoff()
+                log.warning("%s: watch failed (%s); retrying in %.1fs", self.resource, self.last_error, delay)
+                self._stop.wait(delay)
+
+    def _backoff(self) -> float:
+        return backoff_delay(self._failures, self.settings.backoff_initial, self.settings.backoff_max)
+
+    def _relist(self) -> None:
+        settings = self.settings
+        try:
+            listed = self.api.list(self.resource, (settings.connect_timeout, settings.list_timeout))
+        except ApiException as exc:
+            if exc.status == 404 and self.resource.optional:
+                if not self._absent:
+                    log.info("%s is not served (CRD not installed); looking again in %ss", self.resource,
+                             settings.absent_recheck_seconds)
+                self._absent = True
+                self.cache.replace(())
+                self._mark_progress(synced=True)
+                return
+            if exc.status == 410:
+                raise _Gone("list expired") from None
+            raise
+        self._absent = False
+        self.cache.replace(listed.items)
+        self.resource_version = listed.resource_version
+        self.relists += 1
+        self.last_error = ""
+        self._mark_progress(synced=True)
+        log.info("%s: listed %d objects at resourceVersion %s", self.resource, len(listed.items),
+                 listed.resource_version)
+        if self.on_event:
+            self.on_event(self.resource.kind, "RELIST", None)
+
+    def _watch_once(self) -> bool:
+        """One watch request; True when it delivered anything (an event or a bookmark)."""
+        settings = self.settings
+        self._watcher = watch.Watch()
+        self.watches += 1
+        server_timeout = int(settings.watch_seconds * (1 + random.random()))
+        delivered = False
+        try:
+            # the server accepting a watch from our version means we are current up to it: progress
+            for event in self.api.watch(self.resource, self.resource_version, server_timeout,
+                                        (settings.connect_timeout, settings.watch_idle_seconds), self._watcher,
+                                        on_open=self._mark_progress):
+                if self._stop.is_set():
+                    break
+                self._apply(event)
+                delivered = True
+        except ApiException as exc:
+            if exc.status == 410:
+                raise _Gone(f"resourceVersion {self.resource_version} expired") from None
+            raise
+        except urllib3.exceptions.ReadTimeoutError:
+            # silent for watch_idle_seconds: maybe a half-open connection, maybe a quiet watch on a server
+            # that sends no bookmarks; either way a new watch from the same version is the cure
+            log.debug("%s: watch idle; reconnecting", self.resource)
+            delivered = True
+        finally:
+            self._watcher = None
+        self._mark_progress()  # the server ended the watch on time: we are current up to here
+        if delivered:
+            self.last_error = ""
+        return delivered
+
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, dict):
+            return
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if kind in ("ADDED", "MODIFIED"):
+            obj.setdefault("apiVersion", self.resource.api_version)
+            obj.setdefault("kind", self.resource.kind)
+            self.cache.put(obj)
+        elif kind == "DELETED":
+            self.cache.delete(obj)
+        elif kind != "BOOKMARK":
+            return
+        if version:
+            self.resource_version = version
+        self._mark_progress()
+        if self.on_event and kind != "BOOKMARK":
+            self.on_event(self.resource.kind, str(kind), obj)
+
+    def _mark_progress(self, synced: bool = False) -> None:
+        self._progress = self.clock()
+        self.last_error = "" if synced else self.last_error
+        if synced:
+            self._synced.set()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        return str(ApiStatus.of(exc))
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:300]

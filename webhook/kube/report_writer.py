@@ -1,0 +1,238 @@
+"""PolicyReports and Events written off the request path.
+
+`submit` runs inside an admission: it appends to a bounded queue and returns; when the queue is
+full the results are dropped and counted (quartermaster_reports_dropped_total), never waited for.
+A writer task takes the queue in batches, coalesces the results of each resource (one write per
+resource per batch, however many admissions and scans touched it), waits for resources that are
+new to show in the informer (their uid makes the report owned by them), and writes reports
+(read-merge-PUT with optimistic concurrency, so replicas never lose each other's results) and
+the Events policies ask for, a few at a time, in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+from kubernetes.client.exceptions import ApiException
+
+from webhook.kube.calls import BlockingCalls
+from webhook.kube.client import ApiStatus, KubeApi
+from webhook.kube.resources import CLUSTER_POLICY_REPORTS, EVENTS, POLICY_REPORTS
+from webhook.kube.settings import LiveSettings
+from webhook.model.results import RuleResult
+from webhook.observability.metrics import Metrics
+from webhook.reports.events import event_for
+from webhook.reports.policyreport import (PolicyMeta, build_report, merge_results, report_name, result_entry,
+                                          same_results)
+from webhook.reports.sink import ReportEntry, ResourceRef
+
+log = logging.getLogger(__name__)
+
+WRITE_TRIES = 3  # read-merge-write rounds when another replica writes the same report
+KNOWN_REPORTS = 5_000  # last written reports kept, to skip the read before the next write
+
+
+class Resolution(Enum):
+    READY = "ready"
+    WAIT = "wait"  # not in the informer yet
+    DROP = "drop"  # cannot be tied to an object
+
+
+@dataclass
+class _Pending:
+    resource: ResourceRef
+    entries: dict[tuple[str, str], ReportEntry] = field(default_factory=dict)
+    events: list[ReportEntry] = field(default_factory=list)
+    report: bool = True  # False: the request was denied, only Events (if asked) are due
+    since: float = 0.0
+    attempts: int = 0
+
+
+Resolver = Callable[[ResourceRef], tuple[Resolution, ResourceRef]]
+
+
+class PolicyReportWriter:
+    def __init__(self, api: KubeApi, calls: BlockingCalls, settings: LiveSettings, metrics: Metrics,
+                 policy_meta: Callable[[str], PolicyMeta], known_policies: Callable[[], frozenset[str]],
+                 resolve: Resolver, clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.calls = calls
+        self.settings = settings
+        self.metrics = metrics
+        self.policy_meta = policy_meta
+        self.known_policies = known_policies
+        self.resolve = resolve
+        self.clock = clock
+        self._queue: deque[tuple[ResourceRef, tuple[RuleResult, ...], float, bool]] = deque()
+        self._pending: dict[tuple[str, str, str, str], _Pending] = {}
+        self._known: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._known_lock = threading.Lock()  # written from several worker threads
+        self._wake = asyncio.Event()
+        self.dropped = 0
+        self.writes = 0  # report PUTs and POSTs
+        self.events = 0
+        self.batches = 0
+
+    # --- the request path ----------------------------------------------------------------------
+    def submit(self, resource: ResourceRef, results: tuple[RuleResult, ...], background: bool = False) -> None:
+        """`background`: results of a scan, about a resource as it exists (an enforced failure denied nothing)."""
+        if not results:
+            return
+        if len(self._queue) >= self.settings.report_queue:
+            self._drop(len(results))
+            return
+        self._queue.append((resource, results, time.time(), background))
+        self._wake.set()
+
+    def background_sink(self) -> "BackgroundSink":
+        return BackgroundSink(self)
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def _drop(self, count: int) -> None:
+        self.dropped += count
+        self.metrics.report_dropped(count)
+
+    # --- the writer task -----------------------------------------------------------------------
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.settings.report_interval)  # let a batch gather
+            self._wake.clear()
+            try:
+                await self.flush()
+            except Exception:  # the writer must outlive any one bad batch
+                log.exception("report batch failed")
+            if self._queue or self._pending:
+                self._wake.set()
+
+    async def flush(self) -> None:
+        """Take one batch, coalesce it per resource, write what can be written."""
+        self._take(self.settings.report_batch)
+        ready: list[tuple[ResourceRef, _Pending]] = []
+        now = self.clock()
+        for key, pending in list(self._pending.items()):
+            resolution, resolved = self.resolve(pending.resource)
+            if resolution is Resolution.READY:
+                ready.append((resolved, self._pending.pop(key)))
+            elif resolution is Resolution.DROP or now - pending.since > self.settings.report_resolve_seconds:
+                # never showed up: denied later by another webhook, or deleted already
+                self._pending.pop(key)
+        if not ready:
+            return
+        self.batches += 1
+        limit = asyncio.Semaphore(self.settings.report_concurrency)
+        budget = [self.settings.events_per_batch]
+        await asyncio.gather(*(self._write_one(ref, pending, limit, budget) for ref, pending in ready))
+
+    def _take(self, count: int) -> None:
+        now = self.clock()
+        for _ in range(min(count, len(self._queue))):
+            ref, results, stamp, background = self._queue.popleft()
+            key = (ref.api_version, ref.kind, ref.namespace, ref.name)
+            pending = self._pending.get(key)
+            if pending is None:
+                pending = self._pending[key] = _Pending(ref, since=now)
+            elif ref.uid and not pending.resource.uid:
+                pending.resource = ref
+            denied = not background and any(r.blocks for r in results)
+            for result in results:
+                entry = ReportEntry(ref, result, stamp)
+                if self.policy_meta(result.policy).wants_event(result.outcome):
+                    pending.events.append(entry)
+                if not denied:  # a denied request changed nothing: its results are the user's error message
+                    pending.entries[(result.policy, result.rule)] = entry
+            pending.report = bool(pending.entries)
+            if not pending.entries and not pending.events:
+                del self._pending[key]
+
+    async def _write_one(self, ref: ResourceRef, pending: _Pending, limit: asyncio.Semaphore, budget: list[int]) -> None:
+        async with limit:
+            try:
+                if pending.report:
+                    new = [result_entry(e, self.policy_meta(e.result.policy)) for e in pending.entries.values()]
+                    await self.calls(self._write_report, ref, new, self.known_policies())
+                    pending.report = False  # written: a retry for the events must not write it again
+                while pending.events and budget[0] > 0:
+                    budget[0] -= 1
+                    await self.calls(self.api.create, EVENTS, event_for(ref, pending.events[0].result, self.settings.who),
+                                     self.settings.api_timeout)
+                    pending.events.pop(0)  # sent: a retry must not send it twice
+                    self.events += 1
+            except Exception as exc:
+                self._retry_later(ref, pending, exc)
+
+    def _retry_later(self, ref: ResourceRef, pending: _Pending, exc: Exception) -> None:
+        pending.attempts += 1
+        reason = str(ApiStatus.of(exc)) if isinstance(exc, ApiException) else f"{type(exc).__name__}: {exc}"
+        if pending.attempts >= self.settings.report_attempts:
+            log.warning("dropping the report of %s %s/%s after %d attempts: %s", ref.kind, ref.namespace, ref.name,
+                        pending.attempts, reason)
+            self._drop(len(pending.entries) or len(pending.events))
+            return
+        log.info("report of %s %s/%s not written (%s); retrying", ref.kind, ref.namespace, ref.name, reason)
+        key = (ref.api_version, ref.kind, ref.namespace, ref.name)
+        pending.resource, pending.since = ref, self.clock()
+        current = self._pending.get(key)
+        if current is None:
+            self._pending[key] = pending
+        else:  # newer results arrived meanwhile: they win
+            current.entries = {**pending.entries, **current.entries}
+            current.events = pending.events + current.events
+            current.report = current.report or pending.report
+            current.attempts = max(current.attempts, pending.attempts)
+
+    # --- blocking, in a worker thread ----------------------------------------------------------
+    def _write_report(self, ref: ResourceRef, new: list[dict[str, Any]], known: frozenset[str]) -> None:
+        resource = POLICY_REPORTS if ref.namespace else CLUSTER_POLICY_REPORTS
+        name = report_name(ref)
+        key = (ref.namespace, name)
+        with self._known_lock:
+            existing = self._known.get(key)
+        for attempt in range(WRITE_TRIES):
+            if existing is None or attempt:
+                existing = self.api.get(resource, ref.namespace, name, self.settings.api_timeout)
+            old = (existing or {}).get("results") or []
+            results = merge_results(old, new, known)
+            if existing is not None and same_results(old, results):
+                self._remember(key, existing)
+                return
+            body = build_report(ref, results, existing)
+            try:
+                if existing is None:
+                    written = self.api.create(resource, body, self.settings.api_timeout)
+                else:
+                    written = self.api.replace(resource, body, self.settings.api_timeout)
+            except ApiException as exc:
+                if exc.status == 409 and attempt + 1 < WRITE_TRIES:  # another replica wrote first: merge again
+                    continue
+                raise
+            self.writes += 1
+            self._remember(key, written)
+            return
+
+    def _remember(self, key: tuple[str, str], report: Mapping[str, Any]) -> None:
+        with self._known_lock:
+            self._known[key] = dict(report)
+            self._known.move_to_end(key)
+            while len(self._known) > KNOWN_REPORTS:
+                self._known.popitem(last=False)
+
+
+class BackgroundSink:
+    """The sink the background scan's engine writes to: same queue, results marked as a scan's."""
+
+    def __init__(self, writer: PolicyReportWriter) -> None:
+        self.writer = writer
+
+    def submit(self, resource: ResourceRef, results: tuple[RuleResult, ...]) -> None:
+        self.writer.submit(resource, results, background=True)

@@ -1,0 +1,102 @@
+"""Live mode wired together: the API client, informers, report writer, Lease and background work.
+
+The composition root builds it before the engine (the engine reads its ClusterState and writes to
+its report sink), attaches the policy store, and starts/stops it with the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from typing import Any
+
+from webhook.kube.background import BackgroundWork
+from webhook.kube.backstop import QuotaBackstop
+from webhook.kube.backstop_limits import QuotaPolicyLimits
+from webhook.kube.calls import BlockingCalls
+from webhook.kube.client import KubeApi
+from webhook.kube.lease import LeaderElector
+from webhook.kube.report_writer import PolicyReportWriter, Resolution
+from webhook.kube.resources import watched
+from webhook.kube.settings import LiveSettings
+from webhook.kube.state import LiveClusterState
+from webhook.observability.metrics import Metrics
+from webhook.policy.snapshot import PolicyStore
+from webhook.reports.policyreport import PolicyMeta
+from webhook.reports.sink import ResourceRef
+
+log = logging.getLogger(__name__)
+
+
+def resolver(state: LiveClusterState):
+    """A report can be written once its resource shows in the informer: its uid makes the report owned by it."""
+    def resolve(ref: ResourceRef) -> tuple[Resolution, ResourceRef]:
+        resource = watched(ref.kind)
+        if resource is None or resource.api_version != ref.api_version:
+            # a kind we do not watch: the validate phase knows its uid; without one it cannot be owned
+            return (Resolution.READY, ref) if ref.uid else (Resolution.DROP, ref)
+        current = state.get(ref.kind, ref.namespace, ref.name)
+        uid = str(((current or {}).get("metadata") or {}).get("uid", ""))
+        if current is None or (ref.uid and uid != ref.uid):
+            return Resolution.WAIT, ref
+        return Resolution.READY, replace(ref, uid=uid)
+    return resolve
+
+
+class LiveRuntime:
+    def __init__(self, settings: LiveSettings, metrics: Metrics, api: KubeApi | None = None) -> None:
+        self.settings = settings
+        self.api = api or KubeApi.connect(settings.kubeconfig, settings.in_cluster)
+        self.calls = BlockingCalls()
+        self.state = LiveClusterState(self.api, settings, self.calls)
+        self.store: PolicyStore | None = None
+        self._metas: tuple[int, dict[str, PolicyMeta]] = (-1, {})
+        self.writer = PolicyReportWriter(self.api, self.calls, settings, metrics, self.policy_meta, self.known_policies,
+                                         resolver(self.state))
+        self.elector = LeaderElector(self.api, self.calls, settings)
+        self.background: BackgroundWork | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def attach(self, store: PolicyStore) -> None:
+        self.store = store
+        backstop = QuotaBackstop(self.api, self.calls, self.state, QuotaPolicyLimits(store, self.state),
+                                 self.settings) if self.settings.backstop else None
+        self.background = BackgroundWork(self.writer.background_sink(), self.state, store, self.elector, backstop,
+                                         self.settings)
+        self.state.add_listener(self.background.notify)
+
+    # --- what reports need of the policies -------------------------------------------------------
+    def policy_meta(self, policy: str) -> PolicyMeta:
+        if self.store is None:
+            return PolicyMeta()
+        snapshot = self.store.snapshot
+        generation, metas = self._metas
+        if generation != snapshot.generation:
+            metas = {name: PolicyMeta.of(annotations) for name, annotations in snapshot.annotations.items()}
+            self._metas = (snapshot.generation, metas)
+        return metas.get(policy, PolicyMeta())
+
+    def known_policies(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.store.snapshot.policies) if self.store else frozenset()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.state.start()  # informer threads; /readyz says unready until they synced
+        self._tasks = [asyncio.create_task(self.writer.run(), name="policy-reports"),
+                       asyncio.create_task(self.elector.run(), name="lease")]
+        if self.background is not None:
+            self._tasks.append(asyncio.create_task(self.background.run(), name="background"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):  # what is queued gets one chance to be written
+            await asyncio.wait_for(self.writer.flush(), 2.0)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.calls(self.elector.release), 2.0)
+        await asyncio.to_thread(self.state.stop)
+        self.calls.shutdown()
+        self.api.close()
