@@ -53,7 +53,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int) -> dict:
+def write_profiles(directory: Path, count: int) -> list[str]:
+    """`count` personal Kubeflow profiles, as the standalone state seed."""
+    names = [f"user{i:04d}" for i in range(count)]
+    docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": name, "labels": {"app.kubernetes.io/part-of": "kubeflow-profile"}, "annotations": {"owner": f"{name}@example.org"}}}
+        for name in names]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "profiles.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+    return names
+
+
+async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int, namespaces: list[str]) -> dict:
     ctx = ssl.create_default_context(cafile=str(ca))
     latencies: list[float] = []
     errors = 0
@@ -62,7 +73,7 @@ async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int) 
         async def worker() -> None:
             nonlocal errors
             for i in counter:
-                namespace = "ml-team" if i % 2 else "jdoe"
+                namespace = namespaces[i % len(namespaces)]
                 body = pod_review(i, namespace, 1 if gpu_every and i % gpu_every == 0 else 0)
                 for endpoint in ("mutate", "validate"):
                     started = time.perf_counter()
@@ -93,13 +104,15 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--gpu-every", type=int, default=10, help="every Nth pod asks for one GPU (0: none)")
     parser.add_argument("--policies", type=Path, default=REPO / "policies")
-    parser.add_argument("--state", type=Path, default=REPO / "examples" / "state")
+    parser.add_argument("--profiles", type=int, default=100, help="personal profiles the pods are spread over")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         certs = Path(tmp) / "certs"
+        state = Path(tmp) / "state"
+        namespaces = write_profiles(state, args.profiles)
         server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(args.policies), "--state",
-                                   str(args.state), "--cert-dir", str(certs), "--host", "127.0.0.1", "--port", str(port),
+                                   str(state), "--cert-dir", str(certs), "--host", "127.0.0.1", "--port", str(port),
                                    "--log-level", "warning"], stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 30
@@ -108,11 +121,12 @@ def main() -> int:
                     print("server did not start", file=sys.stderr)
                     return 1
                 time.sleep(0.2)
-            result = asyncio.run(run(f"https://127.0.0.1:{port}", certs / "ca.crt", args.requests, args.concurrency, args.gpu_every))
+            result = asyncio.run(run(f"https://127.0.0.1:{port}", certs / "ca.crt", args.requests, args.concurrency, args.gpu_every,
+                                     namespaces))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=20)
-    result.update({"concurrency": args.concurrency, "policies": str(args.policies)})
+    result.update({"concurrency": args.concurrency, "profiles": args.profiles, "policies": str(args.policies)})
     print(json.dumps(result))
     return 0 if result["errors"] == 0 else 1
 
