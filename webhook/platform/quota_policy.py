@@ -6,7 +6,7 @@ little as `kind: ProfileQuota` with an empty spec and get the platform conventio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
@@ -114,6 +114,9 @@ class CountingRules:
     storage_classes: frozenset[str]  # empty: every class counts
     default_storage_class: str | None  # the class a PVC without storageClassName gets; None: unknown
     ephemeral_volumes: bool
+    # stored pods' legacy GPUs by (uid, resourceVersion): a profile is recounted on every admission,
+    # and a stored pod's spec cannot change without a new resourceVersion; lives and dies with the policy
+    legacy_memo: dict[tuple[str, str], Fraction] = field(default_factory=dict, compare=False, repr=False)
 
     def counts_storage_class(self, name: str | None) -> bool:
         return not self.storage_classes or (name is not None and name in self.storage_classes)

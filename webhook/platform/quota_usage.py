@@ -14,6 +14,7 @@ The counting model (docs/quota.md has it as a table):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any, Mapping
 
@@ -23,6 +24,7 @@ from webhook.platform.quota_objects import ProfileObjects
 from webhook.platform.quota_policy import CountingRules
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+LEGACY_MEMO_LIMIT = 50_000
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
 
 
@@ -44,17 +46,18 @@ class Charge:
 class Usage:
     charges: Mapping[tuple[str, str], Charge]
 
-    @property
+    # totals are read several times per decision; Fraction additions dominate a large profile's cost
+    @cached_property
     def gpus(self) -> Fraction:
-        return sum((c.gpus for c in self.charges.values()), ZERO)
+        return sum((c.gpus for c in self.charges.values() if c.gpus), ZERO)
 
     @property
     def unbounded(self) -> tuple[Charge, ...]:
         return tuple(c for c in self.charges.values() if c.unbounded)
 
-    @property
+    @cached_property
     def storage(self) -> Fraction:
-        return sum((c.storage for c in self.charges.values()), ZERO)
+        return sum((c.storage for c in self.charges.values() if c.storage), ZERO)
 
     def charge(self, kind: str, name: str) -> Charge:
         return self.charges.get((kind, name), Charge(kind, name))
@@ -128,6 +131,20 @@ def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: C
     return total
 
 
+def _legacy_gpus(pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
+    meta = _meta(pod)
+    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    if not key[0] or not key[1]:  # the request's own object: not stored yet
+        return legacy_gpus(pod.get("spec") or {}, rules.legacy)
+    memo = rules.legacy_memo
+    gpus = memo.get(key)
+    if gpus is None:
+        if len(memo) >= LEGACY_MEMO_LIMIT:
+            memo.clear()  # crude but bounded; entries are cheap to recompute
+        gpus = memo[key] = legacy_gpus(pod.get("spec") or {}, rules.legacy)
+    return gpus
+
+
 def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules: CountingRules,
                generated: Mapping[tuple[str, str], list[Mapping[str, Any]]] | None = None) -> Charge:
     if terminal(pod):
@@ -135,7 +152,7 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
     spec = pod.get("spec") or {}
     notes: list[str] = []
     generated = generated_claims(objects) if generated is None else generated
-    amount = GpuAmount(legacy_gpus(spec, rules.legacy))
+    amount = GpuAmount(_legacy_gpus(pod, rules))
     for entry in spec.get("resourceClaims") or []:
         template_name = entry.get("resourceClaimTemplateName") if isinstance(entry, Mapping) else None
         if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
