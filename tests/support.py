@@ -78,6 +78,29 @@ def load_yaml(path: Path) -> list[Any]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
 
 
+def case_state(case: Path) -> Any:
+    """A declarative case's cluster: the namespaces and profiles of examples/state, plus its state.yaml."""
+    from webhook.state.memory import InMemoryClusterState
+
+    seed = InMemoryClusterState.from_directory(REPO / "examples" / "state")
+    extra = load_yaml(case / "state.yaml") if (case / "state.yaml").exists() else []
+    return InMemoryClusterState([*(o for k in ("Namespace", "Profile") for o in seed.list(k)), *extra])
+
+
+async def raw_http(reader: Any, writer: Any, method: str, path: str, body: bytes = b"", keep_alive: bool = True) -> tuple[int, bytes]:
+    """One HTTP/1.1 request on an asyncio stream pair the test controls (to pin a connection or a handshake)."""
+    head = (f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"Connection: {'keep-alive' if keep_alive else 'close'}\r\nContent-Length: {len(body)}\r\n\r\n")
+    writer.write(head.encode() + body)
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return status, await reader.readexactly(length)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

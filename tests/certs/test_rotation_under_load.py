@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.kinds import REQUIRE_TEAM, test_registry
-from tests.support import review, running_server
+from tests.support import raw_http, review, running_server
 from webhook.certs.rotate import RotationPolicy, rotate_directory
 
 MAX_REQUESTS_PER_CLIENT = 400
@@ -46,16 +46,8 @@ async def post_fresh(url: str, trust_ctx: ssl.SSLContext, body: dict) -> tuple[i
     reader, writer = await asyncio.open_connection(host, int(port), ssl=trust_ctx, server_hostname="localhost")
     try:
         der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
-        data = json.dumps(body).encode()
-        writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                     b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
-        await writer.drain()
-        status = int((await reader.readline()).split()[1])
-        length = 0
-        while (line := await reader.readline()) not in (b"\r\n", b""):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        answer = json.loads(await reader.readexactly(length))
+        status, raw = await raw_http(reader, writer, "POST", "/validate", json.dumps(body).encode(), keep_alive=False)
+        answer = json.loads(raw)
     finally:
         writer.close()
     return status, answer, x509.load_der_x509_certificate(der).serial_number

@@ -23,11 +23,10 @@ from typing import Any
 
 import yaml
 
-from tests.support import REPO, apply_patch, load_yaml, review
+from tests.support import REPO, apply_patch, case_state, load_yaml, review
 from webhook.app import Quartermaster, Settings
 from webhook.engine.dispatch import MutateResult
 from webhook.model.review import parse_review
-from webhook.state.memory import InMemoryClusterState
 
 CASES = REPO / "tests" / "cases" / "dra"
 DEFAULT_POLICY = REPO / "policies" / "device-claim-rewrite.yaml"
@@ -51,10 +50,7 @@ def read_one(path: Path, default: Any = None) -> Any:
 
 def build(case: Path) -> Quartermaster:
     policy = case / "policy.yaml" if (case / "policy.yaml").exists() else DEFAULT_POLICY
-    seed = InMemoryClusterState.from_directory(REPO / "examples" / "state")
-    extra = load_yaml(case / "state.yaml") if (case / "state.yaml").exists() else []
-    state = InMemoryClusterState([*(o for k in ("Namespace", "Profile") for o in seed.list(k)), *extra])
-    qm = Quartermaster.build(Settings(policies=policy), state=state)
+    qm = Quartermaster.build(Settings(policies=policy), state=case_state(case))
     qm.load_policies()
     return qm
 

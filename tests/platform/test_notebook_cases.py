@@ -29,11 +29,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import REPO, apply_patch, assert_valid_k8s, load_yaml, review
+from tests.support import REPO, apply_patch, case_state, assert_valid_k8s, load_yaml, review
 from webhook.app import Quartermaster, Settings
 from webhook.engine.dispatch import MutateResult
 from webhook.model.review import parse_review
-from webhook.state.memory import InMemoryClusterState
 
 CASES = REPO / "tests" / "cases" / "notebook"
 DEFAULT_POLICY = REPO / "policies" / "notebook-injection.yaml"
@@ -75,10 +74,7 @@ def policy_dir(case: Path, tmp: Path) -> Path:
 
 
 def build(case: Path, tmp: Path) -> Quartermaster:
-    seed = InMemoryClusterState.from_directory(REPO / "examples" / "state")
-    extra = load_yaml(case / "state.yaml") if (case / "state.yaml").exists() else []
-    state = InMemoryClusterState([*(o for k in ("Namespace", "Profile") for o in seed.list(k)), *extra])
-    qm = Quartermaster.build(Settings(policies=policy_dir(case, tmp)), state=state)
+    qm = Quartermaster.build(Settings(policies=policy_dir(case, tmp)), state=case_state(case))
     qm.load_policies()
     return qm
 

@@ -3,11 +3,13 @@
 import asyncio
 import ssl
 
+import pytest
+
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.kinds import REQUIRE_TEAM, test_registry
-from tests.support import running_server
+from tests.support import raw_http, running_server
 from webhook.certs.generate import CertPaths, make_ca, make_serving_cert, write_serving_cert
 
 
@@ -20,22 +22,18 @@ async def peer_certificate(port: int, ca_file: str) -> x509.Certificate:
 
 
 async def http_get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str) -> int:
-    """One HTTP/1.1 keep-alive request on an existing connection; returns the status code."""
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n".encode())
-    await writer.drain()
-    status = int((await reader.readline()).split()[1])
-    length = 0
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    await reader.readexactly(length)
-    return status
+    return (await raw_http(reader, writer, "GET", path))[0]
 
 
-async def test_certificate_reload_without_restart(tmp_path):
-    policies = tmp_path / "p"
-    policies.mkdir()
-    (policies / "r.yaml").write_text(REQUIRE_TEAM)
+@pytest.fixture
+def policies(tmp_path):
+    directory = tmp_path / "p"
+    directory.mkdir()
+    (directory / "r.yaml").write_text(REQUIRE_TEAM)
+    return directory
+
+
+async def test_certificate_reload_without_restart(policies, tmp_path):
     async with running_server(policies, tmp_path, registry=test_registry()) as server:
         port = int(server.url.rsplit(":", 1)[1])
         old_serial = (await peer_certificate(port, str(server.ca))).serial_number
@@ -67,10 +65,7 @@ async def test_certificate_reload_without_restart(tmp_path):
         writer.close()
 
 
-async def test_half_written_pair_keeps_old_certificate(tmp_path):
-    policies = tmp_path / "p"
-    policies.mkdir()
-    (policies / "r.yaml").write_text(REQUIRE_TEAM)
+async def test_half_written_pair_keeps_old_certificate(policies, tmp_path):
     async with running_server(policies, tmp_path, registry=test_registry()) as server:
         port = int(server.url.rsplit(":", 1)[1])
         before = (await peer_certificate(port, str(server.ca))).serial_number
@@ -79,11 +74,8 @@ async def test_half_written_pair_keeps_old_certificate(tmp_path):
         assert (await peer_certificate(port, str(server.ca))).serial_number == before
 
 
-async def test_mismatched_pair_keeps_serving_and_no_sni_clients_get_new_pair(tmp_path):
+async def test_mismatched_pair_keeps_serving_and_no_sni_clients_get_new_pair(policies, tmp_path):
     """A Secret caught between its key and its certificate must not cost a single handshake."""
-    policies = tmp_path / "p"
-    policies.mkdir()
-    (policies / "r.yaml").write_text(REQUIRE_TEAM)
     async with running_server(policies, tmp_path, registry=test_registry()) as server:
         port = int(server.url.rsplit(":", 1)[1])
         before = (await peer_certificate(port, str(server.ca))).serial_number
