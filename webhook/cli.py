@@ -69,10 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         qm = Quartermaster.build(settings)
         asyncio.run(qm.serve())
-    except StateSeedError as exc:
-        print(f"quartermaster: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except LiveSetupError as exc:
+    except (StateSeedError, LiveSetupError) as exc:
         print(f"quartermaster: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PolicyLoadFailed as exc:

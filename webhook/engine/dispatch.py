@@ -63,13 +63,14 @@ class AdmissionEngine:
         return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
-                 ctx: EvalContext, variables: dict[str, Any], out: _Collected) -> bool:
+                 ctx: EvalContext, out: _Collected) -> bool:
         if not matches_statically(policy.match, request, obj, ctx.namespace):
             return False
         if not policy.match.conditions:
             return True
         try:
-            return matches_conditions(policy.match, variables)
+            # built only here: most policies have no conditions, and the mutate loop changes obj per policy
+            return matches_conditions(policy.match, activation(request, obj, ctx.namespace))
         except Exception as exc:
             out.results.append(_failure(policy, "match", exc))
             return False
@@ -85,8 +86,7 @@ class AdmissionEngine:
         obj: dict[str, Any] = copy.deepcopy(dict(request.object))
         out = _Collected()
         for policy in snapshot.mutators:
-            variables = activation(request, obj, ctx.namespace)
-            if not self._applies(policy, request, obj, ctx, variables, out):
+            if not self._applies(policy, request, obj, ctx, out):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
@@ -128,9 +128,8 @@ class AdmissionEngine:
         obj = request.object if request.object is not None else request.old_object
         ctx = self._context(request)
         out = _Collected()
-        variables = activation(request, request.object, ctx.namespace)
         for policy in snapshot.validators:
-            if not self._applies(policy, request, request.object, ctx, variables, out):
+            if not self._applies(policy, request, request.object, ctx, out):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.validate(request, obj or {}, ctx), max(0.0, deadline - loop.time()))
