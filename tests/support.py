@@ -101,6 +101,20 @@ async def raw_http(reader: Any, writer: Any, method: str, path: str, body: bytes
     return status, await reader.readexactly(length)
 
 
+async def eventually(check: Any, timeout: float = 10.0, message: str = "condition not reached") -> Any:
+    """Poll `check` (plain or async) until it returns something truthy; fail the test after `timeout`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        assert loop.time() < deadline, message
+        await asyncio.sleep(0.02)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

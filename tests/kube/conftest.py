@@ -1,4 +1,3 @@
-import asyncio
 import time
 from dataclasses import replace
 from typing import Callable
@@ -6,6 +5,7 @@ from typing import Callable
 import pytest
 
 from tests.kube.apiserver import FakeApiServer
+from tests.support import eventually as async_eventually  # noqa: F401  (the kube tests' async poller)
 from webhook.kube.calls import BlockingCalls
 from webhook.kube.client import KubeApi
 from webhook.kube.settings import LiveSettings
@@ -27,16 +27,6 @@ def eventually(check: Callable[[], object], timeout: float = 10.0, message: str 
             return value
         assert time.monotonic() < deadline, message or "condition not reached"
         time.sleep(0.02)
-
-
-async def async_eventually(check: Callable[[], object], timeout: float = 10.0, message: str = "") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, message or "condition not reached"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

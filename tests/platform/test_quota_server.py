@@ -7,20 +7,13 @@ import pytest
 
 from webhook.state.ledger import ledger_for
 from tests.platform.quota_builders import policy_text, pod, pvc, registry, seeded_state
+from tests.kinds import REQUIRE_TEAM
 from tests.support import assert_valid_k8s, review, running_server
 
 # A second validating policy that yields to the event loop after the quota decided, as webhooks
 # and policies after ours do: without reservations, every request in the burst would be counted
 # against the same usage and all of them admitted.
-SLOW_SECOND_POLICY = """\
-apiVersion: quartermaster.dev/v1alpha1
-kind: RequireLabel
-metadata:
-  name: require-team
-spec:
-  label: team
-  sleepSeconds: 0.01
-"""
+SLOW_SECOND_POLICY = REQUIRE_TEAM + "  sleepSeconds: 0.01\n"
 
 
 @pytest.fixture

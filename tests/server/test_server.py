@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 
 from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
-from tests.support import apply_patch, assert_valid_k8s, decode_patch, review, running_server
+from tests.support import apply_patch, eventually, assert_valid_k8s, decode_patch, review, running_server
 
 
 @pytest.fixture
@@ -151,14 +151,6 @@ async def test_health_ready_metrics(policies, tmp_path):
         assert "quartermaster_policy_load_failing 0.0" in metrics
 
 
-async def wait_for(predicate, timeout=10.0):
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not await predicate():
-        assert loop.time() < end, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 async def test_bad_reload_keeps_serving_and_shows_error(policies, tmp_path):
     async with serve(policies, tmp_path) as server:
         (policies / "require.yaml").write_text(REQUIRE_TEAM + "  nonsense: true\n")
@@ -166,7 +158,7 @@ async def test_bad_reload_keeps_serving_and_shows_error(policies, tmp_path):
         async def degraded():
             return json.loads((await server.get("/readyz"))[1])["status"] == "degraded"
 
-        await wait_for(degraded)
+        await eventually(degraded)
         ready = json.loads((await server.get("/readyz"))[1])
         assert "require.yaml:7" in ready["policyErrors"][0] and "spec.nonsense" in ready["policyErrors"][0]
         assert "quartermaster_policy_load_failing 1.0" in (await server.get("/metrics"))[1]
@@ -194,7 +186,7 @@ async def test_hot_reload_under_concurrent_requests(policies, tmp_path):
             async def swapped():
                 return server.qm.store.snapshot.generation >= target
 
-            await wait_for(swapped)
+            await eventually(swapped)
         stop.set()
         await asyncio.gather(*clients)
         assert len(answers) > 50
