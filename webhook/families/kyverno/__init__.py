@@ -1,0 +1,1 @@
+"""Kyverno ``kyverno.io/v1`` ClusterPolicy/Policy compatibility (the "kyverno" policy family)."""
