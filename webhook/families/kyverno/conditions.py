@@ -174,55 +174,73 @@ def _as_duration(value: Any) -> int | None:
     return None
 
 
-def _to_strings(value: Any) -> list[str] | None:
-    if isinstance(value, list):
-        return [sprint(v) for v in value]
-    if is_number(value) or isinstance(value, bool):
-        return [sprint(value)]
-    return None
-
-
 def _membership(operator: str, key: Any, value: Any) -> bool:
-    keys = [key if isinstance(key, str) else sprint(key)] if not isinstance(key, list) else [sprint(k) for k in key]
+    negated = operator in ("notin", "anynotin", "allnotin")
+    if isinstance(key, list):
+        found = _set_membership(operator, [sprint(k) for k in key], value)
+        return bool(found)
     if isinstance(key, (dict,)) or key is None:
         return False
-    single = not isinstance(key, list)
-    values = _value_set(value, keys, single)
-    if values is None:
-        return False
-    if isinstance(values, bool):
-        found_any = values
-        return {"in": found_any, "anyin": found_any, "allin": found_any}.get(operator, not found_any)
-    matched = [any(_match_both(k, v) for v in values) for k in keys]
-    if operator in ("in", "allin"):
-        return all(matched)
-    if operator == "anyin":
-        return any(matched)
-    if operator in ("notin", "allnotin"):
-        return not any(matched) if operator == "allnotin" or single else not all(matched)
-    return not all(matched)  # anynotin: some key is not in the set
+    exists = _key_exists(key if isinstance(key, str) else sprint(key), value)
+    if exists is None:
+        return False  # Kyverno treats an unusable value type as "no match" for every operator
+    return not exists if negated else exists
 
 
 def _match_both(key: str, value: str) -> bool:
     return wildcard_match(value, key) or wildcard_match(key, value)
 
 
-def _value_set(value: Any, keys: list[str], single: bool) -> list[str] | bool | None:
-    """The candidate set; a bool when a string value decided the match (wildcard or range), None when invalid."""
+def _string_set(value: str) -> list[str] | None:
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return [value]
+    if isinstance(parsed, list) and all(isinstance(v, str) for v in parsed):
+        return parsed
+    return None
+
+
+def _key_exists(key: str, value: Any) -> bool | None:
     if isinstance(value, list):
-        return [sprint(v) for v in value]
+        return any(_match_both(key, sprint(v)) for v in value)
     if isinstance(value, str):
-        if single and wildcard_match(value, keys[0]):
+        if wildcard_match(value, key):
             return True
         if IN_RANGE.match(value):
-            results = [validate_value(k, value) for k in keys]
-            return all(results) if single else results  # type: ignore[return-value]
-        try:
-            parsed = json.loads(value)
-            return [sprint(v) for v in parsed] if isinstance(parsed, list) else [value]
-        except ValueError:
-            return [value]
-    return _to_strings(value) if not single else None
+            return validate_value(key, value)
+        candidates = _string_set(value)
+        return None if candidates is None else key in candidates
+    return None
+
+
+def _set_membership(operator: str, keys: list[str], value: Any) -> bool:
+    if isinstance(value, list):
+        candidates = [sprint(v) for v in value]
+    elif is_number(value) or isinstance(value, bool):
+        candidates = [sprint(value)]
+    elif isinstance(value, str):
+        if len(keys) == 1 and keys[0] == value:
+            return operator in ("in", "anyin", "allin")
+        if IN_RANGE.match(value):
+            inside = [validate_value(k, value) for k in keys]
+            return _combine(operator, inside)
+        candidates = _string_set(value)
+        if candidates is None:
+            return False
+    else:
+        return False
+    return _combine(operator, [any(_match_both(k, c) for c in candidates) for k in keys])
+
+
+def _combine(operator: str, inside: list[bool]) -> bool:
+    if operator in ("in", "allin"):
+        return all(inside)
+    if operator == "anyin":
+        return any(inside)
+    if operator == "allnotin":
+        return not any(inside)
+    return not all(inside)  # anynotin / notin: some key is outside the set
 
 
 def _numeric(operator: str, key: Any, value: Any) -> bool:
