@@ -104,7 +104,7 @@ def run_suite(test_file: Path, cel: Any) -> list[Row]:
                     policies[doc["metadata"]["name"]] = compile_policy(doc, cel)
                 except PolicyError as exc:
                     policies[doc["metadata"]["name"]] = exc
-    resources = [d for rel in test.get("resources") or [] for d in _docs(test_dir / rel)]
+    resources = [_default_namespace(d) for rel in test.get("resources") or [] for d in _docs(test_dir / rel)]
     values = _values(test_dir / test["variables"]) if test.get("variables") else {}
     subject = _subject(test_dir, test)
     lookups = _State(resources)
@@ -118,9 +118,24 @@ def run_suite(test_file: Path, cel: Any) -> list[Row]:
     return rows
 
 
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "Node", "PersistentVolume", "StorageClass",
+                  "CustomResourceDefinition", "PriorityClass", "IngressClass", "ValidatingWebhookConfiguration",
+                  "MutatingWebhookConfiguration", "ClusterPolicy", "RuntimeClass", "CSIDriver"}
+
+
+def _default_namespace(resource: dict) -> dict:
+    """kyverno test places namespaced resources without a namespace in "default"."""
+    meta = resource.setdefault("metadata", {})
+    if resource.get("kind") not in CLUSTER_SCOPED and not meta.get("namespace"):
+        meta["namespace"] = "default"
+    return resource
+
+
 def _find(resources: list[dict], kind: str | None, name: str) -> dict | None:
+    namespace, _, name = name.rpartition("/")
     return next((r for r in resources if (r.get("metadata") or {}).get("name") == name and
-                 (not kind or r.get("kind") == kind)), None)
+                 (not kind or r.get("kind") == kind) and
+                 (not namespace or ((r.get("metadata") or {}).get("namespace") or "default") == namespace)), None)
 
 
 def _check(test_file, test_dir, expected, policy_name, name, policy, resources, values, subject, lookups,
@@ -132,7 +147,7 @@ def _check(test_file, test_dir, expected, policy_name, name, policy, resources, 
     resource = _find(resources, expected.get("kind"), name)
     if resource is None:
         return row(False, "resource not found")
-    overrides = _overrides(values, policy_name, None, name)
+    overrides = _overrides(values, policy_name, None, name.rpartition("/")[2])
     operation = str(overrides.pop("request.operation", "CREATE"))
     meta = resource.get("metadata") or {}
     namespace = meta.get("namespace") or ""
@@ -166,7 +181,8 @@ def _check(test_file, test_dir, expected, policy_name, name, policy, resources, 
 
 
 def _same(expected: dict, actual: dict) -> bool:
-    return _strip(expected) == _strip(actual)
+    import copy
+    return _strip(_default_namespace(copy.deepcopy(expected))) == _strip(_default_namespace(copy.deepcopy(actual)))
 
 
 def _strip(value: Any) -> Any:

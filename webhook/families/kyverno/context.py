@@ -87,8 +87,10 @@ def load_entries(entries: list[Mapping[str, Any]] | None, ctx: Context, lookups:
     for entry in entries or []:
         name = str(entry.get("name", ""))
         if name in overrides:
-            ctx = ctx.with_values(**{name: copy.deepcopy(overrides[name])})
+            ctx = _with_path(ctx, name, copy.deepcopy(overrides[name]))
             continue
+        if any(key.startswith(name + ".") for key in overrides):
+            continue  # the test set fields of this entry; base_document already placed them
         try:
             value = _load_one(entry, ctx, lookups)
         except (JMESPathError, SubstitutionError) as exc:

@@ -287,8 +287,21 @@ def _random_string(pattern: str) -> str:
     return "".join(_random.choice(chars) for _ in range(int(match.group(2))))
 
 
+class _Interpreter(TreeInterpreter):
+    """go-jmespath (Kyverno's fork) stops a path at a missing field instead of feeding null onwards, so
+    ``items[].resources.keys(@)`` skips items without ``resources`` rather than failing in ``keys``."""
+
+    def visit_subexpression(self, node, value):
+        result = value
+        for child in node["children"]:
+            result = self.visit(child, result)
+            if result is None:
+                return None
+        return result
+
+
 _OPTIONS = jmespath.Options(custom_functions=KyvernoFunctions())
-_INTERPRETER = TreeInterpreter(_OPTIONS)
+_INTERPRETER = _Interpreter(_OPTIONS)
 
 
 @lru_cache(maxsize=8192)
@@ -303,7 +316,7 @@ def query(expression: str, data: Any) -> Any:
     """Evaluate like Kyverno's context.Query: syntax errors, function errors and unknown keys raise."""
     parsed = compile_query(expression.strip())
     try:
-        result = parsed.search(data, options=_OPTIONS)
+        result = _INTERPRETER.visit(parsed.parsed, data)
     except JMESPathError:
         raise
     except (jmespath.exceptions.JMESPathError, TypeError, ValueError, ZeroDivisionError) as exc:

@@ -45,12 +45,13 @@ def _index(container: list, token: str, allow_end: bool) -> int:
 
 def _parent(doc: Any, tokens: list[str], create: bool) -> Any:
     node = doc
-    for token in tokens[:-1]:
+    for position, token in enumerate(tokens[:-1]):
         if isinstance(node, dict):
             if token not in node or node[token] is None:
                 if not create:
                     raise PatchError(f"path /{'/'.join(tokens)} does not exist")
-                node[token] = {}
+                following = tokens[position + 1]
+                node[token] = [] if following == "-" or following.isdigit() else {}
             node = node[token]
         elif isinstance(node, list):
             node = node[_index(node, token, False)]
