@@ -1,7 +1,8 @@
 """Background scan: existing resources evaluated against the validating policies, as a dry run.
 
 Each object goes through an engine on the same policies and state as admission, as a CREATE review
-with dryRun set: nothing is created, recorded or reserved, mutating policies never run. Its results
+with dryRun set: nothing is created, recorded or reserved, mutating policies never run, and only
+policies that take part in background scans (`CompiledPolicy.background`) are evaluated. Its results
 go to the sink given (in live mode, the report writer's background entry: an enforced failure
 found by a scan denied nothing, the resource exists and its report must say so). No `kubernetes` import: standalone
 `quartermaster report` scans the in-memory state with it too.
@@ -55,7 +56,7 @@ async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds:
         else:
             objects = state.list(kind, namespace)
         for obj in objects:
-            verdict = await engine.validate(scan_request(obj))
+            verdict = await engine.validate(scan_request(obj), background=True)
             resources += 1
             results += len(verdict.results)
             failures += sum(1 for r in verdict.results if r.outcome.value in ("fail", "error"))
