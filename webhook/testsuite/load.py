@@ -99,12 +99,18 @@ def load_userinfo(suite: Suite) -> Mapping[str, Any]:
     return fold(_load_yaml_mapping(suite.resolve(suite.userinfo), f"{suite.path}: userinfo"))
 
 
-def load_context_objects(suite: Suite) -> list[Mapping[str, Any]]:
-    """The objects a Kyverno CLI `Context` file gives to resource lookups."""
+def load_context(suite: Suite) -> tuple[list[dict[str, Any]], dict[str, Mapping[str, Any]]]:
+    """A Kyverno CLI `Context` file: objects for resource lookups, image metadata by image reference."""
     if not suite.context:
-        return []
+        return [], {}
     spec = fold(fold(_load_yaml_mapping(suite.resolve(suite.context), f"{suite.path}: context")).get("spec"))
-    return [_defaulted(r) for r in spec.get("resources") or [] if isinstance(r, Mapping)]
+    objects = [_defaulted(r) for r in spec.get("resources") or [] if isinstance(r, Mapping)]
+    images: dict[str, Mapping[str, Any]] = {}
+    for raw in spec.get("images") or []:
+        entry = fold(raw)
+        if entry.get("image"):
+            images[str(entry["image"])] = {k: v for k, v in raw.items() if k != "image"}
+    return objects, images
 
 
 def _defaulted(resource: Mapping[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,10 @@ def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
     if not isinstance(text, str) or not text.strip():
         raise CompileFailed(field, "must be a non-empty CEL expression")
     try:
-        program = cel.compile(text, env=env)
+        try:
+            program = cel.compile(text, env=env)
+        except TypeError:  # a compiler from before CEL environments (#10 §2): one environment for all
+            program = cel.compile(text)
     except CelError as exc:
         raise CompileFailed(field, str(exc)) from None
     refs = getattr(program, "variable_refs", None)
@@ -111,7 +114,12 @@ class Scope:
     def _run(self, expr: Expr, variables: Mapping[str, Any]) -> Any:
         activation = {**self.base, "variables": dict(variables)}
         try:
-            return expr.program.evaluate(activation, self.lookups)
+            try:
+                return expr.program.evaluate(activation, self.lookups)
+            except TypeError as exc:
+                if "positional argument" not in str(exc):
+                    raise
+                return expr.program.evaluate(activation)  # a runtime without lookups
         except CelError:
             raise
         except Exception as exc:  # a library function raising: still this expression's error
