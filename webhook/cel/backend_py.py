@@ -19,7 +19,7 @@ from celpy.evaluation import base_functions
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
-from webhook.cel.source import Token, add_iteration_ticks, tokenize
+from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
 from webhook.cel.values import describe, kind_of, plain
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
@@ -122,6 +122,47 @@ def _dispatcher(name: str, overloads: list[Overload]) -> Callable[..., Any]:
     return call
 
 
+# celpy's own functions (global and method), plus the macros; anything else must come from our libraries
+_BUILTIN_CALLS = frozenset({
+    "has", "size", "int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp", "type", "dyn",
+    "matches", "contains", "startsWith", "endsWith", "all", "exists", "exists_one", "map", "filter",
+    "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getMonth", "getHours",
+    "getMilliseconds", "getMinutes", "getSeconds"})
+
+
+def _refuse_unknown_calls(tokens: list[Token], known: frozenset[str], namespaces: Mapping[str, Any]) -> None:
+    """cel-python resolves functions only at evaluation; name an unknown one at compile time, as cel-cpp does."""
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind != "ident" or tokens[i + 1].text != "(":
+            continue
+        prev = tokens[i - 1].text if i else ""
+        qualifier = tokens[i - 2].text if prev == "." and i >= 2 and tokens[i - 2].kind == "ident" else ""
+        is_root_qualifier = qualifier and (i < 3 or tokens[i - 3].text != ".")
+        if prev == "." and is_root_qualifier and qualifier in namespaces:
+            name = f"{qualifier}.{tok.text}"
+            if name not in known:
+                raise CelError(f"undeclared reference to {name!r}")
+        elif tok.text not in known and tok.text not in _BUILTIN_CALLS:
+            raise CelError(f"undeclared reference to {tok.text!r}")
+
+
+_VALUE_NAMES = frozenset({"true", "false", "null", "in", "int", "uint", "double", "string", "bytes", "bool",
+                          "list", "map", "type", "null_type", "duration", "timestamp", "dyn"})
+
+
+def _refuse_undeclared(tokens: list[Token], declared: frozenset[str]) -> None:
+    """cel-python has no declarations: a misspelt variable would only fail at evaluation, if at all."""
+    bound = {tokens[i + 2].text for i, t in enumerate(tokens[:-2])
+             if t.text in MACROS and i and tokens[i - 1].text == "." and tokens[i + 1].text == "("}
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident" or (i and tokens[i - 1].text == "."):
+            continue
+        if i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            continue
+        if tok.text not in declared and tok.text not in bound and tok.text not in _VALUE_NAMES:
+            raise CelError(f"undeclared reference to {tok.text!r}")
+
+
 def _refuse_unsupported(tokens: list[Token]) -> None:
     for i, tok in enumerate(tokens):
         prev = tokens[i - 1].text if i else ""
@@ -152,7 +193,7 @@ class PyProgram:
         except Exception as exc:  # cel-python raises plain Python errors on some type mismatches
             raise CelError(str(exc) or type(exc).__name__) from None
         if isinstance(result, celpy.CELEvalError):
-            raise CelError(str(result.args[0] if result.args else result))
+            raise CelError(str(result.args[0] if result.args else result)[:300])
         return plain(from_cel(result))
 
 
@@ -183,6 +224,9 @@ class PyBackend:
         tokens = tokenize(source)
         _refuse_unsupported(tokens)
         functions, namespaces = self._prepare(spec)
+        known = frozenset(o.name for lib in spec.libraries for o in lib.overloads)
+        _refuse_unknown_calls(tokens, known | frozenset(n.rpartition(".")[2] for n in known), namespaces)
+        _refuse_undeclared(tokens, frozenset(spec.variables) | frozenset(namespaces))
         try:
             ast = self._env.compile(add_iteration_ticks(source, tokens, _TICK))
             program = self._env.program(ast, functions=functions)

@@ -25,6 +25,10 @@ def _check(request: Any, verb: str) -> Any:
                      "(Quartermaster evaluates policies without an authorizer)")
 
 
+def _decision(decision: Any) -> Any:
+    raise ValueError("authorizer decisions are not available: no API server can answer authorization checks here")
+
+
 def _service_account(request: Any, namespace: str, name: str) -> dict[str, Any]:
     expect(request, "authorizer")
     return opaque("authorizer", user=f"system:serviceaccount:{namespace}:{name}")
@@ -38,6 +42,8 @@ def escape_key(key: str) -> str:
 AUTHZ = Library("authz", tuple(
     [method(name, ["map", "string"], "map", _step(name))
      for name in ("group", "resource", "subresource", "namespace", "name", "path")]
+    + [method(name, ["map"], kind, _decision) for name, kind in
+       (("allowed", "bool"), ("denied", "bool"), ("reason", "string"), ("errored", "bool"), ("error", "string"))]
     + [method("check", ["map", "string"], "map", _check),
        method("serviceAccount", ["map", "string", "string"], "map", _service_account)]
 ))
