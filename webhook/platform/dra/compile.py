@@ -35,7 +35,7 @@ _SAMPLE_MEMORY = "1Gi"
 
 def _check_cel(cel: CelCompiler, expression: str, field: str) -> None:
     try:
-        cel.compile(expression)
+        cel.compile(expression, env="dra")
     except CelError as exc:
         raise PolicyCompileError(field, str(exc)) from None
 
