@@ -51,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--policies", type=Path, required=True, help="policy directory or file")
     apply.add_argument("--state", type=Path, default=None, help="manifests of the cluster state (namespaces, pods, PVCs, claims)")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
+    test = commands.add_parser(
+        "test", help="run Kyverno CLI test suites (kyverno-test.yaml)",
+        description="Run policy test suites: cli.kyverno.io/v1alpha1 Test files named kyverno-test.yaml, found "
+                    "recursively. Prints a table per suite, then 'N passed, N failed'. Exit 1 if any failed, "
+                    "2 on unreadable input.")
+    test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")
+    test.add_argument("--detailed-results", action="store_true", help="add the message of each result")
+    test.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format (default: table)")
     add_deploy_commands(commands)  # certs, crds
     add_report_command(commands)
     return parser
@@ -107,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "test":
+        from webhook.testsuite.command import run_test_command  # loads the engine only for `test`
+
+        return run_test_command(args)
     if args.command == "report":
         return run_report(args)
     if args.command in DEPLOY_COMMANDS:

@@ -37,7 +37,7 @@ def test_cost_guard():
     cel = CelCompiler()
     with pytest.raises(CelError, match="longer than"):
         cel.compile("true && " * (MAX_EXPRESSION_LENGTH // 8 + 1) + "true")
-    nested = "a.all(x, a.all(y, a.all(z, a.all(w, true))))"
+    nested = "object.a.all(x, object.a.all(y, object.a.all(z, object.a.all(w, true))))"
     with pytest.raises(CelError, match="nests more than"):
         cel.compile(nested)
-    assert cel.compile("a.all(x, a.all(y, a.exists(z, true)))")({"a": [1]}) is True
+    assert cel.compile("object.a.all(x, object.a.all(y, object.a.exists(z, true)))")({"object": {"a": [1]}}) is True

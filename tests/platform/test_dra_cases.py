@@ -12,7 +12,7 @@ import pytest
 from tests.platform.dra_case_runner import CASES, CaseRun, observed, read_one, review_body, run_case
 from tests.support import assert_valid_k8s
 from webhook.model.review import parse_review
-from webhook.platform.dra_templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE, content_name
+from webhook.platform.dra.templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE, content_name
 
 CASE_NAMES = sorted(p.name for p in CASES.iterdir() if (p / "resource.yaml").exists())
 ADMITTED = [n for n in CASE_NAMES if read_one(CASES / n / "expected.yaml")["allowed"]]

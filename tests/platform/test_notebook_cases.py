@@ -97,7 +97,7 @@ def observed(run: CaseRun) -> dict[str, Any]:
         out["message"] = verdict.message
     elif verdict.patch:
         out["object"] = run.patched
-    out["results"] = [{"policy": r.policy, "rule": r.rule, "outcome": r.outcome.value, "message": r.message}
+    out["results"] = [{"policy": r.policy.name, "rule": r.rule, "outcome": r.outcome.value, "message": r.message}
                       for r in verdict.results]
     if verdict.warnings:
         out["warnings"] = list(verdict.warnings)

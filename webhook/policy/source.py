@@ -45,7 +45,7 @@ class DirectoryPolicySource:
         self._fingerprint = fingerprint
         if result.ok:
             self._generation += 1
-            self.store.publish(PolicySnapshot.of(result.policies, self._generation, fingerprint, result.annotations))
+            self.store.publish(PolicySnapshot.of(result.policies, self._generation, fingerprint))
             log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
         else:
             self.store.refuse(result.errors)

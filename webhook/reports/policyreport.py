@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from webhook.model.results import Outcome, RuleResult
+from webhook.model.results import Outcome, PolicyId, RuleResult
 from webhook.reports.sink import ReportEntry, ResourceRef
 
 API_VERSION = "wgpolicyk8s.io/v1alpha2"
@@ -69,7 +69,7 @@ def result_entry(entry: ReportEntry, meta: PolicyMeta = PolicyMeta()) -> dict[st
     seconds = int(entry.timestamp)
     out: dict[str, Any] = {
         "source": SOURCE,
-        "policy": r.policy,
+        "policy": r.policy.qualified_name,
         "rule": r.rule,
         "result": r.outcome.value,
         "scored": True,
@@ -136,7 +136,7 @@ def build_report(resource: ResourceRef, results: list[dict[str, Any]],
             "scope": scope_of(resource), "summary": summary(results), "results": results}
 
 
-def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[str, PolicyMeta] | None = None) -> list[dict[str, Any]]:
+def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[PolicyId, PolicyMeta] | None = None) -> list[dict[str, Any]]:
     """Standalone mode: the results kept in memory, as the reports live mode would have written."""
     metas = metas or {}
     grouped: dict[tuple[str, str, str, str], tuple[ResourceRef, list[dict[str, Any]]]] = {}

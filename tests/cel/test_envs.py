@@ -1,0 +1,179 @@
+"""The environments: mutating constructions, Kyverno lookups, DRA type checks, variable references."""
+
+import datetime
+
+import jsonpatch
+import pytest
+
+from webhook.cel import CelCompiler, CelError
+from webhook.model.lookups import LookupRefused
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a", "labels": {"app": "x"}},
+       "spec": {"containers": [{"name": "main", "image": "nginx"}]}}
+
+
+def test_apply_configuration_construction_returns_plain_dicts(compiler):
+    expr = ("Object{metadata: Object.metadata{labels: {'team': object.metadata.namespace}}, "
+            "spec: Object.spec{containers: object.spec.containers.map(c, Object.spec.containers{name: c.name, "
+            "securityContext: Object.spec.containers.securityContext{runAsNonRoot: true}})}}")
+    result = compiler.compile(expr, env="mutating").evaluate({"object": POD})
+    assert result == {"metadata": {"labels": {"team": "team-a"}},
+                      "spec": {"containers": [{"name": "main", "securityContext": {"runAsNonRoot": True}}]}}
+
+
+def test_jsonpatch_construction_applies(compiler):
+    expr = ("[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/owner'), "
+            "value: 'me'}, JSONPatch{op: \"replace\", path: '/spec/containers/0/image', value: 'nginx:1.27'}]")
+    patches = compiler.compile(expr, env="mutating").evaluate({"object": POD})
+    patched = jsonpatch.apply_patch(POD, patches)
+    assert patched["metadata"]["labels"]["example.com/owner"] == "me"
+    assert patched["spec"]["containers"][0]["image"] == "nginx:1.27"
+
+
+def test_strings_and_map_literals_are_not_rewritten(compiler):
+    expr = "{'Object{a: 1}': 'x in {y: 1}', 'k': 'a' in {'a': 1}}"
+    assert compiler.compile(expr, env="mutating").evaluate({}) == {"Object{a: 1}": "x in {y: 1}", "k": True}
+
+
+def test_construction_is_refused_outside_mutating_envs(cpp):
+    with pytest.raises(CelError, match="does not compile"):
+        cpp.compile("Object{spec: 1}", env="admission")
+
+
+class FakeLookups:
+    def __init__(self):
+        self.calls = []
+
+    def get(self, api_version, kind, namespace, name):
+        self.calls.append(("get", api_version, kind, namespace, name))
+        if (kind, name) == ("ConfigMap", "registries"):
+            return {"apiVersion": "v1", "kind": "ConfigMap", "data": {"allowed": "ghcr.io,quay.io"}}
+        return None
+
+    def list(self, api_version, kind, namespace="", selector=None):
+        self.calls.append(("list", api_version, kind, namespace))
+        return [{"metadata": {"name": "hpa-1"}}] if kind == "HorizontalPodAutoscaler" else []
+
+    def global_context(self, name):
+        if name == "clusters":
+            return {"names": ["a", "b"]}
+        raise KeyError(name)
+
+    def http(self, method, url, body=None):
+        raise LookupRefused(f"{method} {url}: network calls are refused offline")
+
+    def image_data(self, ref):
+        return {"config": {"created": "2024-01-01T00:00:00Z"}, "manifest": {"annotations": {}}}
+
+
+def test_kyverno_lookups_go_through_the_lookups_protocol(compiler):
+    lookups = FakeLookups()
+    get = compiler.compile("resource.Get('v1', 'configmaps', 'default', 'registries').data.allowed.split(',')", env="kyverno")
+    assert get.evaluate({}, lookups) == ["ghcr.io", "quay.io"]
+    listed = compiler.compile("size(resource.List('autoscaling/v2', 'horizontalpodautoscalers', object.metadata.namespace).items)", env="kyverno")
+    assert listed.evaluate({"object": POD}, lookups) == 1
+    assert ("list", "autoscaling/v2", "HorizontalPodAutoscaler", "team-a") in lookups.calls
+    ctx = compiler.compile("globalContext.Get('clusters', 'names')", env="kyverno")
+    assert ctx.evaluate({}, lookups) == ["a", "b"]
+    with pytest.raises(CelError, match="no global context entry"):
+        compiler.compile("globalContext.Get('nope', '')", env="kyverno").evaluate({}, lookups)
+    with pytest.raises(CelError, match="not found"):
+        compiler.compile("resource.Get('v1', 'configmaps', 'x', 'y')", env="kyverno").evaluate({}, lookups)
+
+
+def test_http_is_refused_unless_the_lookups_answers(compiler):
+    program = compiler.compile("http.Get('https://example.com/x').allowed", env="kyverno")
+    with pytest.raises(CelError, match="refused offline"):
+        program.evaluate({}, FakeLookups())
+    with pytest.raises(CelError, match="no cluster data"):
+        program.evaluate({})
+
+    class Answering(FakeLookups):
+        def http(self, method, url, body=None):
+            return {"allowed": method == "GET"}
+    assert program.evaluate({}, Answering()) is True
+
+
+def test_kyverno_helpers(compiler):
+    kyverno = lambda expr, act={}: compiler.compile(expr, env="kyverno").evaluate(act, FakeLookups())  # noqa: E731
+    assert kyverno("image('nginx').registry() + ' ' + image('nginx').repository() + ' ' + image('nginx').tag()") == \
+        "index.docker.io library/nginx latest"
+    assert kyverno("image('ghcr.io/org/app:1.2').registry() + '/' + image('ghcr.io/org/app:1.2').identifier()") == "ghcr.io/1.2"
+    assert kyverno("image('ghcr.io/a/b@sha256:' + 'f' * 1).containsDigest()" .replace(" + 'f' * 1", " + '" + "f" * 64 + "'")) is True
+    assert kyverno("isImage('UPPER/case') || !isImage('ok/name:v1')") is False
+    assert kyverno("parseServiceAccount('system:serviceaccount:ns1:builder')") == {"Namespace": "ns1", "Name": "builder"}
+    assert kyverno("parseServiceAccount('alice')") == {"Namespace": "", "Name": ""}
+    assert kyverno("json.unmarshal('{\"a\": [1, 2]}').a[1]") == 2
+    assert kyverno("yaml.parse('a:\\n  b: c').a.b") == "c"
+    assert kyverno("sha256('abc').substring(0, 8) + md5('').substring(0, 4)") == "ba7816bfd41d"
+    assert kyverno("size(random('[a-z]{5}'))") == 5
+    assert kyverno("image.GetMetadata('nginx').config.created") == "2024-01-01T00:00:00Z"
+    now = kyverno("time.now()")
+    assert isinstance(now, datetime.datetime) and now.tzinfo is not None
+
+
+def test_generator_apply_collects_objects(compiler):
+    program = compiler.compile("generator.Apply('team-a', [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c'}}])", env="kyverno")
+    generated = []
+    assert program.evaluate({}, FakeLookups(), generated=generated) is None
+    assert generated == [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team-a"}}]
+    with pytest.raises(CelError, match="only collected"):
+        program.evaluate({}, FakeLookups())
+
+
+def test_unknown_function_is_a_compile_error_naming_it(compiler):
+    with pytest.raises(CelError, match="does not compile.*frobnicate"):
+        compiler.compile("frobnicate(object)", env="kyverno")
+    with pytest.raises(CelError, match="does not compile"):
+        CelCompiler("cel-expr-python").compile("object.spec.frob()", env="admission")
+    with pytest.raises(CelError, match="resource"):
+        CelCompiler("cel-expr-python").compile("resource.Get('v1', 'pods', 'a', 'b')", env="admission")
+
+
+def test_authorizer_compiles_and_explains_at_evaluation(compiler):
+    program = compiler.compile("authorizer.group('apps').resource('deployments').namespace('a').name('b').check('create').allowed()")
+    with pytest.raises(CelError, match="no API server"):
+        program.evaluate({})
+
+
+DEVICE = {"driver": "gpu.nvidia.com",
+          "attributes": {"gpu.nvidia.com": {"productName": {"string": "NVIDIA A100-SXM4-40GB"}, "profile": "1g.5gb",
+                                            "driverVersion": {"version": "550.54.15"}}},
+          "capacity": {"gpu.nvidia.com": {"memory": {"value": "40Gi"}}}}
+
+
+def test_dra_selectors_evaluate_with_kubernetes_types(compiler):
+    dra = lambda expr: compiler.compile(expr, env="dra")({"device": DEVICE})  # noqa: E731
+    assert dra("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'")
+    assert dra("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0")
+    assert dra("device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('535.0.0'))")
+    assert dra("device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')")
+
+
+@pytest.mark.parametrize("typo,message", [
+    ("device.attribute['gpu.nvidia.com'].profile == 'x'", "device has no field 'attribute'"),
+    ("device.attributes['gpu.nvidia.com'].profle == 'x'", "has no 'profle'"),
+    ("device.capacity['gpu.nvidia.com'].memroy.isInteger()", "has no 'memroy'"),
+    ("object.spec == 1", "undeclared reference to 'object"),
+])
+def test_dra_typos_are_compile_errors(compiler, typo, message):
+    with pytest.raises(CelError, match=message):
+        compiler.compile(typo, env="dra")
+
+
+def test_unknown_domains_stay_open(cpp):
+    assert cpp.compile("device.attributes['example.com'].anything == 1", env="dra")(
+        {"device": {"driver": "x", "attributes": {"example.com": {"anything": {"int": 1}}}}})
+
+
+def test_variable_refs():
+    program = CelCompiler().compile("variables.a + variables.?b.orValue(0) + variables['c'] + object.variables.d", env="kyverno")
+    assert program.variable_refs == frozenset({"a", "b", "c"}) and not program.uses_all_variables
+    assert CelCompiler().compile("size(variables) > 0").uses_all_variables
+
+
+def test_unknown_env_and_backend():
+    with pytest.raises(CelError, match="unknown CEL environment"):
+        CelCompiler().compile("true", env="nope")
+    with pytest.raises(CelError, match="unknown CEL backend"):
+        CelCompiler("cel-java")

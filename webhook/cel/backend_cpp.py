@@ -1,0 +1,107 @@
+"""cel-expr-python backend: Google's C++ CEL runtime; our libraries plug in as Python overloads.
+
+Two properties of the runtime shape this module: an overload parameter declared `dyn` does not match
+any concrete value at run time (so a `dyn` parameter is declared once per concrete kind), and an
+extension's function name cannot take extra overloads (so the strings extension is ours, in Python).
+Its evaluator also enforces a comprehension iteration budget and raises once it is spent.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Mapping
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
+
+from webhook.cel.envs import EnvSpec
+from webhook.cel.errors import CelError
+from webhook.cel.functions import Overload
+from webhook.cel.values import KINDS, plain
+
+T = cel.Type
+_TYPES = {
+    "string": T.STRING, "int": T.INT, "uint": T.UINT, "double": T.DOUBLE, "bool": T.BOOL, "bytes": T.BYTES,
+    "null": T.NULL, "list": T.List(T.DYN), "map": T.Map(T.DYN, T.DYN), "timestamp": T.TIMESTAMP,
+    "duration": T.DURATION, "dyn": T.DYN,
+}
+
+
+def _guarded(overload: Overload) -> Callable[..., Any]:
+    name, impl = overload.name, overload.impl
+
+    def call(*args: Any) -> Any:
+        try:
+            return impl(*args)
+        except Exception as exc:  # the runtime turns this into an error value; keep the function's name
+            raise RuntimeError(f"{name}: {exc}") from None
+    return call
+
+
+def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
+    by_name: dict[str, list[Any]] = {}
+    for overload in overloads:
+        choices = [KINDS if kind == "dyn" else (kind,) for kind in overload.params]
+        for kinds in itertools.product(*choices):
+            ident = "_".join(("m" if overload.member else "f", overload.name.replace(".", "_"), *kinds))
+            by_name.setdefault(overload.name, []).append(cel.Overload(
+                ident, _TYPES[overload.result], [_TYPES[k] for k in kinds],
+                is_member=overload.member, impl=_guarded(overload)))
+    return [cel.FunctionDecl(name, decls) for name, decls in by_name.items()]
+
+
+class CppProgram:
+    __slots__ = ("_expression",)
+
+    def __init__(self, expression: Any) -> None:
+        self._expression = expression
+
+    def run(self, activation: Mapping[str, Any]) -> Any:
+        try:
+            value = self._expression.eval(data=activation)
+        except RuntimeError as exc:  # e.g. the iteration budget
+            raise CelError(_clean(str(exc))) from None
+        kind = value.type().name()
+        if kind == "ERROR":
+            raise CelError(_clean(str(value.plain_value())))
+        if kind.startswith("optional"):
+            raise CelError("the expression evaluates to an optional; end it with .orValue(...) or .value()")
+        return plain(value.plain_value())
+
+
+def _clean(message: str) -> str:
+    for prefix in ("UNKNOWN: ", "INTERNAL: ", "INVALID_ARGUMENT: ", "NOT_FOUND: "):
+        message = message.replace(prefix, "")
+    return message.replace(" [INTERNAL]", "").strip()
+
+
+class CppBackend:
+    name = "cel-expr-python"
+
+    def __init__(self) -> None:
+        self._envs: dict[str, Any] = {}
+
+    def _env(self, spec: EnvSpec) -> Any:
+        env = self._envs.get(spec.name)
+        if env is None:
+            overloads = tuple(o for lib in spec.libraries for o in lib.overloads)
+            env = cel.NewEnv(
+                variables={name: T.DYN for name in spec.variables},
+                extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
+                            ext_bindings.ExtBindings()],
+                functions=_declare(overloads))
+            self._envs[spec.name] = env
+        return env
+
+    def compile(self, spec: EnvSpec, source: str) -> CppProgram:
+        try:
+            return CppProgram(self._env(spec).compile(source))
+        except RuntimeError as exc:
+            raise CelError(_compile_message(str(exc))) from None
+
+
+def _compile_message(message: str) -> str:
+    """The runtime's report is one `ERROR: <input>:line:col: problem` line per problem plus caret art."""
+    problems = [line.split("ERROR: <input>:", 1)[1].replace(" (in container '')", "").replace(" [INVALID_ARGUMENT]", "")
+                for line in message.splitlines() if "ERROR: <input>:" in line and "'*error*'" not in line]
+    return "; ".join(p.strip() for p in problems) or message.strip()

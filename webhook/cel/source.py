@@ -1,0 +1,178 @@
+"""Source-level facts and rewrites, on a CEL tokenizer (so strings and comments are never mistaken for code).
+
+- `variable_refs`: the names used as `variables.<name>` (callers evaluate only the variables used);
+- `rewrite_constructions`: Kubernetes' typed object construction (`Object{spec: Object.spec{...}}`,
+  `JSONPatch{op: 'add', ...}`) into map literals, so both runtimes return plain dicts;
+- `comprehension_depth` and `bind_count` for the compile-time limits;
+- `add_iteration_ticks`: a budget call in every comprehension body (for the pure-Python backend, whose
+  loops cannot otherwise be bounded; the C++ runtime has its own iteration budget).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+|//[^\n]*)
+  | (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^\\'\n])*'|"(?:\\.|[^\\"\n])*"))
+  | (?P<number>0[xX][0-9a-fA-F]+[uU]?|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[uU]?)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>==|!=|<=|>=|&&|\|\||[-+*/%!<>?:.,()\[\]{}])
+""", re.VERBOSE | re.DOTALL)
+
+_KEYWORDS = frozenset({"in", "true", "false", "null"})
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def tokenize(source: str) -> list[Token]:
+    """Raise ValueError at the first character that starts no CEL token."""
+    tokens: list[Token] = []
+    pos = 0
+    while pos < len(source):
+        match = _TOKEN.match(source, pos)
+        if match is None:
+            raise ValueError(f"unexpected character {source[pos]!r} at offset {pos}")
+        kind = match.lastgroup or ""
+        if kind != "space":
+            tokens.append(Token(kind, match.group(), pos, match.end()))
+        pos = match.end()
+    return tokens
+
+
+def _is_root(tokens: list[Token], i: int) -> bool:
+    """An identifier not reached through `.`, i.e. a variable or function name, not a field."""
+    return i == 0 or tokens[i - 1].text != "."
+
+
+def variable_refs(tokens: list[Token]) -> tuple[frozenset[str], bool]:
+    """Names read as variables.x / variables.?x / variables['x']; the flag is set when `variables` is used whole."""
+    names: set[str] = set()
+    whole = False
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident" or tok.text != "variables" or not _is_root(tokens, i):
+            continue
+        rest = [t.text for t in tokens[i + 1:i + 4]]
+        nxt = tokens[i + 1:i + 4]
+        if rest[:1] == ["."] and len(nxt) > 1 and nxt[1].kind == "ident":
+            names.add(nxt[1].text)
+        elif rest[:2] == [".", "?"] and len(nxt) > 2 and nxt[2].kind == "ident":
+            names.add(nxt[2].text)
+        elif rest[:1] == ["["] and len(nxt) > 1 and nxt[1].kind == "string" and rest[2:3] == ["]"]:
+            names.add(_string_value(nxt[1].text))
+        else:
+            whole = True
+    return frozenset(names), whole
+
+
+def _string_value(text: str) -> str:
+    body = text.lstrip("rRbB")
+    quote = body[:3] if body[:3] in ("'''", '"""') else body[0]
+    return body[len(quote):-len(quote)]
+
+
+def called_functions(tokens: list[Token]) -> set[str]:
+    """Global function names called (`f(`, `ns.f(`), for naming unknown functions in errors."""
+    names = set()
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind == "ident" and tokens[i + 1].text == "(" and _is_root(tokens, i):
+            names.add(tok.text)
+    return names
+
+
+def comprehension_depth(tokens: list[Token]) -> int:
+    depth = best = 0
+    stack: list[bool] = []
+    for i, tok in enumerate(tokens):
+        if tok.text in "([{" and tok.kind == "op":
+            is_macro = tok.text == "(" and i >= 2 and tokens[i - 1].text in MACROS and tokens[i - 2].text == "."
+            stack.append(is_macro)
+            depth += is_macro
+            best = max(best, depth)
+        elif tok.text in ")]}" and tok.kind == "op" and stack:
+            depth -= stack.pop()
+    return best
+
+
+def bind_count(tokens: list[Token]) -> int:
+    return sum(1 for i, t in enumerate(tokens[:-2]) if t.text == "cel" and tokens[i + 1].text == "." and tokens[i + 2].text == "bind")
+
+
+def _type_name_start(tokens: list[Token], i: int) -> int | None:
+    """Index where the qualified type name ending just before `{` at i starts, or None for a map literal."""
+    j = i - 1
+    if j < 0 or tokens[j].kind != "ident" or tokens[j].text in _KEYWORDS:
+        return None
+    while j >= 2 and tokens[j - 1].text == "." and tokens[j - 2].kind == "ident":
+        j -= 2
+    if j >= 1 and tokens[j - 1].text == ".":  # leading-dot absolute name
+        j -= 1
+    return j
+
+
+def rewrite_constructions(source: str, tokens: list[Token]) -> str:
+    """`Type.name{field: v, ?opt: o}` -> `{'field': v, ?'opt': o}`; map literals are left alone."""
+    edits: list[tuple[int, int, str]] = []
+    frames: list[bool] = []  # per open bracket: is it a message construction brace?
+    expect_field = False
+    for i, tok in enumerate(tokens):
+        if tok.kind == "op" and tok.text in "([{":
+            start = _type_name_start(tokens, i) if tok.text == "{" else None
+            frames.append(start is not None)
+            if start is not None:
+                edits.append((tokens[start].start, tok.start, ""))
+            expect_field = start is not None
+            continue
+        if tok.kind == "op" and tok.text in ")]}":
+            if frames:
+                frames.pop()
+            expect_field = False
+            continue
+        if tok.text == "," and frames and frames[-1]:
+            expect_field = True
+            continue
+        if expect_field and tok.kind == "ident" and i + 1 < len(tokens) and tokens[i + 1].text == ":":
+            edits.append((tok.start, tok.end, repr(tok.text)))
+        if not (expect_field and tok.text == "?"):
+            expect_field = False
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out.append(source[last:start] + text)
+        last = end
+    return "".join(out) + source[last:]
+
+
+def add_iteration_ticks(source: str, tokens: list[Token], tick: str) -> str:
+    """Wrap the body (last argument) of every comprehension macro in `(tick() ? (body) : false)`."""
+    edits: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if not (tok.text == "(" and i >= 2 and tokens[i - 1].text in MACROS and tokens[i - 2].text == "."):
+            continue
+        depth, last_comma, j = 0, None, i
+        for j in range(i, len(tokens)):
+            text = tokens[j].text if tokens[j].kind == "op" else ""
+            if text in ("(", "[", "{"):
+                depth += 1
+            elif text in (")", "]", "}"):
+                depth -= 1
+                if depth == 0:
+                    break
+            elif text == "," and depth == 1:
+                last_comma = j
+        if last_comma is None:
+            continue
+        edits.append((tokens[last_comma].end, f" ({tick}() ? ("))
+        edits.append((tokens[j].start, ") : false)"))
+    out, last = [], 0
+    for pos, text in sorted(edits, key=lambda e: e[0]):
+        out.append(source[last:pos] + text)
+        last = pos
+    return "".join(out) + source[last:]

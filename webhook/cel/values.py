@@ -1,0 +1,77 @@
+"""Value conventions shared by the function libraries and both backends.
+
+Library functions see and return plain Python values (str, int, float, bool, None, bytes, list, dict,
+datetime, timedelta). Kubernetes' opaque CEL types (quantity, URL, IP, CIDR, semver, image reference,
+authorizer) travel through both runtimes as small tagged maps: ``{"@cel": "<type>", ...}``. The tag
+keeps member functions (``q.add(...)``) dispatchable and values of the same type comparable with ``==``
+(each type stores a canonical form, so ``quantity('1') == quantity('1000m')``).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Mapping
+
+TAG = "@cel"
+
+# Kinds name the runtime shapes an overload parameter accepts; "dyn" means any of them.
+KINDS = ("string", "int", "uint", "double", "bool", "bytes", "null", "list", "map", "timestamp", "duration")
+
+
+def opaque(type_name: str, **fields: Any) -> dict[str, Any]:
+    return {TAG: type_name, **fields}
+
+
+def opaque_type(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        tag = value.get(TAG)
+        return tag if isinstance(tag, str) else None
+    return None
+
+
+def expect(value: Any, type_name: str) -> Mapping[str, Any]:
+    if opaque_type(value) != type_name:
+        raise TypeError(f"expected a {type_name}, got {describe(value)}")
+    return value
+
+
+def kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (bytes, bytearray)):
+        return "bytes"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, Mapping):
+        return "map"
+    if isinstance(value, datetime.datetime):
+        return "timestamp"
+    if isinstance(value, datetime.timedelta):
+        return "duration"
+    return type(value).__name__
+
+
+def describe(value: Any) -> str:
+    return opaque_type(value) or kind_of(value)
+
+
+def plain(value: Any) -> Any:
+    """Results handed back to callers: JSON-like values; opaque values become their Kubernetes text form."""
+    if isinstance(value, Mapping):
+        tag = opaque_type(value)
+        if tag is not None and "text" in value:
+            return value["text"]
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value

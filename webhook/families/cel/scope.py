@@ -1,0 +1,146 @@
+"""CEL for one policy: compile its expressions once, evaluate them per request with lazy variables.
+
+Variables are compiled once, in order. Per request only the variables an expression needs (its
+`variable_refs`, transitively) are evaluated, each at most once; a variable that fails is left out of
+`variables`, so the expression fails only if it actually reads it (and then with the variable's error),
+as Kubernetes' lazy variable map behaves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from webhook.cel import CelCompiler, CelError
+from webhook.model.lookups import Lookups
+
+_REFS = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class CompileFailed(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Expr:
+    field: str  # where it stands in the policy, for messages: spec.validations[0].expression
+    text: str
+    program: Any
+    refs: frozenset[str]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
+    if not isinstance(text, str) or not text.strip():
+        raise CompileFailed(field, "must be a non-empty CEL expression")
+    try:
+        try:
+            program = cel.compile(text, env=env)
+        except TypeError:  # a compiler from before CEL environments (#10 §2): one environment for all
+            program = cel.compile(text)
+    except CelError as exc:
+        raise CompileFailed(field, str(exc)) from None
+    refs = getattr(program, "variable_refs", None)
+    if refs is None:  # a runtime that cannot tell: the names written as variables.<name>
+        refs = frozenset(_REFS.findall(text))
+    return Expr(field, text, program, frozenset(refs))
+
+
+@dataclass(frozen=True)
+class Variables:
+    order: tuple[str, ...]
+    exprs: Mapping[str, Expr]
+
+    @classmethod
+    def compile(cls, cel: CelCompiler, raw: Any, field: str, env: str) -> "Variables":
+        if raw is None:
+            return cls((), {})
+        if not isinstance(raw, list):
+            raise CompileFailed(field, "must be a list of {name, expression}")
+        order, exprs = [], {}
+        for i, item in enumerate(raw):
+            name = item.get("name") if isinstance(item, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise CompileFailed(f"{field}[{i}].name", "a variable needs a name")
+            if name in exprs:
+                raise CompileFailed(f"{field}[{i}].name", f"variable {name!r} is defined twice")
+            exprs[name] = compile_expr(cel, item.get("expression"), f"{field}[{i}].expression", env)
+            order.append(name)
+        return cls(tuple(order), exprs)
+
+    def needed(self, refs: frozenset[str]) -> list[str]:
+        """The variables `refs` reads, directly or through other variables, in definition order."""
+        seen: set[str] = set()
+        stack = [r for r in refs if r in self.exprs]
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            stack.extend(r for r in self.exprs[name].refs if r in self.exprs and r not in seen)
+        return [n for n in self.order if n in seen]
+
+
+class Scope:
+    """One evaluation of one policy: the activation, the variables computed so far."""
+
+    def __init__(self, base: Mapping[str, Any], variables: Variables, lookups: Lookups | None) -> None:
+        self.base = dict(base)
+        self.variables = variables
+        self.lookups = lookups
+        self._values: dict[str, Any] = {}
+        self._errors: dict[str, str] = {}
+
+    def _variable(self, name: str) -> None:
+        if name in self._values or name in self._errors:
+            return
+        expr = self.variables.exprs[name]
+        try:
+            self._values[name] = self._run(expr, self._bound(self.variables.needed(expr.refs)))
+        except CelError as exc:
+            self._errors[name] = str(exc)
+
+    def _bound(self, names: Sequence[str]) -> dict[str, Any]:
+        for name in names:
+            self._variable(name)
+        return {n: self._values[n] for n in names if n in self._values}
+
+    def _run(self, expr: Expr, variables: Mapping[str, Any]) -> Any:
+        activation = {**self.base, "variables": dict(variables)}
+        try:
+            try:
+                return expr.program.evaluate(activation, self.lookups)
+            except TypeError as exc:
+                if "positional argument" not in str(exc):
+                    raise
+                return expr.program.evaluate(activation)  # a runtime without lookups
+        except CelError:
+            raise
+        except Exception as exc:  # a library function raising: still this expression's error
+            raise CelError(f"{expr.text}: {type(exc).__name__}: {exc}") from None
+
+    def evaluate(self, expr: Expr) -> Any:
+        needed = self.variables.needed(expr.refs)
+        bound = self._bound(needed)
+        try:
+            return self._run(expr, bound)
+        except CelError as exc:
+            failed = [n for n in needed if n in self._errors]
+            if failed:
+                raise CelError(f"variable {failed[0]!r} failed: {self._errors[failed[0]]}") from None
+            raise CelError(str(exc)) from None
+
+    def test(self, expr: Expr) -> bool:
+        value = self.evaluate(expr)
+        if not isinstance(value, bool):
+            raise CelError(f"{expr.text}: must evaluate to a bool, got {type(value).__name__}")
+        return value
+
+    def set(self, name: str, value: Any) -> None:
+        self.base[name] = value

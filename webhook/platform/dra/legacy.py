@@ -1,0 +1,97 @@
+"""Find the legacy extended-resource GPUs of a pod: which container asks for how many of what.
+
+Regular and init containers only: ephemeral containers cannot set resources, and a pod is never
+created with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from webhook.model.quantity import parse_quantity
+from webhook.platform.dra.config import RewriteConfig
+
+CONTAINERS = "containers"
+INIT_CONTAINERS = "initContainers"
+
+
+class LegacyError(ValueError):
+    """A legacy GPU amount the API server would refuse too; the message tells the user how to fix it."""
+
+
+@dataclass(frozen=True)
+class ContainerRef:
+    field: str  # "containers" or "initContainers"
+    index: int
+    name: str
+    sidecar: bool = False  # an init container with restartPolicy: Always runs beside the app containers
+
+    @property
+    def regular_init(self) -> bool:
+        """Runs to completion before the next container starts, so it may borrow devices (see dra_rewrite)."""
+        return self.field == INIT_CONTAINERS and not self.sidecar
+
+    @property
+    def label(self) -> str:
+        kind = "sidecar" if self.sidecar else ("init container" if self.field == INIT_CONTAINERS else "container")
+        return f"{kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class LegacyAmount:
+    resource: str
+    count: int  # 0 is allowed: the key goes, no device is asked for
+
+
+@dataclass(frozen=True)
+class LegacyUse:
+    container: ContainerRef
+    amounts: tuple[LegacyAmount, ...]  # sorted by resource name, so equal requests build equal templates
+
+    @property
+    def devices(self) -> int:
+        return sum(a.count for a in self.amounts)
+
+
+def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[str, Any]]]:
+    spec = pod.get("spec") or {}
+    for field in (INIT_CONTAINERS, CONTAINERS):
+        for index, container in enumerate(spec.get(field) or []):
+            if isinstance(container, Mapping):
+                sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
+                yield ContainerRef(field, index, str(container.get("name", "")), sidecar), container
+
+
+def _whole(value: Any, where: str) -> int:
+    try:
+        amount = parse_quantity(value)
+    except ValueError:
+        raise LegacyError(f"{where} is {value!r}, which is not a quantity; use a whole number such as 1") from None
+    if amount < 0 or amount.denominator != 1:
+        raise LegacyError(f"{where} is {value!r}; GPUs come whole: use 0, 1, 2, ...")
+    return int(amount)
+
+
+def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> LegacyAmount:
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    limit = _whole(limits[resource], f"{ref.label}: limits[{resource}]") if resource in limits else None
+    request = _whole(requests[resource], f"{ref.label}: requests[{resource}]") if resource in requests else None
+    if limit is not None and request is not None and limit != request:
+        raise LegacyError(f"{ref.label}: {resource} has limit {limit} but request {request}; GPUs cannot be "
+                          f"overcommitted, so set both to the same number (or set only the limit)")
+    return LegacyAmount(resource, limit if limit is not None else request or 0)
+
+
+def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse]:
+    """Every container with at least one mapped legacy key, in pod order (init containers first)."""
+    uses = []
+    for ref, container in containers(pod):
+        resources = container.get("resources") or {}
+        if not isinstance(resources, Mapping):
+            continue
+        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
+        if mapped:
+            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    return uses

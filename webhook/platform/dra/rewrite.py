@@ -1,0 +1,151 @@
+"""Rewrite a pod's legacy GPU limits into DRA claims: the plan (which claim for which container) and the pod.
+
+Each container that had GPUs gets a claim of its own, generated from a ResourceClaimTemplate, so two
+containers with one GPU each get two devices, as the device plugin gave them. The one exception
+mirrors the device plugin too: a regular init container finishes before the next container starts,
+and the kubelet hands its devices on, so with `initContainerClaims: Reuse` it borrows a claim of the
+same content instead of holding extra devices for the pod's whole life.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from webhook.platform.dra.config import InitClaims, RewriteConfig
+from webhook.platform.dra.legacy import ContainerRef, LegacyUse
+from webhook.platform.dra.templates import DeviceRequest, build_template
+
+MAX_LABEL = 63
+
+
+@dataclass(frozen=True)
+class ClaimUse:
+    container: ContainerRef
+    claim: str  # the entry of spec.resourceClaims the container references
+    template: str  # the ResourceClaimTemplate behind it
+    reused: bool  # borrowed from another container (regular init containers only)
+
+
+@dataclass(frozen=True)
+class RewritePlan:
+    pod: dict[str, Any]
+    templates: tuple[dict[str, Any], ...]  # one per distinct content, in first-use order
+    claims: tuple[ClaimUse, ...]
+    uses: tuple[LegacyUse, ...]
+
+    def summary(self) -> str:
+        by_container = {c.container: c for c in self.claims}
+        parts = []
+        for use in self.uses:
+            legacy = ", ".join(f"{a.resource}={a.count}" for a in use.amounts)
+            claim = by_container.get(use.container)
+            where = (f"claim {claim.claim}" + (" (shared, runs before the others)" if claim.reused else "")
+                     + f" from ResourceClaimTemplate {claim.template}") if claim else "no devices"
+            parts.append(f"{use.container.label}: {legacy} -> {where}")
+        return "; ".join(parts)
+
+
+def device_requests(use: LegacyUse, config: RewriteConfig, chosen: Sequence[str]) -> list[DeviceRequest]:
+    """The DRA requests of one container; the user's choices apply to mappings that accept them."""
+    requests = []
+    for amount in use.amounts:
+        if amount.count == 0:
+            continue
+        found = config.mapping_for(amount.resource)
+        assert found is not None  # legacy_uses only keeps mapped keys
+        mapping, profile = found
+        selectors = mapping.selectors_for(profile) + (tuple(chosen) if mapping.user_choices else ())
+        requests.append(DeviceRequest(amount.resource, mapping.request_for(profile), mapping.device_class,
+                                      amount.count, selectors, mapping.driver_config))
+    return requests
+
+
+class _ClaimNames:
+    """Pod claim names: DNS labels, unique in the pod, readable (prefix-container)."""
+
+    def __init__(self, prefix: str, taken: Sequence[str]) -> None:
+        self.prefix = prefix
+        self.taken = set(taken)
+
+    def new(self, container: str) -> str:
+        base = f"{self.prefix}-{container}"
+        if len(base) > MAX_LABEL:
+            digest = hashlib.sha256(container.encode()).hexdigest()[:6]
+            base = f"{base[: MAX_LABEL - 7].rstrip('-')}-{digest}"
+        name, n = base, 2
+        while name in self.taken:
+            suffix = f"-{n}"
+            name, n = base[: MAX_LABEL - len(suffix)].rstrip("-") + suffix, n + 1
+        self.taken.add(name)
+        return name
+
+
+def _assign(uses: Sequence[LegacyUse], templates: Mapping[ContainerRef, dict[str, Any]], config: RewriteConfig,
+            names: _ClaimNames) -> dict[ContainerRef, ClaimUse]:
+    """Containers that run side by side get claims of their own; regular init containers may borrow."""
+    assigned: dict[ContainerRef, ClaimUse] = {}
+    borrowable: dict[str, str] = {}  # template name -> claim of an app or regular init container
+    concurrent = [u for u in uses if not u.container.regular_init and u.container in templates]
+    sequential = [u for u in uses if u.container.regular_init and u.container in templates]
+    for use in concurrent + sequential:
+        ref = use.container
+        template = templates[ref]["metadata"]["name"]
+        if ref.regular_init and config.init_claims is InitClaims.REUSE and template in borrowable:
+            assigned[ref] = ClaimUse(ref, borrowable[template], template, reused=True)
+            continue
+        assigned[ref] = ClaimUse(ref, names.new(ref.name), template, reused=False)
+        if not ref.sidecar:  # a sidecar runs beside later init containers: never lend its devices
+            borrowable.setdefault(template, assigned[ref].claim)
+    return assigned
+
+
+def _strip_legacy(container: dict[str, Any], use: LegacyUse) -> dict[str, Any]:
+    resources = dict(container.get("resources") or {})
+    for part in ("limits", "requests"):
+        if part in resources:
+            kept = {k: v for k, v in (resources[part] or {}).items() if k not in {a.resource for a in use.amounts}}
+            if kept:
+                resources[part] = kept
+            else:
+                del resources[part]  # an emptied map would only be noise in the pod
+    return resources
+
+
+def _apply(pod: Mapping[str, Any], uses: Sequence[LegacyUse], claims: Sequence[ClaimUse]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(pod))
+    spec = out["spec"]
+    by_container = {c.container: c for c in claims}
+    for use in uses:
+        ref = use.container
+        container = spec[ref.field][ref.index]
+        resources = _strip_legacy(container, use)
+        claim = by_container.get(ref)
+        if claim is not None:
+            resources["claims"] = list(resources.get("claims") or []) + [{"name": claim.claim}]
+        if resources:
+            container["resources"] = resources
+        else:
+            container.pop("resources", None)  # only zero GPUs were asked for: nothing is left
+    new = [c for c in claims if not c.reused]
+    if new:
+        spec["resourceClaims"] = list(spec.get("resourceClaims") or []) + [
+            {"name": c.claim, "resourceClaimTemplateName": c.template} for c in new]
+    return out
+
+
+def plan_rewrite(pod: Mapping[str, Any], namespace: str, uses: Sequence[LegacyUse], config: RewriteConfig,
+                 chosen: Sequence[str] = ()) -> RewritePlan:
+    templates: dict[ContainerRef, dict[str, Any]] = {}
+    for use in uses:
+        requests = device_requests(use, config, chosen)
+        if requests:
+            templates[use.container] = build_template(requests, namespace, config.templates)
+    existing = [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("resourceClaims") or []]
+    assigned = _assign(uses, templates, config, _ClaimNames(config.claim_prefix, existing))
+    # claims and templates listed in pod order (init containers first), whatever order they were assigned in
+    claims = tuple(assigned[u.container] for u in uses if u.container in assigned)
+    unique = {t["metadata"]["name"]: t for t in (templates[c.container] for c in claims)}
+    return RewritePlan(_apply(pod, uses, claims), tuple(unique.values()), claims, tuple(uses))

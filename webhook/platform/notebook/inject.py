@@ -1,0 +1,135 @@
+"""Apply what notebook_render produced to one pod, under the policy's merge rules.
+
+Idempotent by construction: every step first looks for its own result (by name, by content) and only
+adds what is missing, so a pod that was injected already, before or after another webhook (Istio's
+proxy, the DRA rewrite) changed it, comes out unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from webhook.platform.notebook.config import HomeSpec, NotebookSpec, SidecarMode
+from webhook.platform.notebook.merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
+                                             same_path)
+from webhook.platform.notebook.render import Desired
+
+# Kubernetes' own annotation: which container `kubectl exec/logs` pick when none is named.
+DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
+
+
+@dataclass(frozen=True)
+class Injection:
+    pod: Mapping[str, Any]  # the injected pod; the original when nothing changed or something conflicts
+    changed: bool
+    containers: tuple[str, ...]  # the notebook containers it found
+    conflicts: tuple[Conflict, ...] = ()
+    kept: tuple[str, ...] = ()
+
+
+def notebook_containers(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The containers that are the notebook: never another injector's, never our own sidecar."""
+    rule = spec.containers
+    own = spec.refresher.name if spec.refresher else None
+    candidates = [c for c in (pod.get("spec") or {}).get("containers") or []
+                  if c.get("name") not in rule.ignore and c.get("name") != own]
+    if rule.all_containers:
+        return candidates
+    notebook = ((pod.get("metadata") or {}).get("labels") or {}).get(rule.notebook_label)
+    named = [c for c in candidates if c.get("name") == notebook]
+    # Kubeflow names the container after the notebook; a hand-made pod may not, so fall back to the first
+    return named or candidates[:1]
+
+
+def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any]) -> Injection:
+    out = copy.deepcopy(dict(pod))
+    log = MergeLog()
+    pod_spec = out.setdefault("spec", {})
+    targets = notebook_containers(spec, out)
+    names = tuple(str(c.get("name", "")) for c in targets)
+    if not targets:
+        return Injection(pod, False, ())
+    for volume in desired.volumes:
+        merge_named(pod_spec, "volumes", volume, spec.merge.volumes, f"volume {volume['name']!r}",
+                    "spec.merge.volumes", log)
+    if desired.sidecar is not None and spec.refresher is not None:
+        _place_sidecar(pod_spec, desired.sidecar, spec.refresher.mode, spec.containers.ignore, names, log)
+        if spec.refresher.mode is SidecarMode.PLAIN:
+            annotations = out.setdefault("metadata", {}).setdefault("annotations", {})
+            annotations.setdefault(DEFAULT_CONTAINER_ANNOTATION, names[0])
+    for container in targets:
+        _inject_container(spec, desired, container, log)
+    if log.conflicts:
+        return Injection(pod, False, names, tuple(log.conflicts), tuple(log.kept))
+    changed = out != pod
+    return Injection(out if changed else pod, changed, names, (), tuple(log.kept))
+
+
+def _place_sidecar(pod_spec: dict[str, Any], sidecar: Mapping[str, Any], mode: SidecarMode,
+                   ignore: frozenset[str], notebooks: tuple[str, ...], log: MergeLog) -> None:
+    own_list = "initContainers" if mode is SidecarMode.NATIVE else "containers"
+    for key in ("initContainers", "containers"):
+        for existing in pod_spec.get(key) or []:
+            if existing.get("name") != sidecar["name"]:
+                continue
+            if key != own_list or not covers(existing, sidecar):
+                # a container of that name that is not ours (or from another version of the policy)
+                log.conflicts.append(Conflict(f"container {sidecar['name']!r} in spec.{key}", existing, sidecar,
+                                              "spec.tokenRefresher"))
+            return
+    items = list(pod_spec.get(own_list) or [])
+    items.insert(_sidecar_index(items, mode, ignore, notebooks), dict(sidecar))
+    pod_spec[own_list] = items
+
+
+def _sidecar_index(items: list[dict[str, Any]], mode: SidecarMode, ignore: frozenset[str],
+                   notebooks: tuple[str, ...]) -> int:
+    if mode is SidecarMode.NATIVE:
+        # Right after another injector's native sidecar (Istio's proxy must run for the refresher to reach
+        # the issuer); otherwise first: before istio-init redirects traffic to a proxy that is not running
+        # yet, and before the pod's own init containers, which may need the token too.
+        proxies = [i for i, c in enumerate(items) if c.get("name") in ignore and c.get("restartPolicy") == "Always"]
+        return proxies[-1] + 1 if proxies else 0
+    # Right before the first notebook container: kubelet starts containers in order and holds the next one
+    # until our postStart hook returns. Containers in front (Istio's proxy under holdApplicationUntilProxyStarts)
+    # stay in front.
+    return next((i for i, c in enumerate(items) if c.get("name") in notebooks), len(items))
+
+
+def _inject_container(spec: NotebookSpec, desired: Desired, container: dict[str, Any], log: MergeLog) -> None:
+    name = container.get("name")
+    if spec.home and spec.home.relocate_workspace_to:
+        _relocate_workspace(spec.home, container, log)
+    for mount in desired.mounts:
+        merge_mount(container, mount, spec.merge.volume_mounts, _mount_setting(spec.home, mount), log)
+    for env in desired.env:
+        merge_named(container, "env", env, spec.merge.env, f"env {env['name']} of container {name!r}",
+                    "spec.merge.env", log)
+    if spec.home and spec.home.set_working_dir and desired.home_path:
+        merge_scalar(container, "workingDir", desired.home_path, spec.merge.working_dir,
+                     f"workingDir of container {name!r}", "spec.merge.workingDir", log,
+                     replaceable=(spec.home.workspace_path,))
+
+
+def _mount_setting(home: HomeSpec | None, mount: Mapping[str, Any]) -> str:
+    """The policy field to point at when a mount conflicts: a home on the workspace path has a better fix."""
+    if home and mount["name"] == home.volume_name and same_path(mount["mountPath"], home.workspace_path):
+        return "spec.home.workspace.action (Relocate moves the workspace out of the way)"
+    return "spec.merge.volumeMounts"
+
+
+def _relocate_workspace(home: HomeSpec, container: dict[str, Any], log: MergeLog) -> None:
+    """Move Kubeflow's workspace mount out of the way; the home mount itself is never moved."""
+    target = home.relocate_workspace_to or ""
+    mounts = container.get("volumeMounts") or []
+    for mount in mounts:
+        if mount.get("name") == home.volume_name or not same_path(mount.get("mountPath"), home.workspace_path):
+            continue
+        clash = next((m for m in mounts if m is not mount and same_path(m.get("mountPath"), target)), None)
+        if clash is not None:
+            log.conflicts.append(Conflict(f"mount {target} of container {container.get('name')!r}", clash,
+                                          {**mount, "mountPath": target}, "spec.home.workspace.relocateTo"))
+            continue
+        mount["mountPath"] = target

@@ -1,0 +1,84 @@
+"""NotebookInjection (quartermaster.dev/v1alpha1): the mutate-phase battery that gives a Kubeflow notebook
+pod its owner's home directory and an OIDC token kept fresh by a sidecar.
+
+Rules it reports: `owner` (the profile has no usable owner), `merge` (the pod conflicts with what the
+policy injects), `inject` (done, or already there). A failure is enforced or audited as `spec.mode` says;
+either way a failing pod is left exactly as it came.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
+from webhook.model.results import Action, failed, passed, skipped
+from webhook.model.review import AdmissionRequest
+from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, profile_info
+from webhook.platform.notebook.config import NotebookSpec, compile_spec
+from webhook.platform.notebook.inject import inject
+from webhook.platform.notebook.merge import Conflict
+from webhook.platform.notebook.render import InvalidOwner, render
+from webhook.platform.notebook.schema import KIND as KIND_NAME
+from webhook.platform.notebook.schema import SCHEMA
+from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
+from webhook.policy.family import CompileEnv, PolicyKind
+from webhook.policy.perdocument import DocumentKind, PolicyHeader
+
+
+@dataclass(frozen=True)
+class NotebookInjection(Battery):
+    id: PolicyId
+    source: SourceRef
+    match: MatchSpec
+    failure_policy: FailurePolicy
+    action: Action
+    spec: NotebookSpec
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    phases = frozenset({Phase.MUTATE})
+
+    async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
+        profile = profile_info(ctx.namespace, request.namespace)
+        try:
+            desired = render(self.spec, profile)
+        except InvalidOwner as exc:
+            if self.spec.owner.deny_invalid:
+                return MutationOutcome(obj, (failed(self.id, "owner", str(exc), self.action),))
+            return MutationOutcome(obj, (skipped(self.id, "owner", f"not injected: {exc}"),))
+        result = inject(self.spec, desired, obj)
+        if not result.containers:
+            return MutationOutcome(obj, (skipped(self.id, "inject", "the pod has no notebook container"),))
+        warnings = tuple(f"{self.name}: {note}" for note in result.kept)
+        if result.conflicts:
+            outcome = failed(self.id, "merge", conflict_message(result.conflicts), self.action)
+            return MutationOutcome(obj, (outcome,), warnings=warnings)
+        if not result.changed:
+            return MutationOutcome(obj, (passed(self.id, "inject", "already injected"),), warnings=warnings)
+        message = f"injected for {desired.user} into {', '.join(result.containers)}"
+        return MutationOutcome(dict(result.pod), (passed(self.id, "inject", message),), warnings=warnings)
+
+
+def conflict_message(conflicts: tuple[Conflict, ...]) -> str:
+    # the summary comes first: a warning is cut at 120 characters, the audit annotation keeps it all
+    count = f"{len(conflicts)} conflicts" if len(conflicts) > 1 else "a conflict"
+    settings = ", ".join(dict.fromkeys(c.setting for c in conflicts))
+    details = "; ".join(c.describe() for c in conflicts)
+    return (f"not injected, {count} with the pod: {details}. Rename or remove the pod's item, "
+            f"or ask the platform team about {settings}")
+
+
+def compile_notebook_injection(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv) -> NotebookInjection:
+    spec = doc["spec"]
+    compiled = compile_spec(spec)
+    label = compiled.containers.notebook_label
+    # notebook pods are the ones carrying the notebook label, unless the YAML selects them otherwise
+    match_spec = spec if "objectSelector" in spec else {
+        **spec, "objectSelector": {"matchExpressions": [{"key": label, "operator": "Exists"}]}}
+    match = compile_match(match_spec, env.cel, frozenset({"Pod"}), frozenset({"CREATE"}),
+                          default_namespace_selector=DEFAULT_PROFILE_SELECTOR)
+    return NotebookInjection(header.id, header.source, match, failure_policy(spec), action(spec), compiled,
+                             header.annotations)
+
+
+KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA)
+DOCUMENT_KIND = DocumentKind(KIND, compile_notebook_injection)

@@ -1,0 +1,135 @@
+"""Render the compiled NotebookInjection spec for one profile owner: the volumes, the sidecar, and the
+env and mounts the notebook containers get. Pure: no pod is read here."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from webhook.platform.base import ProfileInfo
+from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
+
+
+class InvalidOwner(Exception):
+    """The profile has no usable owner, so there is no home to mount and no credentials to use."""
+
+
+@dataclass(frozen=True)
+class Desired:
+    volumes: tuple[Mapping[str, Any], ...]  # pod volumes
+    sidecar: Mapping[str, Any] | None  # the token refresher container
+    env: tuple[Mapping[str, Any], ...]  # for each notebook container
+    mounts: tuple[Mapping[str, Any], ...]  # for each notebook container
+    home_path: str | None
+    user: str
+
+
+def owner_values(spec: NotebookSpec, profile: ProfileInfo) -> dict[str, str]:
+    if not profile.owner:
+        raise InvalidOwner(f"namespace {profile.namespace} has no 'owner' annotation, so the notebook's owner "
+                           f"(home directory, token credentials) is unknown; ask the platform team to fix the profile")
+    user = profile.user
+    if not user or not spec.owner.user_pattern.fullmatch(user):
+        raise InvalidOwner(f"the owner annotation {profile.owner!r} of namespace {profile.namespace} does not name a "
+                           f"user (an e-mail whose local part matches {spec.owner.user_pattern.pattern}); "
+                           f"ask the platform team to fix the profile")
+    return {"user": user, "user_initial": profile.user_initial, "namespace": profile.namespace}
+
+
+def render(spec: NotebookSpec, profile: ProfileInfo) -> Desired:
+    """Raises InvalidOwner when the owner is missing, or makes a name or path Kubernetes would refuse."""
+    values = owner_values(spec, profile)
+    volumes: list[Mapping[str, Any]] = []
+    env: list[Mapping[str, Any]] = []
+    mounts: list[Mapping[str, Any]] = []
+    sidecar = None
+    home_path = None
+    if spec.refresher:
+        values.update(_derived(spec.refresher))
+    if spec.home:
+        home_path = _path(spec.home.mount_path.render(values), "home path", profile)
+        values["home"] = home_path
+        volumes.append(_home_volume(spec.home, values, profile))
+        mounts.append(_home_mount(spec.home, home_path))
+        if spec.home.home_env:
+            env.append({"name": spec.home.home_env, "value": home_path})
+    if spec.refresher:
+        r = spec.refresher
+        secret_name = _name(r.secret_name.render(values), "credentials Secret name", profile)
+        secret: dict[str, Any] = {"secretName": secret_name}
+        if r.secret_default_mode is not None:
+            secret["defaultMode"] = r.secret_default_mode
+        # in memory on purpose: the token must never reach the node's disk
+        volumes[:0] = [{"name": r.token_volume, "emptyDir": {"medium": "Memory", "sizeLimit": r.token_size_limit}},
+                       {"name": r.credentials_volume, "secret": secret}]
+        mounts.insert(0, {"name": r.token_volume, "mountPath": r.token_dir, "readOnly": True})
+        env[:0] = [{"name": e.name, "value": e.value.render(values)} for e in r.notebook_env]
+        sidecar = _sidecar(r, values)
+    return Desired(tuple(volumes), sidecar, tuple(env), tuple(mounts), home_path, values["user"])
+
+
+def _derived(r: RefresherSpec) -> dict[str, str]:
+    return {"token_path": r.token_path, "token_dir": r.token_dir, "credentials_dir": r.credentials_dir,
+            "refresh_margin_seconds": str(r.refresh_margin_seconds)}
+
+
+def _home_volume(home: HomeSpec, values: Mapping[str, str], profile: ProfileInfo) -> dict[str, Any]:
+    source = home.volume.render(values)
+    for kind, body in source.items():
+        if "path" in body:
+            _path(body["path"], f"{kind} path of the home volume", profile)
+        if "claimName" in body:
+            _name(body["claimName"], "home PersistentVolumeClaim name", profile)
+    return {"name": home.volume_name, **source}
+
+
+def _home_mount(home: HomeSpec, path: str) -> dict[str, Any]:
+    mount: dict[str, Any] = {"name": home.volume_name, "mountPath": path}
+    if home.read_only:
+        mount["readOnly"] = True
+    if home.mount_propagation:
+        mount["mountPropagation"] = home.mount_propagation
+    return mount
+
+
+def _sidecar(r: RefresherSpec, values: Mapping[str, str]) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": r.name, "image": r.image, "imagePullPolicy": r.image_pull_policy}
+    if r.command:
+        container["command"] = [t.render(values) for t in r.command]
+    if r.args:
+        container["args"] = [t.render(values) for t in r.args]
+    if r.env:
+        container["env"] = [{"name": e.name, "value": e.value.render(values)} for e in r.env]
+    resources = r.resources.render(values)
+    if resources:
+        container["resources"] = resources
+    security = r.security_context.render(values)
+    if security:
+        container["securityContext"] = security
+    container["volumeMounts"] = [{"name": r.token_volume, "mountPath": r.token_dir},
+                                 {"name": r.credentials_volume, "mountPath": r.credentials_dir, "readOnly": True}]
+    probe: dict[str, Any] = {"exec": {"command": [t.render(values) for t in r.startup_probe.command]}}
+    probe.update((k, v) for k, v in r.startup_probe.timing.items() if v)  # zeros are dropped by the API server
+    container["startupProbe"] = probe
+    if r.mode is SidecarMode.NATIVE:
+        container["restartPolicy"] = "Always"
+    elif r.plain_hold:
+        # kubelet starts regular containers in order and waits for each postStart hook: the notebook
+        # container starts only once the first token is there (Istio's holdApplicationUntilProxyStarts trick)
+        container["lifecycle"] = {"postStart": {"exec": {"command": [t.render(values) for t in r.plain_hold]}}}
+    return container
+
+
+def _path(path: str, what: str, profile: ProfileInfo) -> str:
+    if not path.startswith("/") or ".." in path.split("/"):
+        raise InvalidOwner(f"the owner {profile.owner!r} of namespace {profile.namespace} gives the {what} {path!r}, "
+                           f"which is not an absolute path; ask the platform team to fix the profile")
+    return posixpath.normpath(path)
+
+
+def _name(name: str, what: str, profile: ProfileInfo) -> str:
+    if len(name) > 253 or not DNS_SUBDOMAIN.match(name):
+        raise InvalidOwner(f"the owner {profile.owner!r} of namespace {profile.namespace} gives the {what} {name!r}, "
+                           f"which is not a valid Kubernetes name; ask the platform team to fix the profile")
+    return name

@@ -1,0 +1,142 @@
+"""The quota decision for one request, and the messages a notebook user reads.
+
+A request is refused only when it adds usage and the profile would then be over its limit: an
+update that adds nothing (a label on a pod, a claim generated from a template already charged)
+passes even in a profile that is over quota, e.g. after the platform team lowered the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.quantity import format_bytes, format_count
+from webhook.platform.quota.limits import Limit, ProfileLimits
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.settings import ADVICE_FIELDS, QuotaSettings
+from webhook.platform.quota.usage import Charge, Usage, measure
+
+GPU_RULE = "gpu-quota"
+STORAGE_RULE = "storage-quota"
+RULE_KINDS = {GPU_RULE: frozenset({POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE}), STORAGE_RULE: frozenset({POD, PVC})}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The object under review, named as the messages name it."""
+
+    kind: str
+    name: str
+    operation: str
+
+    @property
+    def phrase(self) -> str:
+        what = f"{self.kind} {self.name}"
+        return f"this update of {what}" if self.operation == "UPDATE" else f"this {what}"
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    rule: str
+    exceeded: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcomes: tuple[RuleOutcome, ...]
+    adds: bool  # the request adds usage: hold a reservation for it when admitted
+    notes: tuple[str, ...]  # for the user, as warnings
+
+    @property
+    def exceeded(self) -> bool:
+        return any(o.exceeded for o in self.outcomes)
+
+
+def gpus_text(amount: Fraction) -> str:
+    return f"{format_count(amount)} GPU" + ("" if amount == 1 else "s")
+
+
+def _holders(usage: Usage, objects: ProfileObjects, amount_of: Callable[[Charge], Fraction], unit: Callable[[Fraction], str],
+             show_unbounded: bool, limit: int) -> str:
+    """The biggest users, by name: "Pod nb-a: 1, ResourceClaim shared: 1 and 2 more"."""
+    charges = [c for c in usage.charges.values() if amount_of(c) > 0 or (show_unbounded and c.unbounded)]
+    charges.sort(key=lambda c: (not (show_unbounded and c.unbounded), -amount_of(c), c.label))
+    if not charges:
+        return "nothing"
+    parts = []
+    for charge in charges[:limit]:
+        amount = "every matching device" if show_unbounded and charge.unbounded else unit(amount_of(charge))
+        pending = " (being admitted)" if (charge.kind, charge.name) in objects.reserved else ""
+        parts.append(f"{charge.label}{pending}: {amount}")
+    more = len(charges) - limit
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+def _advice(template: str, limits: ProfileLimits) -> str:
+    return template.format(**dict(zip(ADVICE_FIELDS, (limits.namespace, limits.profile_class, limits.owner))))
+
+
+def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, base: Usage, projected: Usage,
+                 subject: Subject) -> tuple[RuleOutcome, bool]:
+    limit: Limit = limits.gpus
+    assert limit.amount is not None
+    unbounded_added = len(projected.unbounded) > len(base.unbounded)
+    adds = projected.gpus > base.gpus or unbounded_added
+    where = f"in profile {limits.namespace!r}"
+    if not adds or not (projected.gpus > limit.amount or projected.unbounded):
+        total = "every matching device" if projected.unbounded else gpus_text(projected.gpus)
+        return RuleOutcome(GPU_RULE, False, f"{where}: {total} of {gpus_text(limit.amount)} in use "
+                                            f"with {subject.phrase} ({limit.origin})"), adds
+    in_use = _holders(base, before, lambda c: c.gpus, format_count, True, settings.max_listed)
+    used = "every matching device" if base.unbounded else format_count(base.gpus)
+    # a template is not charged itself: creating one charges the pending pods that already use it
+    verb = "would charge the pods that use it" if subject.kind == RESOURCE_CLAIM_TEMPLATE else "asks for"
+    if unbounded_added:
+        asks = (f"{subject.phrase} {verb} every matching device (allocationMode: All), which never fits a bounded "
+                f"quota; ask for an exact count of devices instead")
+    else:
+        asks = f"{subject.phrase} {verb} {format_count(projected.gpus - base.gpus)} more"
+    message = (f"GPU quota exceeded {where}: limit {gpus_text(limit.amount)} ({limit.origin}), in use {used} "
+               f"({in_use}), {asks}. {_advice(settings.gpu_advice, limits)}")
+    return RuleOutcome(GPU_RULE, True, message), adds
+
+
+def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, base: Usage,
+                     projected: Usage, subject: Subject) -> tuple[RuleOutcome, bool]:
+    limit: Limit = limits.storage
+    assert limit.amount is not None
+    adds = projected.storage > base.storage
+    where = f"in profile {limits.namespace!r}"
+    if not adds or projected.storage <= limit.amount:
+        return RuleOutcome(STORAGE_RULE, False, f"{where}: {format_bytes(projected.storage)} of "
+                                                f"{format_bytes(limit.amount)} storage in use with {subject.phrase} "
+                                                f"({limit.origin})"), adds
+    in_use = _holders(base, before, lambda c: c.storage, format_bytes, False, settings.max_listed)
+    own = projected.charge(subject.kind, subject.name).storage
+    total = f" ({format_bytes(own)} in total)" if subject.operation == "UPDATE" else ""
+    message = (f"Storage quota exceeded {where}: limit {format_bytes(limit.amount)} ({limit.origin}), in use "
+               f"{format_bytes(base.storage)} ({in_use}), {subject.phrase} asks for "
+               f"{format_bytes(projected.storage - base.storage)} more{total}. {_advice(settings.storage_advice, limits)}")
+    return RuleOutcome(STORAGE_RULE, True, message), adds
+
+
+def decide(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, after: ProfileObjects,
+           subject: Subject) -> Decision:
+    """Pure: reads only immutable inputs, so it may run in a worker thread."""
+    base, projected = measure(before, settings.rules), measure(after, settings.rules)
+    outcomes: list[RuleOutcome] = []
+    adds = False
+    if limits.gpus.amount is not None and subject.kind in RULE_KINDS[GPU_RULE]:
+        outcome, added = _gpu_outcome(settings, limits, before, base, projected, subject)
+        outcomes.append(outcome)
+        adds = adds or added
+    if limits.storage.amount is not None and subject.kind in RULE_KINDS[STORAGE_RULE]:
+        outcome, added = _storage_outcome(settings, limits, before, base, projected, subject)
+        outcomes.append(outcome)
+        adds = adds or added
+    notes = projected.charge(subject.kind, subject.name).notes if subject.kind == POD else ()
+    return Decision(tuple(outcomes), adds, tuple(limits.notes) + tuple(notes))
+

@@ -1,0 +1,108 @@
+"""GPUs one pod or one claim asks for: legacy extended resources and DRA device requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable, Mapping
+
+from webhook.model.quantity import parse_quantity
+from webhook.platform.quota.settings import WeightTable
+
+ZERO = Fraction(0)
+
+
+@dataclass(frozen=True)
+class GpuAmount:
+    gpus: Fraction = ZERO
+    unbounded: bool = False  # allocationMode: All: every matching device, so no bounded quota can hold it
+
+    def __add__(self, other: "GpuAmount") -> "GpuAmount":
+        return GpuAmount(self.gpus + other.gpus, self.unbounded or other.unbounded)
+
+
+NONE = GpuAmount()
+
+
+def quantity_or_zero(value: Any) -> Fraction:
+    """The API server validated these quantities already; a value it would refuse counts as nothing."""
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError):
+        return ZERO
+
+
+# --- legacy extended resources (nvidia.com/gpu, nvidia.com/mig-*) -----------------------------------
+def _container_amounts(container: Mapping[str, Any], table: WeightTable) -> dict[str, Fraction]:
+    """Per counted resource: limits and requests must be equal for extended resources; take the larger."""
+    resources = container.get("resources") or {}
+    out: dict[str, Fraction] = {}
+    for section in ("limits", "requests"):
+        for name, value in (resources.get(section) or {}).items():
+            if table.weight(name) is not None:
+                out[name] = max(out.get(name, ZERO), quantity_or_zero(value))
+    return out
+
+
+def effective_requests(spec: Mapping[str, Any], table: WeightTable) -> dict[str, Fraction]:
+    """The pod's effective request per resource, as Kubernetes computes it (KEP-753, native sidecars).
+
+    App containers and restartable init containers (sidecars) run together and add up; each regular
+    init container runs alone beside the sidecars started before it; the pod needs the larger of both.
+    """
+    init = [(c, _container_amounts(c, table)) for c in spec.get("initContainers") or []]
+    app = [_container_amounts(c, table) for c in spec.get("containers") or []]
+    names = {name for _, amounts in init for name in amounts} | {name for amounts in app for name in amounts}
+    effective: dict[str, Fraction] = {}
+    for name in names:
+        sidecars = init_peak = ZERO
+        for container, amounts in init:
+            amount = amounts.get(name, ZERO)
+            if container.get("restartPolicy") == "Always":
+                sidecars += amount
+                init_peak = max(init_peak, sidecars)
+            else:
+                init_peak = max(init_peak, sidecars + amount)
+        running = sum((amounts.get(name, ZERO) for amounts in app), ZERO) + sidecars
+        effective[name] = max(running, init_peak)
+    return effective
+
+
+def legacy_gpus(spec: Mapping[str, Any], table: WeightTable) -> Fraction:
+    return sum((amount * (table.weight(name) or ZERO) for name, amount in effective_requests(spec, table).items()), ZERO)
+
+
+# --- DRA device requests (resource.k8s.io v1, v1beta2 and v1beta1 shapes) ----------------------------
+def _exact(request: Mapping[str, Any], table: WeightTable) -> GpuAmount:
+    weight = table.weight(str(request.get("deviceClassName", "")))
+    if not weight:
+        return NONE  # not a GPU class (a NIC, a test device): not this quota's business
+    if request.get("allocationMode") == "All":
+        return GpuAmount(unbounded=True)
+    try:
+        count = int(request.get("count") or 1)
+    except (TypeError, ValueError):
+        count = 1
+    return GpuAmount(weight * max(count, 0))
+
+
+def device_request(request: Mapping[str, Any], table: WeightTable) -> GpuAmount:
+    """One entry of spec.devices.requests. firstAvailable: the scheduler may pick any alternative,
+    so the largest one counts (and one with allocationMode All makes the request unbounded)."""
+    alternatives = request.get("firstAvailable")
+    if isinstance(alternatives, list) and alternatives:
+        amounts = [_exact(alt, table) for alt in alternatives if isinstance(alt, Mapping)]
+        return GpuAmount(max((a.gpus for a in amounts), default=ZERO), any(a.unbounded for a in amounts))
+    exactly = request.get("exactly")
+    # v1 and v1beta2 nest the fields under `exactly`; v1beta1 keeps them on the request itself
+    return _exact(exactly if isinstance(exactly, Mapping) else request, table)
+
+
+def claim_spec_gpus(spec: Mapping[str, Any] | None, table: WeightTable) -> GpuAmount:
+    """A ResourceClaimSpec: every request of the claim is allocated, so they add up."""
+    requests: Iterable[Any] = ((spec or {}).get("devices") or {}).get("requests") or []
+    total = NONE
+    for request in requests:
+        if isinstance(request, Mapping):
+            total = total + device_request(request, table)
+    return total

@@ -1,0 +1,90 @@
+"""Which limits apply to one profile: its class, then the Kubeflow Profile's quota, then the policy's override.
+
+Per dimension the most specific source wins: `spec.overrides.<namespace>` in the policy, then the
+Profile's `spec.resourceQuotaSpec.hard` (the keys the policy names), then the class limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Mapping
+
+from webhook.model.cluster import PROFILE, ClusterState
+from webhook.model.quantity import parse_quantity
+from webhook.platform.base import profile_info
+from webhook.platform.quota.settings import LimitSpec, QuotaSettings
+
+
+@dataclass(frozen=True)
+class Limit:
+    amount: Fraction | None  # None: not limited
+    origin: str  # where it comes from, for messages: "class personal", "Profile jdoe", "policy override"
+
+
+@dataclass(frozen=True)
+class ProfileLimits:
+    namespace: str
+    profile_class: str
+    owner: str
+    gpus: Limit
+    storage: Limit
+    notes: tuple[str, ...] = ()  # things the platform team should fix, shown as warnings
+
+    @property
+    def unlimited(self) -> bool:
+        return self.gpus.amount is None and self.storage.amount is None
+
+
+def _profile_hard(state: ClusterState, namespace: str) -> Mapping[str, Any]:
+    profile = state.get(PROFILE, "", namespace)  # Kubeflow names the profile after its namespace
+    spec = (profile or {}).get("spec") or {}
+    hard = (spec.get("resourceQuotaSpec") or {}).get("hard")
+    return hard if isinstance(hard, Mapping) else {}
+
+
+def _from_profile(hard: Mapping[str, Any], keys: tuple[str, ...], namespace: str, notes: list[str]) -> Fraction | None:
+    for key in keys:
+        if key in hard:
+            try:
+                return parse_quantity(hard[key])
+            except ValueError:
+                notes.append(f"Profile {namespace}: spec.resourceQuotaSpec.hard[{key!r}] = {hard[key]!r} is not a "
+                             f"quantity and was ignored")
+    return None
+
+
+def _pick(override: Fraction | None, profile: Fraction | None, klass: Fraction | None, namespace: str,
+          class_name: str) -> Limit:
+    if override is not None:
+        return Limit(override, f"policy override for {namespace}")
+    if profile is not None:
+        return Limit(profile, f"Profile {namespace}")
+    return Limit(klass, f"class {class_name}")
+
+
+def resolve_limits(settings: QuotaSettings, namespace_obj: Mapping[str, Any] | None, namespace: str,
+                   state: ClusterState) -> ProfileLimits:
+    info = profile_info(namespace_obj, namespace)
+    labels = ((namespace_obj or {}).get("metadata") or {}).get("labels") or {}
+    notes: list[str] = []
+    class_name = str(labels.get(settings.class_label) or settings.default_class)
+    if class_name not in settings.classes:
+        notes.append(f"profile class {class_name!r} of {namespace} is not defined in the quota policy; "
+                     f"the {settings.default_class} limits apply")
+        class_name = settings.default_class
+    klass = settings.classes[class_name]
+    override = settings.overrides.get(namespace, LimitSpec())
+    gpus = storage = None
+    if settings.profile_override:
+        hard = _profile_hard(state, namespace)
+        gpus = _from_profile(hard, settings.profile_gpu_keys, namespace, notes)
+        storage = _from_profile(hard, settings.profile_storage_keys, namespace, notes)
+    return ProfileLimits(
+        namespace=namespace,
+        profile_class=class_name,
+        owner=info.owner,
+        gpus=_pick(override.gpus, gpus, klass.gpus, namespace, class_name),
+        storage=_pick(override.storage, storage, klass.storage, namespace, class_name),
+        notes=tuple(notes),
+    )

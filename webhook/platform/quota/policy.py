@@ -1,0 +1,105 @@
+"""ProfileQuota: per-profile GPU and storage quotas, enforced on every Pod, PVC and ResourceClaim write.
+
+The request path: resolve the profile's limits, then, under the profile's lock, read the profile's
+objects with in-flight reservations laid over them, count with and without the request (in a worker
+thread, so a large profile does not stall the event loop for other profiles), decide, and reserve
+what was admitted until the cluster state shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
+from webhook.model.results import Action, RuleResult, failed, passed, skipped
+from webhook.model.review import AdmissionRequest
+from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
+from webhook.platform.quota.check import Decision, Subject, decide
+from webhook.platform.quota.limits import resolve_limits
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
+from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
+from webhook.policy.family import CompileEnv, PolicyKind
+from webhook.policy.perdocument import DocumentKind, PolicyHeader
+from webhook.state.ledger import ReservationLedger, ReservationLedgers
+
+# templates too: creating one that pending pods already reference charges those pods
+KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE})
+OPERATIONS = frozenset({"CREATE", "UPDATE"})
+
+
+def _subject_object(request: AdmissionRequest, obj: Mapping[str, Any]) -> tuple[Subject, dict[str, Any]]:
+    """The object with the kind, namespace and name the counting and the reservation key need."""
+    meta = dict(obj.get("metadata") or {})
+    name = str(meta.get("name") or request.name or "")
+    if not name:  # validating admission sees generated names; this only guards odd callers
+        name = f"{meta.get('generateName', '')}<{request.uid}>"
+    meta.update(name=name, namespace=request.namespace)
+    full = {**obj, "kind": request.kind.kind, "apiVersion": obj.get("apiVersion", request.kind.api_version), "metadata": meta}
+    return Subject(request.kind.kind, name, request.operation), full
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: the settings hold mappings
+class ProfileQuotaPolicy(Battery):
+    id: PolicyId
+    source: SourceRef
+    match: MatchSpec
+    failure_policy: FailurePolicy
+    action: Action
+    settings: QuotaSettings
+    ledger: ReservationLedger  # outlives this policy object: reloads keep the reservations in flight
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    phases = frozenset({Phase.VALIDATE})
+
+    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        if request.operation not in OPERATIONS or not request.namespace:
+            return ValidationOutcome()
+        limits = resolve_limits(self.settings, ctx.namespace, request.namespace, ctx.state)
+        if limits.unlimited:
+            return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
+                                     limits.notes)
+        subject, full = _subject_object(request, obj)
+        previous = request.old_object if request.operation == "UPDATE" else None
+        ledger = self.ledger
+        async with ledger.lock(request.namespace):
+            view = ProfileObjects.read(ctx.state, request.namespace, ledger.pending(request.namespace, ctx.state))
+            before = view if request.operation == "UPDATE" and previous is None else \
+                view.with_object(subject.kind, subject.name, previous)
+            after = view.with_object(subject.kind, subject.name, full)
+            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject)
+            rollbacks = ()
+            admitted = not decision.exceeded or self.action is Action.AUDIT
+            if admitted and decision.adds and not ctx.dry_run:
+                reservation = ledger.reserve(request.namespace, full, ctx.state, self.settings.reservation_seconds, previous)
+                rollbacks = (functools.partial(ledger.release, reservation),)
+        return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
+
+    def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
+        return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)
+                     for o in decision.outcomes)
+
+
+def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
+                  ledgers: ReservationLedgers) -> ProfileQuotaPolicy:
+    spec = doc["spec"]
+    return ProfileQuotaPolicy(
+        id=header.id,
+        source=header.source,
+        match=compile_match(spec, env.cel, KINDS, OPERATIONS, default_namespace_selector=DEFAULT_PROFILE_SELECTOR),
+        failure_policy=failure_policy(spec),
+        action=action(spec),
+        settings=compile_settings(spec),
+        ledger=ledgers.for_policy(header.id.name),
+        annotations=header.annotations,
+    )
+
+
+KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA)
+
+
+def document_kind(ledgers: ReservationLedgers) -> DocumentKind:
+    return DocumentKind(KIND, functools.partial(compile_quota, ledgers=ledgers))

@@ -1,0 +1,198 @@
+"""What each object of a profile is charged, in GPUs and storage.
+
+The counting model (docs/quota.md has it as a table):
+- a Pod that is not terminal is charged its legacy GPUs (effective requests) and the devices of the
+  claim templates it references whose claim Kubernetes has not generated yet (a template itself is
+  not charged, so creating one that pending pods already reference charges them, and is checked);
+  its generic ephemeral volumes are charged until their PVC exists;
+- a ResourceClaim is charged its devices from creation to deletion, once however many pods share
+  it; a claim generated for a pod is freed when that pod is terminal;
+- a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
+  allocated to it, if larger, so shrinking the request after an expansion frees nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from fractions import Fraction
+from typing import Any, Mapping
+
+from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.settings import CountingRules
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+LEGACY_MEMO_LIMIT = 50_000
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
+
+
+@dataclass(frozen=True)
+class Charge:
+    kind: str
+    name: str
+    gpus: Fraction = ZERO
+    unbounded: bool = False
+    storage: Fraction = ZERO
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class Usage:
+    charges: Mapping[tuple[str, str], Charge]
+
+    # totals are read several times per decision; Fraction additions dominate a large profile's cost
+    @cached_property
+    def gpus(self) -> Fraction:
+        return sum((c.gpus for c in self.charges.values() if c.gpus), ZERO)
+
+    @property
+    def unbounded(self) -> tuple[Charge, ...]:
+        return tuple(c for c in self.charges.values() if c.unbounded)
+
+    @cached_property
+    def storage(self) -> Fraction:
+        return sum((c.storage for c in self.charges.values() if c.storage), ZERO)
+
+    def charge(self, kind: str, name: str) -> Charge:
+        return self.charges.get((kind, name), Charge(kind, name))
+
+
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def _controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for ref in _meta(obj).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("kind") == "Pod" and ref.get("controller"):
+            return ref
+    return None
+
+
+def _owned_by(obj: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    ref = _controller_pod(obj)
+    if ref is None or ref.get("name") != _meta(pod).get("name"):
+        return False
+    uid = _meta(pod).get("uid")
+    return not uid or not ref.get("uid") or ref.get("uid") == uid
+
+
+def terminal(pod: Mapping[str, Any] | None) -> bool:
+    return pod is not None and ((pod.get("status") or {}).get("phase") in TERMINAL_PHASES)
+
+
+# --- pods ------------------------------------------------------------------------------------------
+def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """Claims the resourceclaim controller made from pods' templates, by (pod name, pod claim name)."""
+    index: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for claim in objects.of(RESOURCE_CLAIM).values():
+        owner = _controller_pod(claim)
+        pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        if owner is not None and pod_claim:
+            index.setdefault((str(owner.get("name", "")), str(pod_claim)), []).append(claim)
+    return index
+
+
+def _claim_generated(objects: ProfileObjects, generated: Mapping[tuple[str, str], list[Mapping[str, Any]]],
+                     pod: Mapping[str, Any], pod_claim: str) -> bool:
+    """Has Kubernetes created this pod's claim from its template? Then the claim is charged instead."""
+    for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if status.get("name") == pod_claim and status.get("resourceClaimName") in objects.of(RESOURCE_CLAIM):
+            return True
+    candidates = generated.get((str(_meta(pod).get("name", "")), pod_claim), ())
+    return any(_owned_by(claim, pod) for claim in candidates)
+
+
+def _template_gpus(objects: ProfileObjects, template_name: str, rules: CountingRules, notes: list[str]) -> GpuAmount:
+    template = objects.get(RESOURCE_CLAIM_TEMPLATE, template_name)
+    if template is None:
+        # checked later: creating the template (or the claim from it) is validated like any other write
+        notes.append(f"claim template {template_name} not found: its GPUs count once it exists")
+        return GpuAmount()
+    return claim_spec_gpus((template.get("spec") or {}).get("spec"), rules.device_classes)
+
+
+def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
+    total = ZERO
+    pod_name = str(_meta(pod).get("name", ""))
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if isinstance(volume, Mapping) else None
+        if not isinstance(template, Mapping):
+            continue
+        existing = objects.get(PVC, f"{pod_name}-{volume.get('name')}")  # the name Kubernetes gives the PVC
+        if existing is not None and _owned_by(existing, pod):
+            continue  # charged as a PVC
+        total += pvc_spec_storage(template.get("spec") or {}, None, rules)
+    return total
+
+
+def _legacy_gpus(pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
+    meta = _meta(pod)
+    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    if not key[0] or not key[1]:  # the request's own object: not stored yet
+        return legacy_gpus(pod.get("spec") or {}, rules.legacy)
+    memo = rules.legacy_memo
+    gpus = memo.get(key)
+    if gpus is None:
+        if len(memo) >= LEGACY_MEMO_LIMIT:
+            memo.clear()  # crude but bounded; entries are cheap to recompute
+        gpus = memo[key] = legacy_gpus(pod.get("spec") or {}, rules.legacy)
+    return gpus
+
+
+def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules: CountingRules,
+               generated: Mapping[tuple[str, str], list[Mapping[str, Any]]] | None = None) -> Charge:
+    if terminal(pod):
+        return Charge(POD, name)  # its GPUs are free; a generated PVC that still exists is charged as a PVC
+    spec = pod.get("spec") or {}
+    notes: list[str] = []
+    generated = generated_claims(objects) if generated is None else generated
+    amount = GpuAmount(_legacy_gpus(pod, rules))
+    for entry in spec.get("resourceClaims") or []:
+        template_name = entry.get("resourceClaimTemplateName") if isinstance(entry, Mapping) else None
+        if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
+            amount = amount + _template_gpus(objects, str(template_name), rules, notes)
+        # a resourceClaimName is charged as that ResourceClaim, once for every pod that shares it
+    storage = _ephemeral_storage(objects, pod, rules) if rules.ephemeral_volumes else ZERO
+    return Charge(POD, name, amount.gpus, amount.unbounded, storage, tuple(notes))
+
+
+# --- claims and volumes ----------------------------------------------------------------------------
+def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
+    owner = _controller_pod(claim)
+    if owner is not None and terminal(objects.get(POD, str(owner.get("name", "")))):
+        return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
+    amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
+    return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
+
+
+def pvc_spec_storage(spec: Mapping[str, Any], status: Mapping[str, Any] | None, rules: CountingRules) -> Fraction:
+    storage_class = spec["storageClassName"] if "storageClassName" in spec else rules.default_storage_class
+    if not rules.counts_storage_class(storage_class):
+        return ZERO
+    requested = quantity_or_zero(((spec.get("resources") or {}).get("requests") or {}).get("storage", 0))
+    allocated = quantity_or_zero(((status or {}).get("allocatedResources") or {}).get("storage", 0))
+    return max(requested, allocated)
+
+
+def pvc_charge(name: str, pvc: Mapping[str, Any], rules: CountingRules) -> Charge:
+    if not rules.ephemeral_volumes and _controller_pod(pvc) is not None:
+        return Charge(PVC, name)  # a generic ephemeral volume, and the policy does not count those
+    return Charge(PVC, name, storage=pvc_spec_storage(pvc.get("spec") or {}, pvc.get("status"), rules))
+
+
+def measure(objects: ProfileObjects, rules: CountingRules) -> Usage:
+    charges: dict[tuple[str, str], Charge] = {}
+    generated = generated_claims(objects)
+    for name, pod in objects.of(POD).items():
+        charges[(POD, name)] = pod_charge(objects, name, pod, rules, generated)
+    for name, claim in objects.of(RESOURCE_CLAIM).items():
+        charges[(RESOURCE_CLAIM, name)] = claim_charge(objects, name, claim, rules)
+    for name, pvc in objects.of(PVC).items():
+        charges[(PVC, name)] = pvc_charge(name, pvc, rules)
+    return Usage(charges)

@@ -1,0 +1,152 @@
+"""One suite's world: its policies through the same loader and families as `serve`, its resources and
+values as the cluster state, and the engine's offline path to admit each resource.
+
+As in the Kyverno CLI, every resource of the suite (and the context's and the values' namespaces) is
+in the cluster state before anything is admitted, and every policy runs on every resource: a denial
+in the mutate phase does not stop the validate phase, so each policy's result can be checked.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from webhook.app import build_registry
+from webhook.cel import CelCompiler
+from webhook.engine import AdmissionEngine
+from webhook.engine.offline import offline_request
+from webhook.model.lookups import LookupRefused
+from webhook.model.review import UserInfo
+from webhook.policy.documents import Document, DocumentError, read_documents
+from webhook.policy.loader import PolicyLoader
+from webhook.policy.snapshot import PolicySnapshot, PolicyStore
+from webhook.state.memory import InMemoryClusterState
+from webhook.testsuite.check import Observed, PolicyInfo
+from webhook.testsuite.load import load_context, load_userinfo, read_objects
+from webhook.testsuite.model import Suite, SuiteError, fold
+
+_COMPILER: CelCompiler | None = None  # one compile cache for every suite of a run
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+
+
+def _compiler() -> CelCompiler:
+    global _COMPILER
+    if _COMPILER is None:
+        _COMPILER = CelCompiler()
+    return _COMPILER
+
+
+@dataclass
+class SuiteLookups:
+    """The state's lookups, plus what the suite's context supplies (image metadata) and its values."""
+
+    base: Any
+    images: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    suite: Suite | None = None
+
+    def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.base.get(api_version, kind, namespace, name)
+
+    def list(self, api_version: str, kind: str, namespace: str = "", selector: Mapping[str, Any] | None = None) -> list:
+        return self.base.list(api_version, kind, namespace, selector)
+
+    def global_context(self, name: str) -> Any:
+        return self.base.global_context(name)
+
+    def http(self, method: str, url: str, body: Any = None) -> Any:
+        raise LookupRefused(f"HTTP call {method} {url}: the test suite supplies no response for it")
+
+    def image_data(self, ref: str) -> Mapping[str, Any]:
+        found = self.images.get(ref)
+        if found is None:
+            raise LookupRefused(f"image data for {ref}: not in the test's context")
+        return found
+
+    def values_for(self, policy: str, resource: str) -> Mapping[str, Any]:
+        """Kyverno CLI values for one policy and resource: globalValues, then the policy's resource values."""
+        if self.suite is None:
+            return {}
+        values = dict(self.suite.values.global_values)
+        for entry in self.suite.values.policies:
+            entry = fold(entry)
+            if entry.get("name") == policy:
+                for res in entry.get("resources") or []:
+                    res = fold(res)
+                    if res.get("name") == resource:
+                        values.update(res.get("values") or {})
+        return values
+
+
+def _documents(suite: Suite, names: Sequence[str]) -> list[Document]:
+    docs: list[Document] = []
+    for name in names:
+        path = suite.resolve(name)
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                docs.extend(read_documents(file, str(Path(name) / file.relative_to(path)) if path.is_dir() else name))
+            except DocumentError as exc:
+                raise SuiteError(f"{suite.path}: policy {exc.file}: {exc.message}") from None
+            except OSError as exc:
+                raise SuiteError(f"{suite.path}: cannot read policy {name}: {exc.strerror or exc}") from None
+    return docs
+
+
+def _user(suite: Suite) -> UserInfo:
+    info = fold(load_userinfo(suite).get("userinfo"))
+    if not info:
+        return UserInfo("kyverno-cli", ("system:authenticated",))
+    extra = {str(k): tuple(str(i) for i in v or []) for k, v in (info.get("extra") or {}).items()}
+    return UserInfo(str(info.get("username", "")), tuple(str(g) for g in info.get("groups") or []),
+                    str(info.get("uid", "") or ""), extra)
+
+
+def _strip(obj: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(obj))
+    meta = out.get("metadata") or {}
+    for key in SERVER_FIELDS:
+        meta.pop(key, None)
+    return out
+
+
+class SuiteWorld:
+    def __init__(self, suite: Suite, resources: list[dict[str, Any]]) -> None:
+        registry = build_registry()
+        loader = PolicyLoader(registry, _compiler())
+        documents = _documents(suite, suite.policies + suite.exceptions)
+        compiled, errors = loader.compile_documents(documents)
+        if errors:
+            raise SuiteError("policies refused: " + "; ".join(str(e) for e in errors[:3]))
+        self.policies = [PolicyInfo(p.id.kind, p.id.name, bool(getattr(p, "excluded_when_unmatched", True)))
+                         for p in compiled]
+        store = PolicyStore()
+        store.publish(PolicySnapshot.of(compiled, 1))
+        context_objects, images = load_context(suite)
+        objects = list(suite.values.namespaces) + context_objects + read_objects(suite, suite.param_resources, "paramResources")
+        self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
+        self.lookups = SuiteLookups(self.state.lookups, images, suite)
+        self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
+        self.user = _user(suite)
+
+    async def admit(self, resource: Mapping[str, Any], operation: str) -> Observed:
+        resource = copy.deepcopy(dict(resource))
+        new = None if operation == "DELETE" else resource
+        old = copy.deepcopy(resource) if operation in ("UPDATE", "DELETE") else None
+        request = offline_request(new, operation=operation, old=old, user=self.user)
+        mutated = await self.engine.mutate(request)
+        final = dict(mutated.object) if mutated.object is not None else None
+        verdict = await self.engine.validate(request if final is None else _with_object(request, final))
+        return Observed(resource, list(mutated.verdict.results) + list(verdict.results), final,
+                        [_strip(g) for g in verdict.generated])
+
+
+def _with_object(request: Any, obj: Mapping[str, Any]) -> Any:
+    from dataclasses import replace
+
+    return replace(request, object=obj)
+
+
+async def build_world(suite: Suite, resources: list[dict[str, Any]]) -> SuiteWorld:
+    return SuiteWorld(suite, resources)
