@@ -17,6 +17,7 @@ from webhook.cel import CelCompiler
 from webhook.certs.generate import CertPaths, ensure_certificates, service_names
 from webhook.engine import AdmissionEngine
 from webhook.families.cel.family import CelFamily
+from webhook.families.kyverno.family import KyvernoFamily
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
 from webhook.observability.metrics import Metrics
@@ -62,7 +63,8 @@ class PolicyLoadFailed(Exception):
 
 def build_registry(ledgers: ReservationLedgers | None = None) -> FamilyRegistry:
     """Every policy family this process understands. `ledgers`: the quota reservations, one set per process."""
-    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers()), CelFamily()])
+    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers()), CelFamily(),
+                           KyvernoFamily()])
 
 
 @dataclass

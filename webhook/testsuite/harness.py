@@ -64,14 +64,19 @@ class SuiteLookups:
             raise LookupRefused(f"image data for {ref}: not in the test's context")
         return found
 
-    def values_for(self, policy: str, resource: str) -> Mapping[str, Any]:
-        """Kyverno CLI values for one policy and resource: globalValues, then the policy's resource values."""
+    def values_for(self, policy: str, resource: str, rule: str = "") -> Mapping[str, Any]:
+        """Kyverno CLI values for one policy and resource: globalValues, the rule's values (when a rule is
+        named), then the policy's resource values."""
         if self.suite is None:
             return {}
         values = dict(self.suite.values.global_values)
         for entry in self.suite.values.policies:
             entry = fold(entry)
             if entry.get("name") == policy:
+                for rule_entry in entry.get("rules") or [] if rule else []:
+                    rule_entry = fold(rule_entry)
+                    if rule_entry.get("name") == rule:
+                        values.update(rule_entry.get("values") or {})
                 for res in entry.get("resources") or []:
                     res = fold(res)
                     if res.get("name") == resource:

@@ -50,12 +50,12 @@ class RequestData:
         return (self.old_object if self.operation == "DELETE" else self.object) or {}
 
 
-def base_document(request: RequestData) -> dict:
+def base_document(request: RequestData, overrides: Mapping[str, Any] | None = None) -> dict:
     subject = request.subject
     doc: dict[str, Any] = {
         "request": {
-            "operation": request.operation, "object": copy.deepcopy(request.object),
-            "oldObject": copy.deepcopy(request.old_object),
+            # read-only here: JMESPath never mutates, mutation works on its own copy
+            "operation": request.operation, "object": request.object, "oldObject": request.old_object,
             "userInfo": {"username": subject.username, "groups": list(subject.groups)},
             "roles": list(subject.roles), "clusterRoles": list(subject.cluster_roles),
             "namespace": request.namespace, "name": request.name, "kind": dict(request.kind),
@@ -66,17 +66,18 @@ def base_document(request: RequestData) -> dict:
     match = re.match(r"^system:serviceaccount:([^:]+):([^:]+)$", subject.username)
     doc["serviceAccountName"] = match.group(2) if match else ""
     doc["serviceAccountNamespace"] = match.group(1) if match else ""
-    for dotted, value in request.overrides.items():
+    for dotted, value in {**request.overrides, **(overrides or {})}.items():
         set_dotted(doc, dotted, value)
     return doc
 
 
 def set_dotted(doc: dict, dotted: str, value: Any) -> None:
+    """Set a.b.c, copying the maps on the way so shared request objects are never changed."""
     node = doc
     parts = dotted.split(".")
     for part in parts[:-1]:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
+        child = node.get(part)
+        node[part] = dict(child) if isinstance(child, dict) else {}
         node = node[part]
     node[parts[-1]] = copy.deepcopy(value)
 

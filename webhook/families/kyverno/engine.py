@@ -84,12 +84,14 @@ def _prepare(rule: CompiledRule, ctx: Context, env: RuleEnv) -> tuple[Context, O
 def validate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv,
                    apply_one: bool = False) -> list[RuleOutcome]:
     info = request_info(request, env)
-    base = Context(base_document(request), delete=request.operation == "DELETE")
+    shared = Context(base_document(request), delete=request.operation == "DELETE")
     results: list[RuleOutcome] = []
     for rule in rules:
         if rule.kind != "validate" or not rule_applies(rule.raw, info):
             continue
-        outcome = _validate_one(rule, base, env, request)
+        rule_env = env.for_rule(rule.name)
+        base = shared if rule_env is env else Context(base_document(request, rule_env.overrides), shared.delete)
+        outcome = _validate_one(rule, base, rule_env, request)
         if outcome is None:
             continue
         results.append(RuleOutcome(rule.name, "validate", outcome.status, outcome.message, rule.action))
@@ -123,11 +125,12 @@ def mutate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: Rul
         current = RequestData(**{**request.__dict__, "object": result.resource})
         if not rule_applies(rule.raw, request_info(current, env)):
             continue
-        ctx = Context(base_document(current), delete=request.operation == "DELETE")
-        ctx, early = _prepare(rule, ctx, env)
+        rule_env = env.for_rule(rule.name)
+        ctx = Context(base_document(current, rule_env.overrides), delete=request.operation == "DELETE")
+        ctx, early = _prepare(rule, ctx, rule_env)
         outcome, patched = early, result.resource
         if early is None:
-            outcome, patched = _mutate_one(rule, ctx, env, result.resource)
+            outcome, patched = _mutate_one(rule, ctx, rule_env, result.resource)
         result.resource = patched
         result.outcomes.append(RuleOutcome(rule.name, "mutate", outcome.status, outcome.message))
         if apply_one and outcome.status != SKIP:
@@ -160,10 +163,11 @@ def generate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: R
     for rule in rules:
         if rule.kind != "generate" or not rule_applies(rule.raw, info):
             continue
-        ctx, early = _prepare(rule, base, env)
+        rule_env = env.for_rule(rule.name)
+        ctx, early = _prepare(rule, Context(base_document(request, rule_env.overrides), base.delete), rule_env)
         if early is not None:
             results.append(RuleOutcome(rule.name, "generate", early.status, early.message))
             continue
-        outcome, objects = generate_objects(rule.raw.get("generate") or {}, ctx, env, request)
+        outcome, objects = generate_objects(rule.raw.get("generate") or {}, ctx, rule_env, request)
         results.append(RuleOutcome(rule.name, "generate", outcome.status, outcome.message, generated=objects))
     return results

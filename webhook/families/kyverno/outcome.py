@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 PASS, FAIL, SKIP, ERROR, WARN = "pass", "fail", "skip", "error", "warn"
 
@@ -22,3 +22,11 @@ class RuleEnv:
     overrides: Mapping[str, Any] = field(default_factory=dict)   # test-supplied values by name/dotted path
     cel: Any = None                         # CelCompiler for validate.cel rules
     namespace_object: Mapping[str, Any] | None = None
+    # a test's values for one rule (global, rule and resource values merged), by rule name
+    rule_values: Callable[[str], Mapping[str, Any]] | None = None
+
+    def for_rule(self, rule: str) -> "RuleEnv":
+        if self.rule_values is None:
+            return self
+        values = self.rule_values(rule)
+        return RuleEnv(self.lookups, {**self.overrides, **values}, self.cel, self.namespace_object, None)
