@@ -29,13 +29,23 @@ class CompiledCel:
     audit_annotations: tuple[tuple[str, Any], ...]
 
 
-def compile_cel(spec: Mapping[str, Any], cel: Any) -> CompiledCel:
-    """Raises the CEL engine's error (a compile error names the expression)."""
+def compile_preconditions(conditions: Any, cel: Any) -> tuple[tuple[str, Any], ...]:
+    """``celPreconditions``: named CEL match conditions; all must hold or the rule is skipped."""
+    return tuple((str(c.get("name", "")), _compile(cel, str(c.get("expression", "")))) for c in conditions or [])
+
+
+def preconditions_hold(conditions: tuple[tuple[str, Any], ...], activation: Mapping[str, Any]) -> bool:
+    return all(program(activation) is True for _, program in conditions)
+
+
+def compile_cel(spec: Mapping[str, Any], cel: Any, default_message: str = "") -> CompiledCel:
+    """Raises the CEL engine's error (a compile error names the expression). An expression without a message
+    uses the rule's ``validate.message``, as Kyverno does."""
     expressions = []
     for item in spec.get("expressions") or []:
         program = _compile(cel, str(item.get("expression", "")))
         message_expr = _compile(cel, item["messageExpression"]) if item.get("messageExpression") else None
-        expressions.append((program, str(item.get("message") or ""), message_expr))
+        expressions.append((program, str(item.get("message") or default_message), message_expr))
     variables = tuple((str(v.get("name")), _compile(cel, str(v.get("expression", ""))))
                       for v in spec.get("variables") or [])
     audits = tuple((str(a.get("key")), _compile(cel, str(a.get("valueExpression", ""))))
@@ -61,14 +71,24 @@ def _params(compiled: CompiledCel, env: RuleEnv, namespace: str) -> Any:
     return found
 
 
-def evaluate_cel(name: str, compiled: CompiledCel, request_doc: Mapping[str, Any], env: RuleEnv) -> Outcome:
+def activation_of(request_doc: Mapping[str, Any], env: RuleEnv) -> dict[str, Any]:
     request = request_doc.get("request") or {}
     operation = request.get("operation")
-    activation: dict[str, Any] = {
+    namespace = str(request.get("namespace") or "")
+    namespace_object = env.namespace_object
+    if namespace_object is None and namespace and (request.get("kind") or {}).get("kind") != "Namespace":
+        namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    return {
         "object": None if operation == "DELETE" else request.get("object"),
         "oldObject": request.get("oldObject") if operation in ("UPDATE", "DELETE") else None,
-        "request": _admission_request(request), "namespaceObject": env.namespace_object,
+        "request": _admission_request(request), "namespaceObject": namespace_object,
     }
+
+
+def evaluate_cel(name: str, compiled: CompiledCel, request_doc: Mapping[str, Any], env: RuleEnv) -> Outcome:
+    """An evaluation error denies, as a ValidatingAdmissionPolicy with failurePolicy Fail (Kyverno passes none)."""
+    request = request_doc.get("request") or {}
+    activation = activation_of(request_doc, env)
     try:
         activation["params"] = _params(compiled, env, str(request.get("namespace") or ""))
         variables: dict[str, Any] = {}
@@ -79,8 +99,10 @@ def evaluate_cel(name: str, compiled: CompiledCel, request_doc: Mapping[str, Any
             if program(activation) is not True:
                 text = message_expr.evaluate(activation) if message_expr is not None else message
                 return Outcome(FAIL, text or f"failed expression: {program.expression}")
+    except CelRuleError as exc:
+        return Outcome(ERROR, f"rule {name}: error in parameterized resource: {exc}")
     except Exception as exc:  # CelError and friends: the message names the expression
-        return Outcome(ERROR, f"rule {name}: {exc}")
+        return Outcome(FAIL, f"rule {name}: expression evaluation failed: {exc}")
     return Outcome(PASS, f"validation rule '{name}' passed.")
 
 

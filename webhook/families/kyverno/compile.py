@@ -143,7 +143,7 @@ def _compile_rule(policy: str, raw: Mapping[str, Any], action: str, spec: Mappin
             raise PolicyError(f"{policy}: rule {raw['name']}: validate.cel needs the CEL engine")
         from .cel_rule import compile_cel
         try:
-            compiled_cel = compile_cel(validate["cel"], cel)
+            compiled_cel = compile_cel(validate["cel"], cel, str(validate.get("message") or ""))
         except Exception as exc:  # the CEL engine's error names the expression
             raise PolicyError(f"{policy}: rule {raw['name']}: validate.cel: {exc}") from exc
     if validate.get("podSecurity") is not None:
@@ -152,7 +152,17 @@ def _compile_rule(policy: str, raw: Mapping[str, Any], action: str, spec: Mappin
             pss = compile_pod_security(validate["podSecurity"])
         except ValueError as exc:
             raise PolicyError(f"{policy}: rule {raw['name']}: validate.podSecurity: {exc}") from exc
-    return CompiledRule(name=str(raw["name"]), raw=raw, kind=kind, action=rule_action, cel=compiled_cel, pss=pss)
+    cel_pre = ()
+    if raw.get("celPreconditions"):
+        if cel is None:
+            raise PolicyError(f"{policy}: rule {raw['name']}: celPreconditions need the CEL engine")
+        from .cel_rule import compile_preconditions
+        try:
+            cel_pre = compile_preconditions(raw["celPreconditions"], cel)
+        except Exception as exc:  # the CEL engine's error names the expression
+            raise PolicyError(f"{policy}: rule {raw['name']}: celPreconditions: {exc}") from exc
+    return CompiledRule(name=str(raw["name"]), raw=raw, kind=kind, action=rule_action, cel=compiled_cel, pss=pss,
+                        cel_preconditions=cel_pre)
 
 
 def action_for_namespace(rule: CompiledRule, spec_overrides: list[Mapping[str, Any]] | None, namespace: str) -> str:

@@ -30,6 +30,7 @@ class CompiledRule:
     action: str                       # "Enforce" | "Audit" (validate rules)
     cel: Any = None                   # CompiledCel for validate.cel rules
     pss: Any = None                   # compiled podSecurity check
+    cel_preconditions: tuple = ()     # compiled celPreconditions (name, program)
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,23 @@ def request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
         username=subject.username, groups=subject.groups, roles=subject.roles, cluster_roles=subject.cluster_roles)
 
 
+def _cel_preconditions(rule: CompiledRule, ctx: Context, env: RuleEnv) -> Outcome | None:
+    if not rule.cel_preconditions:
+        return None
+    from .cel_rule import activation_of, preconditions_hold
+    try:
+        if not preconditions_hold(rule.cel_preconditions, activation_of(ctx.data, env)):
+            return Outcome(SKIP, "cel preconditions not met")
+    except Exception as exc:  # CelError: the message names the expression
+        return Outcome(ERROR, f"failed to evaluate cel preconditions: {exc}")
+    return None
+
+
 def _prepare(rule: CompiledRule, ctx: Context, env: RuleEnv) -> tuple[Context, Outcome | None]:
-    """Rule-level context and preconditions, shared by every rule type."""
+    """Rule-level CEL preconditions, context and preconditions, shared by every rule type."""
+    early = _cel_preconditions(rule, ctx, env)
+    if early is not None:
+        return ctx, early
     try:
         ctx = load_entries(rule.raw.get("context"), ctx, env.lookups, env.overrides)
     except ContextError as exc:
@@ -110,6 +126,9 @@ def _validate_one(rule: CompiledRule, base: Context, env: RuleEnv, request: Requ
             from .cel_rule import evaluate_cel
             return evaluate_cel(rule.name, rule.cel, ctx.data, env)
         return rule.pss.check(request.resource if request.operation != "DELETE" else None, rule.name)
+    early = _cel_preconditions(rule, base, env)
+    if early is not None:
+        return early
     merged = {**spec, "context": rule.raw.get("context"), "preconditions": rule.raw.get("preconditions")}
     resource = None if request.operation == "DELETE" else request.resource
     return run_validator(rule.name, merged, base, env, resource)

@@ -61,7 +61,8 @@ class KyvernoCompiledPolicy:
         kind = request.kind
         data = RequestData(
             operation=operation, object=None if operation == "DELETE" else obj,
-            old_object=request.old_object if operation != "DELETE" else (request.old_object or obj),
+            # a test that only says "request.operation: UPDATE" compares the resource with itself, as kyverno test does
+            old_object=request.old_object or (obj if operation in ("UPDATE", "DELETE") else None),
             subject=Subject(user.username, tuple(user.groups), roles, cluster_roles),
             kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
             name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
