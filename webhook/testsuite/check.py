@@ -162,7 +162,7 @@ class Checker:
         return self._row(expected, rule, key, True, "Ok")
 
     def _compare_generated(self, expected: ExpectedResult, rule: str, key: tuple, obs: Observed) -> Row:
-        generated = [g for g in obs.generated if _generated_by(g, expected.policy_name)]
+        generated = [g for g in obs.generated if _generated_by(g, expected.policy_name, expected.rule)]
         for obj in generated:
             problems = []
             for name in expected.generated_resources:
@@ -191,7 +191,11 @@ class Checker:
         return f"resource {describe(wanted)} not found in {name}"
 
 
-def _generated_by(obj: Mapping[str, Any], policy: str) -> bool:
+def _generated_by(obj: Mapping[str, Any], policy: str, rule: str = "") -> bool:
+    """Kyverno compares each rule's own generated objects; the ownership labels say which rule made one."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
     owner = labels.get("generate.kyverno.io/policy-name")
+    by_rule = labels.get("generate.kyverno.io/rule-name")
+    if rule and by_rule is not None and by_rule not in (rule, f"autogen-{rule}", f"autogen-cronjob-{rule}"):
+        return False
     return owner is None or owner == policy

@@ -214,16 +214,18 @@ def _merge_list(target: Any, patch: list, field: str) -> list:
     key = _list_key(target, patch, field)
     if key is None:
         return [_strip_directives(p) for p in patch]
-    result = list(target)
-    for item in patch:
-        index = next((i for i, t in enumerate(result) if isinstance(t, dict) and t.get(key) == item.get(key)), None)
-        if item.get("$patch") == "delete":
-            if index is not None:
-                result.pop(index)
-        elif index is None:
-            result.append(_strip_directives(item))
-        else:
-            result[index] = merge(result[index], item, field)
+    # kustomize merges with ListIncreaseDirection=Prepend: elements only the patch has come first, then the
+    # existing elements in their order, each merged with the patch element of the same key.
+    patched = {item.get(key): item for item in patch}
+    existing_keys = {t.get(key) for t in target if isinstance(t, dict)}
+    result: list = [_strip_directives(item) for item in patch
+                    if item.get(key) not in existing_keys and item.get("$patch") != "delete"]
+    for item in target:
+        update = patched.get(item.get(key)) if isinstance(item, dict) else None
+        if update is None:
+            result.append(item)
+        elif update.get("$patch") != "delete":
+            result.append(merge(copy.deepcopy(item), update, field))
     return result
 
 

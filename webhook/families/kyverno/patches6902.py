@@ -50,14 +50,21 @@ def _parent(doc: Any, tokens: list[str], create: bool) -> Any:
             if token not in node or node[token] is None:
                 if not create:
                     raise PatchError(f"path /{'/'.join(tokens)} does not exist")
-                following = tokens[position + 1]
-                node[token] = [] if following == "-" or following.isdigit() else {}
+                node[token] = _container_for(tokens[position + 1])
             node = node[token]
         elif isinstance(node, list):
+            if create and (token == "-" or not node):
+                node.append(_container_for(tokens[position + 1]))  # EnsurePathExistsOnAdd grows the array
+                node = node[-1]
+                continue
             node = node[_index(node, token, False)]
         else:
             raise PatchError(f"path /{'/'.join(tokens)} does not exist")
     return node
+
+
+def _container_for(following: str) -> Any:
+    return [] if following == "-" or following.lstrip("-").isdigit() else {}
 
 
 def _get(doc: Any, path: str) -> Any:
@@ -78,7 +85,10 @@ def _add(doc: Any, path: str, value: Any) -> Any:
         return value
     parent = _parent(doc, tokens, True)
     if isinstance(parent, list):
-        parent.insert(_index(parent, tokens[-1], True), value)
+        if not parent and tokens[-1].startswith("-"):
+            parent.append(value)
+        else:
+            parent.insert(_index(parent, tokens[-1], True), value)
     elif isinstance(parent, dict):
         parent[tokens[-1]] = value
     else:
