@@ -1,10 +1,14 @@
 """The engine over policy families: phases, compile errors, the CEL activation, subresources,
 background scans, generated objects and the one offline admission path."""
 
+import io
 import json
 from pathlib import Path
 
+import yaml
+
 from webhook.app import Quartermaster, Settings
+from webhook.apply import run_apply, write_documents
 from webhook.engine.offline import admit_offline
 from webhook.engine.scan import scan
 from webhook.model.results import Outcome
@@ -115,3 +119,12 @@ async def test_warn_results_warn_and_never_block(tmp_path):
     verdict = await qm.engine.validate(request(pod("a")))
     assert verdict.allowed and verdict.warnings == ("soft: soft says no",)
     assert verdict.audit_annotations == {"soft.check": "soft says no"}
+
+
+async def test_apply_prints_generated_objects(tmp_path):
+    qm = build(tmp_path, gate("gen", "true", generates=[CONFIG_MAP]))
+    report = await run_apply(qm, [pod("a")])
+    out = io.StringIO()
+    write_documents(report, out)
+    docs = list(yaml.safe_load_all(out.getvalue()))
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [("Pod", "a"), ("ConfigMap", "made")]
