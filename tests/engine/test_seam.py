@@ -128,3 +128,23 @@ async def test_apply_prints_generated_objects(tmp_path):
     write_documents(report, out)
     docs = list(yaml.safe_load_all(out.getvalue()))
     assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [("Pod", "a"), ("ConfigMap", "made")]
+
+
+async def test_the_request_variable_keeps_what_the_api_server_converted(tmp_path):
+    qm = build(tmp_path, gate("one", "true", kinds=["Deployment"]))
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "jdoe"}}
+    body = review(deployment)
+    body["request"]["requestKind"] = {"group": "apps", "version": "v1beta2", "kind": "Deployment"}
+    body["request"]["requestResource"] = {"group": "apps", "version": "v1beta2", "resource": "deployments"}
+    assert (await qm.engine.validate(parse_review(json.dumps(body).encode()))).allowed
+    req = qm.store.snapshot.policies[0].seen[-1]["request"]
+    assert req["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert req["requestResource"]["version"] == "v1beta2" and req["requestKind"]["version"] == "v1beta2"
+
+
+async def test_standalone_scans_cover_every_kind_in_the_state(tmp_path):
+    qm = build(tmp_path, gate("maps", "false", kinds=["ConfigMap"]))
+    qm.state.record_admitted(CONFIG_MAP, "CREATE")
+    sink = MemoryResultSink()
+    await scan(qm.store, qm.state, sink)
+    assert [(e.resource.kind, e.result.outcome) for e in sink.entries] == [("ConfigMap", Outcome.FAIL)]

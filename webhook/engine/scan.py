@@ -32,10 +32,14 @@ class ScanSummary:
     failures: int  # fail or error results (enforced or audited)
 
 
-async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds: Sequence[str] = TRACKED_KINDS,
+async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds: Sequence[str] | None = None,
                namespace: str = "") -> ScanSummary:
-    """Evaluate every object of `kinds` (in `namespace`, or everywhere); never mutates anything."""
+    """Evaluate every object of `kinds` (default: every kind the state holds) in `namespace`, or everywhere;
+    never mutates anything."""
     engine = AdmissionEngine(store, state, sink)
+    if kinds is None:
+        held = getattr(state, "kinds", None)
+        kinds = held() if callable(held) else TRACKED_KINDS
     resources = results = failures = 0
     for kind in kinds:
         if kind in CLUSTER_SCOPED and namespace:
