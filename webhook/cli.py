@@ -12,6 +12,7 @@ from pathlib import Path
 from webhook import __version__
 from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
 from webhook.observability.logs import configure_logging
+from webhook.convert_command import add_convert_command, run_convert
 from webhook.report_command import add_report_command, run_report
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format (default: table)")
     add_deploy_commands(commands)  # certs, crds
     add_report_command(commands)
+    add_convert_command(commands)
     return parser
 
 
@@ -121,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_test_command(args)
     if args.command == "report":
         return run_report(args)
+    if args.command == "convert":
+        return run_convert(args)
     if args.command in DEPLOY_COMMANDS:
         return run_deploy_command(args)
     return _apply(args)
