@@ -129,7 +129,11 @@ class SuiteWorld:
         store = PolicyStore()
         store.publish(PolicySnapshot.of(compiled, 1))
         context_objects, images = load_context(suite)
-        objects = list(suite.values.namespaces) + context_objects + read_objects(suite, suite.param_resources, "paramResources")
+        # namespaceSelector entries of the values describe namespaces too: policies match their labels
+        listed = {(ns.get("metadata") or {}).get("name") for ns in suite.values.namespaces}
+        labelled = [suite.values.namespace(name) for name in suite.values.namespace_labels if name not in listed]
+        objects = (list(suite.values.namespaces) + labelled + context_objects
+                   + read_objects(suite, suite.param_resources, "paramResources"))
         self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
         self.lookups = SuiteLookups(self.state.lookups, images, suite)
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
