@@ -58,7 +58,7 @@ def compile_map(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
     spec = doc.data.get("spec") or {}
     common = _common(doc, frozenset({Phase.MUTATE}))
     try:
-        found = variants(cel, spec, "admission", lambda s: mutating.compile_body(cel, s), None)
+        found = variants(cel, spec, "admission", lambda s: mutating.compile_body(cel, s, "mutating"), None)
         return mutating.MutatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                 bindings=tuple(bindings), param_kind=_param_kind(spec))
     except CompileFailed as exc:

@@ -19,9 +19,8 @@ NAMESPACED = {"NamespacedValidatingPolicy", "NamespacedMutatingPolicy", "Namespa
 def identity(doc: Document) -> PolicyId:
     data = doc.data
     meta = data.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "")
-    if data["kind"] in NAMESPACED and not namespace:
-        namespace = "default"
+    # a cluster-scoped kind ignores metadata.namespace, as the API server does
+    namespace = str(meta.get("namespace") or "default") if data["kind"] in NAMESPACED else ""
     return PolicyId(data["apiVersion"], data["kind"], str(meta.get("name", "")), namespace)
 
 
@@ -65,7 +64,7 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
                              autogen.rewrite_validating)
             extra["actions"] = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
         elif kind == "MutatingPolicy":
-            found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s), autogen.rewrite_mutating)
+            found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"), autogen.rewrite_mutating)
         else:
             found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
