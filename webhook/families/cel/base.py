@@ -153,7 +153,7 @@ class CelPolicy:
               variant: Variant, extra: Mapping[str, Any] | None = None) -> Scope:
         base = ctx.activation(obj) if ctx.request is not None else _activation(request, obj, ctx)
         base.update(extra or {})
-        return Scope(base, variant.variables, ctx.lookups)
+        return Scope(base, variant.variables, ctx.lookups, self.timeout)
 
     def check_exceptions(self, scope: Scope) -> ExceptionOutcome:
         """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`."""

@@ -8,6 +8,7 @@ as Kubernetes' lazy variable map behaves.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -90,7 +91,11 @@ class Variables:
 class Scope:
     """One evaluation of one policy: the activation, the variables computed so far."""
 
-    def __init__(self, base: Mapping[str, Any], variables: Variables, lookups: Lookups | None) -> None:
+    def __init__(self, base: Mapping[str, Any], variables: Variables, lookups: Lookups | None,
+                 budget: float | None = None) -> None:
+        # webhookConfiguration.timeoutSeconds: every expression is bounded by the CEL engine's cost guard,
+        # and no new one starts once the policy's own time is up
+        self.deadline = time.monotonic() + budget if budget is not None else None
         self.base = dict(base)
         self.variables = variables
         self.lookups = lookups
@@ -112,6 +117,8 @@ class Scope:
         return {n: self._values[n] for n in names if n in self._values}
 
     def _run(self, expr: Expr, variables: Mapping[str, Any], generated: list[Any] | None = None) -> Any:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise CelError(f"{expr.field}: not evaluated, the policy used up its timeoutSeconds budget")
         activation = {**self.base, "variables": dict(variables)}
         try:
             return expr.program.evaluate(activation, self.lookups, generated=generated)
