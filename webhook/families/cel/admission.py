@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler
 from webhook.families.cel import mutating, validating
 from webhook.families.cel.base import Variant, failure_policy, parse_match
-from webhook.families.cel.compile import _common, variants
+from webhook.families.cel.compile import _common, _failure_policy_or_fail, variants
 from webhook.families.cel.scope import CompileFailed
 from webhook.families.cel.validating import Binding
 from webhook.model.policy import Phase
@@ -51,7 +51,7 @@ def compile_vap(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
         return validating.ValidatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                     bindings=tuple(bindings), param_kind=_param_kind(spec))
     except CompileFailed as exc:
-        return validating.ValidatingAdmissionPolicy(**common, error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+        return validating.ValidatingAdmissionPolicy(**common, failure_policy=_failure_policy_or_fail(spec), error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
 
 
 def compile_map(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) -> mutating.MutatingAdmissionPolicy:
@@ -62,4 +62,4 @@ def compile_map(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
         return mutating.MutatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                 bindings=tuple(bindings), param_kind=_param_kind(spec))
     except CompileFailed as exc:
-        return mutating.MutatingAdmissionPolicy(**common, error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+        return mutating.MutatingAdmissionPolicy(**common, failure_policy=_failure_policy_or_fail(spec), error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")

@@ -9,7 +9,7 @@ from webhook.families.cel import autogen, generating, mutating, validating
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
 from webhook.families.cel.scope import CompileFailed, Variables
-from webhook.model.policy import Phase, PolicyId, SourceRef
+from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.policy.documents import Document
 
 KYVERNO_GROUP = "policies.kyverno.io"
@@ -70,9 +70,26 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
                    background=enabled(spec, "evaluation", "background", "enabled"),
-                   admission=enabled(spec, "evaluation", "admission", "enabled"), timeout=timeout(spec), **extra)
-    except CompileFailed as exc:
-        return cls(**common, error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+                   admission=_admission(spec), timeout=timeout(spec), **extra)
+    except CompileFailed as exc:  # the failure policy still governs a broken policy, if it can be read
+        return cls(**common, failure_policy=_failure_policy_or_fail(spec),
+                   error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+
+
+def _failure_policy_or_fail(spec: Any) -> FailurePolicy:
+    try:
+        return failure_policy(spec) if isinstance(spec, Mapping) else FailurePolicy.FAIL
+    except CompileFailed:
+        return FailurePolicy.FAIL
+
+
+def _admission(spec: Mapping[str, Any]) -> bool:
+    """Whether the policy takes part in admission: evaluation.admission.enabled, and not a JSON-payload policy
+    (evaluation.mode: JSON validates arbitrary JSON, never Kubernetes requests)."""
+    mode = (spec.get("evaluation") or {}).get("mode") or "Kubernetes"
+    if mode not in ("Kubernetes", "JSON"):
+        raise CompileFailed("spec.evaluation.mode", "must be Kubernetes or JSON")
+    return mode == "Kubernetes" and enabled(spec, "evaluation", "admission", "enabled")
 
 
 def compile_exception(doc: Document, cel: CelCompiler) -> tuple[list[tuple[str, str]], Exception_]:
