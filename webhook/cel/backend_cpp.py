@@ -16,8 +16,12 @@ from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_option
 
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
-from webhook.cel.functions import Overload
-from webhook.cel.values import KINDS, plain
+from webhook.cel.functions import Overload, fn
+from webhook.cel.source import guard_accumulating_ranges, tokenize
+from webhook.cel.values import KINDS, check_size, plain
+
+MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
+_TOO_LONG = "__qm_too_long"
 
 T = cel.Type
 _TYPES = {
@@ -32,10 +36,14 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
 
     def call(*args: Any) -> Any:
         try:
-            return impl(*args)
+            return check_size(impl(*args))
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(f"{name}: {exc}") from None
     return call
+
+
+def _too_long(size: int) -> Any:
+    raise ValueError(f"map/filter over {size} elements, more than the limit of {MAX_ACCUMULATED}")
 
 
 def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
@@ -84,7 +92,8 @@ class CppBackend:
     def _env(self, spec: EnvSpec) -> Any:
         env = self._envs.get(spec.name)
         if env is None:
-            overloads = tuple(o for lib in spec.libraries for o in lib.overloads)
+            overloads = tuple(o for lib in spec.libraries for o in lib.overloads) + (
+                fn(_TOO_LONG, ["int"], "dyn", _too_long),)
             env = cel.NewEnv(
                 variables={name: T.DYN for name in spec.variables},
                 extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
@@ -95,7 +104,11 @@ class CppBackend:
 
     def compile(self, spec: EnvSpec, source: str) -> CppProgram:
         try:
-            return CppProgram(self._env(spec).compile(source))
+            guarded = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+        except ValueError as exc:
+            raise CelError(str(exc)) from None
+        try:
+            return CppProgram(self._env(spec).compile(guarded))
         except RuntimeError as exc:
             raise CelError(_compile_message(str(exc))) from None
 

@@ -20,7 +20,7 @@ from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
-from webhook.cel.values import describe, kind_of, plain
+from webhook.cel.values import check_size, describe, kind_of, plain
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -112,7 +112,7 @@ def _dispatcher(name: str, overloads: list[Overload]) -> Callable[..., Any]:
         for overload in target:
             if _matches(overload, args):
                 try:
-                    return to_cel(overload.impl(*args))
+                    return to_cel(check_size(overload.impl(*args)))
                 except Exception as exc:
                     return celpy.CELEvalError(f"{qualified}: {exc}", type(exc), exc.args)
         if builtin is not None and qualified == name:
