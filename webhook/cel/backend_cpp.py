@@ -8,8 +8,11 @@ Its evaluator also enforces a comprehension iteration budget and raises once it 
 
 from __future__ import annotations
 
+import datetime
 import itertools
 from typing import Any, Callable, Mapping
+
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
@@ -58,6 +61,24 @@ def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
     return [cel.FunctionDecl(name, decls) for name, decls in by_name.items()]
 
 
+def _protos(value: Any) -> Any:
+    """Timestamps and durations (e.g. earlier variables' values) enter the runtime as protobuf messages;
+    it refuses Python datetime objects in an activation."""
+    if isinstance(value, datetime.datetime):
+        message = timestamp_pb2.Timestamp()
+        message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+        return message
+    if isinstance(value, datetime.timedelta):
+        message = duration_pb2.Duration()
+        message.FromTimedelta(value)
+        return message
+    if isinstance(value, Mapping):
+        return {k: _protos(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_protos(v) for v in value]
+    return value
+
+
 class CppProgram:
     __slots__ = ("_expression",)
 
@@ -70,6 +91,9 @@ class CppProgram:
         except RuntimeError as exc:  # e.g. the iteration budget
             raise CelError(_clean(str(exc))) from None
         kind = value.type().name()
+        if kind == "ERROR" and "Non-CEL value type" in str(value.plain_value()):
+            value = self._expression.eval(data=_protos(activation))  # only then pay for the conversion
+            kind = value.type().name()
         if kind == "ERROR":
             raise CelError(_clean(str(value.plain_value())))
         if kind.startswith("optional"):

@@ -119,7 +119,11 @@ def _type_name_start(tokens: list[Token], i: int) -> int | None:
 
 
 def rewrite_constructions(source: str, tokens: list[Token]) -> str:
-    """`Type.name{field: v, ?opt: o}` -> `{'field': v, ?'opt': o}`; map literals are left alone."""
+    """`Type.name{field: v, ?opt: o}` -> `dyn({'field': v, ?'opt': o})`; map literals are left alone.
+
+    `dyn(...)` keeps what a typed object allows: `cond ? JSONPatch{...} : null` type-checks as it does
+    for Kubernetes' message types, where a bare map literal and `null` would not.
+    """
     edits: list[tuple[int, int, str]] = []
     frames: list[bool] = []  # per open bracket: is it a message construction brace?
     expect_field = False
@@ -128,12 +132,12 @@ def rewrite_constructions(source: str, tokens: list[Token]) -> str:
             start = _type_name_start(tokens, i) if tok.text == "{" else None
             frames.append(start is not None)
             if start is not None:
-                edits.append((tokens[start].start, tok.start, ""))
+                edits.append((tokens[start].start, tok.start, "dyn("))
             expect_field = start is not None
             continue
         if tok.kind == "op" and tok.text in ")]}":
-            if frames:
-                frames.pop()
+            if frames and frames.pop():
+                edits.append((tok.end, tok.end, ")"))
             expect_field = False
             continue
         if tok.text == "," and frames and frames[-1]:
