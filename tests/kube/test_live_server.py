@@ -162,6 +162,6 @@ async def test_an_audited_admission_is_reported_with_the_events_the_policy_asks_
             lambda: apiserver.get("wgpolicyk8s.io/v1alpha2", "PolicyReport", "jdoe", "pod-extra"))
         events = await async_eventually(lambda: apiserver.list("events.k8s.io/v1", "Event", "jdoe"))
     gpu = next(r for r in report["results"] if r["rule"] == "gpu-quota")
-    assert gpu["result"] == "fail" and gpu["properties"] == {"mode": "Audit"} and gpu["severity"] == "high"
+    assert gpu["result"] == "fail" and gpu["properties"] == {"mode": "Audit", "policyKind": "ProfileQuota"} and gpu["severity"] == "high"
     assert report["metadata"]["ownerReferences"][0]["uid"] == "uid-extra"
     assert [e["regarding"]["name"] for e in events] == ["extra"] and events[0]["reason"] == "PolicyViolation"

@@ -66,7 +66,7 @@ async def test_one_report_per_resource_owned_by_it(apiserver, kube_api, calls, c
                                 "uid": pods["a"]["metadata"]["uid"]}
     assert written["summary"] == {"pass": 1, "fail": 1, "warn": 0, "error": 0, "skip": 0}
     by_rule = {r["rule"]: r for r in written["results"]}
-    assert by_rule["team-label"]["result"] == "fail" and by_rule["team-label"]["properties"] == {"mode": "Audit"}
+    assert by_rule["team-label"]["result"] == "fail" and by_rule["team-label"]["properties"] == {"mode": "Audit", "policyKind": "ProfileQuota"}
     assert by_rule["gpu-quota"]["message"] == "1 of 1 GPU in use" and by_rule["gpu-quota"]["source"] == "quartermaster"
 
 

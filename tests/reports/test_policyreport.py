@@ -90,3 +90,11 @@ def test_rendering_every_format():
     page = render(reports, "html", generated="now")
     assert "fail (audit)" in page and "<script" not in page
     assert "No results." in render([], "html") and render([], "table").endswith("0 reports: 0 pass, 0 fail, 0 warn, 0 error, 0 skip\n")
+
+
+def test_same_named_policies_of_two_kinds_keep_their_own_rows():
+    entries = [ReportEntry(POD, failed(pid("team", "RequireLabel"), "check", "no"), 1.0),
+               ReportEntry(POD, passed(pid("team", "ProfileQuota"), "check"), 1.0)]
+    (report,) = reports_from_entries(entries)
+    assert sorted((r["properties"]["policyKind"], r["result"]) for r in report["results"]) == \
+        [("ProfileQuota", "pass"), ("RequireLabel", "fail")]

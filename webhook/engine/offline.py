@@ -30,6 +30,8 @@ class OfflineResult:
     created: tuple[Mapping[str, Any], ...] = ()  # what the mutate phase needed created (claim templates)
     generated: tuple[Mapping[str, Any], ...] = ()  # what validating policies generate after admission
     warnings: tuple[str, ...] = ()
+    patch: tuple[Mapping[str, Any], ...] = ()  # the mutate phase's JSON Patch, as /mutate would send it
+    code: int = 200  # the HTTP-like status of a denial: 403, or 503 when a needed object could not be created
 
 
 def plural(kind: str) -> str:
@@ -58,18 +60,28 @@ def offline_request(resource: Mapping[str, Any] | None, *, operation: str = "CRE
 
 async def admit_offline(engine: AdmissionEngine, resource: Mapping[str, Any] | None, *, operation: str = "CREATE",
                         old: Mapping[str, Any] | None = None, user: UserInfo = OFFLINE_USER,
-                        dry_run: bool = False) -> OfflineResult:
-    """Mutate, then validate the mutated object; `resource` None is a DELETE of `old`."""
+                        dry_run: bool = False, background: bool = False) -> OfflineResult:
+    """Mutate, then validate the mutated object; `resource` None is a DELETE of `old`.
+
+    `background`: an existing object checked by a background scan: no mutation, only the policies that
+    take part in background scans, nothing recorded or created (pass dry_run=True as well).
+    """
     request = offline_request(resource, operation=operation, old=old, user=user, dry_run=dry_run)
+    if background:
+        verdict = await engine.validate(request, background=True)
+        return OfflineResult(request, verdict.allowed, verdict.message, verdict.results, resource,
+                             warnings=verdict.warnings, code=verdict.code)
     mutated = await engine.mutate(request)
     results = tuple(mutated.verdict.results)
     if not mutated.verdict.allowed:
         return OfflineResult(request, False, mutated.verdict.message, results, resource,
-                             warnings=mutated.verdict.warnings)
+                             warnings=mutated.verdict.warnings, code=mutated.verdict.code)
     final = dict(mutated.object) if mutated.object is not None else None
     verdict = await engine.validate(replace(request, object=final))
     results += verdict.results
     warnings = tuple(dict.fromkeys(mutated.verdict.warnings + verdict.warnings))
     if not verdict.allowed:
-        return OfflineResult(request, False, verdict.message, results, resource, warnings=warnings)
-    return OfflineResult(request, True, "", results, final, tuple(mutated.created), tuple(verdict.generated), warnings)
+        return OfflineResult(request, False, verdict.message, results, resource, warnings=warnings,
+                             patch=mutated.verdict.patch, code=verdict.code)
+    return OfflineResult(request, True, "", results, final, tuple(mutated.created), tuple(verdict.generated), warnings,
+                         mutated.verdict.patch)

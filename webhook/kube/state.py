@@ -86,6 +86,10 @@ class LiveClusterState:
         cache = self.caches.get(kind)
         return cache.list(namespace) if cache else []
 
+    def kinds(self) -> list[str]:
+        """The kinds the informers hold (background scans look at all of them)."""
+        return list(self.caches)
+
     @property
     def synced(self) -> bool:
         """Ready to answer: every kind listed once, and no watch stalled (a stale cache makes wrong decisions)."""

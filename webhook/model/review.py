@@ -60,10 +60,12 @@ class AdmissionRequest:
     request_resource: GroupVersionResource | None = None
     request_sub_resource: str | None = None
     options: Mapping[str, Any] | None = None  # CreateOptions, UpdateOptions, DeleteOptions
+    resource_group_version: tuple[str, str] | None = None  # request.resource's group and version; None: the kind's
 
     @property
     def gvr(self) -> GroupVersionResource:
-        return GroupVersionResource(self.kind.group, self.kind.version, self.resource)
+        group, version = self.resource_group_version or (self.kind.group, self.kind.version)
+        return GroupVersionResource(group, version, self.resource)
 
     @property
     def subject(self) -> Mapping[str, Any]:
@@ -167,6 +169,8 @@ def parse_review(body: bytes) -> AdmissionRequest:
         request_resource=_gvr(req, "requestResource"),
         request_sub_resource=req.get("requestSubResource") if isinstance(req.get("requestSubResource"), str) else None,
         options=_optional_object(req, "options"),
+        resource_group_version=(str(resource.get("group", "")), str(resource.get("version", "")))
+        if resource.get("version") else None,
     )
 
 

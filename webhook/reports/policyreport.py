@@ -74,7 +74,8 @@ def result_entry(entry: ReportEntry, meta: PolicyMeta = PolicyMeta()) -> dict[st
         "result": r.outcome.value,
         "scored": True,
         "timestamp": {"seconds": seconds, "nanos": int((entry.timestamp - seconds) * 1e9)},
-        "properties": {"mode": r.action.value},
+        # `policy` is the name users know; the kind tells apart policies of two kinds with one name
+        "properties": {"mode": r.action.value, "policyKind": r.policy.kind},
     }
     if r.message:
         out["message"] = r.message[:MESSAGE_LIMIT]
@@ -88,11 +89,12 @@ def result_entry(entry: ReportEntry, meta: PolicyMeta = PolicyMeta()) -> dict[st
 def merge_results(existing: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]],
                   known_policies: frozenset[str] | None = None) -> list[dict[str, Any]]:
     """Newer (policy, rule) results replace older ones; results of unknown policies are dropped."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
     for result in list(existing) + list(new):
         if known_policies is not None and result.get("policy") not in known_policies:
             continue
-        merged[(str(result.get("policy", "")), str(result.get("rule", "")))] = dict(result)
+        kind = str((result.get("properties") or {}).get("policyKind", ""))
+        merged[(str(result.get("policy", "")), kind, str(result.get("rule", "")))] = dict(result)
     return [merged[key] for key in sorted(merged)]
 
 

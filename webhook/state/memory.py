@@ -71,6 +71,10 @@ class InMemoryClusterState:
         scopes = [objs for (k, _), objs in list(self._scopes.items()) if k == kind]  # a copy: writers may run in another thread
         return [obj for objs in scopes for obj in list(objs.values())]
 
+    def kinds(self) -> list[str]:
+        """Every kind held (background scans and `report` look at all of them)."""
+        return sorted({kind for kind, _ in list(self._scopes)})
+
     @property
     def synced(self) -> bool:
         return True
