@@ -188,3 +188,35 @@ def test_set_level_errors_name_the_document_and_field():
     binding = compile_("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
                        "metadata: {name: b}\nspec: {policyName: x}\n")
     assert binding.errors[0].field == "spec.validationActions"
+
+
+GPOL = """\
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: default-deny}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}
+  variables:
+  - {name: ns, expression: "object.metadata.name"}
+  generate:
+  - expression: >-
+      generator.Apply(variables.ns, [{"apiVersion": dyn("networking.k8s.io/v1"), "kind": dyn("NetworkPolicy"),
+        "metadata": dyn({"name": "default-deny"}), "spec": dyn({"podSelector": dyn({}), "policyTypes": dyn(["Ingress"])})}])
+"""
+
+
+async def test_generating_policy_generates_after_admission_and_never_on_dry_run():
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}
+    eng = engine(GPOL)
+    result = await admit_offline(eng, namespace)
+    assert result.allowed and outcomes(result) == [("default-deny", "pass")]
+    [generated] = result.generated
+    assert (generated["kind"], generated["metadata"]["namespace"], generated["metadata"]["name"]) == \
+        ("NetworkPolicy", "fresh", "default-deny")
+    assert generated["metadata"]["labels"]["generate.kyverno.io/policy-name"] == "default-deny"
+    assert_valid_k8s({k: v for k, v in generated.items()})
+    assert eng.state.get("NetworkPolicy", "fresh", "default-deny") is not None
+    dry = await admit_offline(engine(GPOL), {**namespace, "metadata": {"name": "dry"}}, dry_run=True)
+    assert dry.allowed and dry.generated == ()
