@@ -45,7 +45,7 @@ class GeneratingPolicy(CelPolicy):
 
     def _labels(self, request: AdmissionRequest, trigger: Mapping[str, Any]) -> dict[str, str]:
         meta = trigger.get("metadata") or {}
-        return {
+        labels = {
             "app.kubernetes.io/managed-by": "kyverno",
             "generate.kyverno.io/policy-name": self.id.name,
             "generate.kyverno.io/policy-namespace": self.id.namespace,
@@ -53,6 +53,7 @@ class GeneratingPolicy(CelPolicy):
             "generate.kyverno.io/trigger-name": str(meta.get("name", "")),
             "generate.kyverno.io/trigger-namespace": request.namespace,
         }
+        return {k: v for k, v in labels.items() if v}  # label values may not name what is not there
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         variant = self.variant_for(request, request.object, ctx)
@@ -81,8 +82,10 @@ class GeneratingPolicy(CelPolicy):
         for raw in created:
             if not isinstance(raw, Mapping) or not raw.get("kind") or not raw.get("apiVersion"):
                 return self._result(Outcome.ERROR, "generator.Apply needs objects with apiVersion and kind"), []
-            obj = copy.deepcopy(dict(raw))
-            meta = obj.setdefault("metadata", {})
+            # apiVersion, kind, metadata first, as kubectl prints objects
+            obj = {"apiVersion": raw["apiVersion"], "kind": raw["kind"], "metadata": {},
+                   **{k: copy.deepcopy(v) for k, v in raw.items() if k not in ("apiVersion", "kind")}}
+            meta = obj["metadata"] = dict(obj.get("metadata") or {})
             meta["labels"] = {**(meta.get("labels") or {}), **labels}
             generated.append(obj)
         return self._result(Outcome.PASS, f"generated {len(generated)} object(s)"), generated
