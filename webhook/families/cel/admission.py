@@ -27,7 +27,7 @@ def compile_binding(doc: Document, validating_kind: bool) -> tuple[str, Binding]
         if not spec.get("validationActions"):
             raise CompileFailed("spec.validationActions", "required: a list of Deny, Warn, Audit")
         actions = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
-    match = parse_match(spec.get("matchResources"), "spec.matchResources") if spec.get("matchResources") else None
+    match = parse_match(spec.get("matchResources"), "spec.matchResources") if spec.get("matchResources") is not None else None
     ref = spec.get("paramRef")
     if ref is not None and not isinstance(ref, Mapping):
         raise CompileFailed("spec.paramRef", "must be a mapping with name or selector")
