@@ -8,16 +8,23 @@ Its evaluator also enforces a comprehension iteration budget and raises once it 
 
 from __future__ import annotations
 
+import datetime
 import itertools
 from typing import Any, Callable, Mapping
+
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
 
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
-from webhook.cel.functions import Overload
-from webhook.cel.values import KINDS, plain
+from webhook.cel.functions import Overload, fn
+from webhook.cel.source import guard_accumulating_ranges, tokenize
+from webhook.cel.values import KINDS, check_size, plain
+
+MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
+_TOO_LONG = "__qm_too_long"
 
 T = cel.Type
 _TYPES = {
@@ -32,10 +39,14 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
 
     def call(*args: Any) -> Any:
         try:
-            return impl(*args)
+            return check_size(impl(*args))
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(f"{name}: {exc}") from None
     return call
+
+
+def _too_long(size: int) -> Any:
+    raise ValueError(f"map/filter over {size} elements, more than the limit of {MAX_ACCUMULATED}")
 
 
 def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
@@ -50,6 +61,24 @@ def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
     return [cel.FunctionDecl(name, decls) for name, decls in by_name.items()]
 
 
+def _protos(value: Any) -> Any:
+    """Timestamps and durations (e.g. earlier variables' values) enter the runtime as protobuf messages;
+    it refuses Python datetime objects in an activation."""
+    if isinstance(value, datetime.datetime):
+        message = timestamp_pb2.Timestamp()
+        message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+        return message
+    if isinstance(value, datetime.timedelta):
+        message = duration_pb2.Duration()
+        message.FromTimedelta(value)
+        return message
+    if isinstance(value, Mapping):
+        return {k: _protos(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_protos(v) for v in value]
+    return value
+
+
 class CppProgram:
     __slots__ = ("_expression",)
 
@@ -62,6 +91,9 @@ class CppProgram:
         except RuntimeError as exc:  # e.g. the iteration budget
             raise CelError(_clean(str(exc))) from None
         kind = value.type().name()
+        if kind == "ERROR" and "Non-CEL value type" in str(value.plain_value()):
+            value = self._expression.eval(data=_protos(activation))  # only then pay for the conversion
+            kind = value.type().name()
         if kind == "ERROR":
             raise CelError(_clean(str(value.plain_value())))
         if kind.startswith("optional"):
@@ -84,7 +116,8 @@ class CppBackend:
     def _env(self, spec: EnvSpec) -> Any:
         env = self._envs.get(spec.name)
         if env is None:
-            overloads = tuple(o for lib in spec.libraries for o in lib.overloads)
+            overloads = tuple(o for lib in spec.libraries for o in lib.overloads) + (
+                fn(_TOO_LONG, ["int"], "dyn", _too_long),)
             env = cel.NewEnv(
                 variables={name: T.DYN for name in spec.variables},
                 extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
@@ -95,7 +128,11 @@ class CppBackend:
 
     def compile(self, spec: EnvSpec, source: str) -> CppProgram:
         try:
-            return CppProgram(self._env(spec).compile(source))
+            guarded = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+        except ValueError as exc:
+            raise CelError(str(exc)) from None
+        try:
+            return CppProgram(self._env(spec).compile(guarded))
         except RuntimeError as exc:
             raise CelError(_compile_message(str(exc))) from None
 

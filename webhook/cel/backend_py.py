@@ -13,14 +13,16 @@ import threading
 from typing import Any, Callable, Mapping
 
 import celpy
+import lark
 from celpy import celtypes
-from celpy.evaluation import base_functions
+from celpy.evaluation import Evaluator, base_functions
 
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
+from webhook.cel.lib_strings import cel_equal
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
-from webhook.cel.values import describe, kind_of, plain
+from webhook.cel.values import check_size, describe, kind_of, plain
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -112,7 +114,7 @@ def _dispatcher(name: str, overloads: list[Overload]) -> Callable[..., Any]:
         for overload in target:
             if _matches(overload, args):
                 try:
-                    return to_cel(overload.impl(*args))
+                    return to_cel(check_size(overload.impl(*args)))
                 except Exception as exc:
                     return celpy.CELEvalError(f"{qualified}: {exc}", type(exc), exc.args)
         if builtin is not None and qualified == name:
@@ -174,6 +176,65 @@ def _refuse_unsupported(tokens: list[Token]) -> None:
             raise CelError(f"{_UNSUPPORTED_METHODS[tok.text]} ({tok.text}) not supported by the cel-python backend")
 
 
+class _Evaluator(Evaluator):
+    """cel-python's has() answers false for any error inside; CEL (and cel-cpp, and Kubernetes) only
+    tests the last field: `has(a.b.c)` with `a.b` missing is an error."""
+
+    def macro_has_eval(self, exprlist: lark.Tree) -> Any:
+        node = exprlist.children[0] if exprlist.children else None
+        while isinstance(node, lark.Tree) and node.data != "member_dot" and len(node.children) == 1:
+            node = node.children[0]
+        if not (isinstance(node, lark.Tree) and node.data == "member_dot"):
+            return celpy.CELEvalError("has() needs a field selection, e.g. has(object.spec)", TypeError, ())
+        target = self.visit(node.children[0])
+        if isinstance(target, celpy.CELEvalError):
+            return target
+        if isinstance(target, Mapping):
+            return celtypes.BoolType(celtypes.StringType(node.children[1].value) in target)
+        return celpy.CELEvalError(f"has(): a {type(target).__name__} has no fields", TypeError, ())
+
+    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+        return _Evaluator(ast, activation=self.activation)  # macro bodies get the same has()
+
+
+class _Runner(celpy.InterpretedRunner):
+    def evaluate(self, context: Any) -> Any:
+        return _Evaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
+
+
+def _string(value: Any, *rest: Any) -> Any:
+    """CEL's string() converts scalars only (cel-python renders lists and maps as Python repr), and a
+    double prints in the shortest form, `4380` not `4380.0`, as cel-go and cel-cpp print it."""
+    if isinstance(value, celpy.CELEvalError):
+        return value
+    if isinstance(value, (Mapping, list)):
+        return celpy.CELEvalError(f"no matching overload for string({describe(from_cel(value))})", TypeError, ())
+    if isinstance(value, celtypes.DoubleType) and float(value).is_integer() and abs(float(value)) < 1e21:
+        return celtypes.StringType(str(int(float(value))))
+    return base_functions["string"](value, *rest)
+
+
+def _equality(negate: bool) -> Callable[[Any, Any], Any]:
+    """CEL heterogeneous equality: values of different types are unequal (cel-python raises instead)."""
+    def compare(a: Any, b: Any) -> Any:
+        for arg in (a, b):
+            if isinstance(arg, celpy.CELEvalError):
+                return arg
+        return celtypes.BoolType(cel_equal(from_cel(a), from_cel(b)) != negate)
+    return compare
+
+
+def _nested_error(value: Any) -> celpy.CELEvalError | None:
+    if isinstance(value, celpy.CELEvalError):
+        return value
+    children = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    for child in children:
+        found = _nested_error(child)
+        if found is not None:
+            return found
+    return None
+
+
 class PyProgram:
     __slots__ = ("_program", "_namespaces")
 
@@ -194,6 +255,9 @@ class PyProgram:
             raise CelError(str(exc) or type(exc).__name__) from None
         if isinstance(result, celpy.CELEvalError):
             raise CelError(str(result.args[0] if result.args else result)[:300])
+        nested = _nested_error(result)
+        if nested is not None:  # cel-python leaves errors inside list and map literals
+            raise CelError(str(nested.args[0] if nested.args else nested)[:300])
         return plain(from_cel(result))
 
 
@@ -201,7 +265,7 @@ class PyBackend:
     name = "cel-python"
 
     def __init__(self) -> None:
-        self._env = celpy.Environment()
+        self._env = celpy.Environment(runner_class=_Runner)
         self._functions: dict[str, dict[str, Any]] = {}
         self._namespaces: dict[str, dict[str, Any]] = {}
 
@@ -217,6 +281,8 @@ class PyBackend:
                     namespaces[ns] = to_cel({_NS: ns})
             functions = {short: _dispatcher(short, group) for short, group in by_short.items()}
             functions[_TICK] = _tick
+            functions["string"] = _string
+            functions["_==_"], functions["_!=_"] = _equality(False), _equality(True)
             self._functions[spec.name], self._namespaces[spec.name] = functions, namespaces
         return self._functions[spec.name], self._namespaces[spec.name]
 

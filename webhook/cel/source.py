@@ -119,7 +119,11 @@ def _type_name_start(tokens: list[Token], i: int) -> int | None:
 
 
 def rewrite_constructions(source: str, tokens: list[Token]) -> str:
-    """`Type.name{field: v, ?opt: o}` -> `{'field': v, ?'opt': o}`; map literals are left alone."""
+    """`Type.name{field: v, ?opt: o}` -> `dyn({'field': v, ?'opt': o})`; map literals are left alone.
+
+    `dyn(...)` keeps what a typed object allows: `cond ? JSONPatch{...} : null` type-checks as it does
+    for Kubernetes' message types, where a bare map literal and `null` would not.
+    """
     edits: list[tuple[int, int, str]] = []
     frames: list[bool] = []  # per open bracket: is it a message construction brace?
     expect_field = False
@@ -128,12 +132,12 @@ def rewrite_constructions(source: str, tokens: list[Token]) -> str:
             start = _type_name_start(tokens, i) if tok.text == "{" else None
             frames.append(start is not None)
             if start is not None:
-                edits.append((tokens[start].start, tok.start, ""))
+                edits.append((tokens[start].start, tok.start, "dyn("))
             expect_field = start is not None
             continue
         if tok.kind == "op" and tok.text in ")]}":
-            if frames:
-                frames.pop()
+            if frames and frames.pop():
+                edits.append((tok.end, tok.end, ")"))
             expect_field = False
             continue
         if tok.text == "," and frames and frames[-1]:
@@ -173,6 +177,68 @@ def add_iteration_ticks(source: str, tokens: list[Token], tick: str) -> str:
         edits.append((tokens[j].start, ") : false)"))
     out, last = [], 0
     for pos, text in sorted(edits, key=lambda e: e[0]):
+        out.append(source[last:pos] + text)
+        last = pos
+    return "".join(out) + source[last:]
+
+
+_CLOSE_TO_OPEN = {")": "(", "]": "[", "}": "{"}
+ACCUMULATING = frozenset({"map", "filter"})
+
+
+def _matching_open(tokens: list[Token], close: int) -> int:
+    depth = 0
+    for j in range(close, -1, -1):
+        text = tokens[j].text if tokens[j].kind == "op" else ""
+        if text in _CLOSE_TO_OPEN:
+            depth += 1
+        elif text in ("(", "[", "{"):
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValueError("unbalanced brackets")
+
+
+def receiver_start(tokens: list[Token], end: int) -> int:
+    """First token of the postfix chain ending at `end` (`a.b[0].f(x)`, `[1, 2]`, `(x + y)`)."""
+    j = end
+    while True:
+        tok = tokens[j]
+        if tok.kind == "op" and tok.text in _CLOSE_TO_OPEN:
+            j = _matching_open(tokens, j)
+            if tokens[j].text == "(" and j and tokens[j - 1].kind == "ident":
+                j -= 1          # a call: f(...) or .m(...)
+            elif tokens[j].text == "{" and _type_name_start(tokens, j) is not None:
+                j = _type_name_start(tokens, j)
+            elif tokens[j].text == "[" and j and (tokens[j - 1].kind in ("ident", "string", "number")
+                                                  or tokens[j - 1].text in (")", "]", "}")):
+                j -= 1          # an index: continue with what is indexed
+                continue
+        if j >= 1 and tokens[j - 1].text == "?" and j >= 2 and tokens[j - 2].text in (".", "["):
+            j -= 1              # .?field
+        if j >= 1 and tokens[j - 1].text == "." and j >= 2:
+            j -= 2
+            continue
+        return j
+
+
+def guard_accumulating_ranges(source: str, tokens: list[Token], limit: int, refuse: str) -> str:
+    """`R.map(...)` -> `cel.bind(__qm_rN, R, size(__qm_rN) <= limit ? __qm_rN : refuse(size(__qm_rN))).map(...)`.
+
+    Why: the C++ runtime copies the accumulated list on every step of `map`/`filter`, so their cost is
+    quadratic in the range size; capping the range bounds a comprehension to a fraction of a second.
+    """
+    edits: list[tuple[int, int, int, str]] = []   # (position, order, tie-break, text)
+    for n, i in enumerate(i for i, t in enumerate(tokens)
+                          if t.text == "(" and i >= 3 and tokens[i - 1].text in ACCUMULATING and tokens[i - 2].text == "."):
+        end = i - 3
+        start = receiver_start(tokens, end)
+        var = f"__qm_r{n}"
+        length = tokens[end].end - tokens[start].start
+        edits.append((tokens[start].start, 1, -length, f"cel.bind({var}, "))
+        edits.append((tokens[end].end, 0, length, f", size({var}) <= {limit} ? {var} : {refuse}(size({var})))"))
+    out, last = [], 0
+    for pos, _, _, text in sorted(edits):
         out.append(source[last:pos] + text)
         last = pos
     return "".join(out) + source[last:]

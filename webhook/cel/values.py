@@ -75,3 +75,13 @@ def plain(value: Any) -> Any:
     if isinstance(value, bytearray):
         return bytes(value)
     return value
+
+
+MAX_VALUE_SIZE = 3 * 1024 * 1024   # the request size cap: no library call builds a value bigger than a request
+
+
+def check_size(value: Any) -> Any:
+    """Library results are bounded, so chains like `s.replace('a', 'aaaa')` cannot grow without limit."""
+    if isinstance(value, (str, bytes, bytearray, list, tuple, dict)) and len(value) > MAX_VALUE_SIZE:
+        raise ValueError(f"result has {len(value)} elements, more than the limit of {MAX_VALUE_SIZE}")
+    return value

@@ -46,6 +46,8 @@ class RuleResult:
     outcome: Outcome
     message: str = ""
     action: Action = Action.ENFORCE
+    # a denial's status.reason when this result blocks (ValidatingAdmissionPolicy's `reason`); "" is Forbidden
+    reason: str = ""
 
     @property
     def blocks(self) -> bool:

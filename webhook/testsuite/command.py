@@ -16,7 +16,9 @@ from webhook.testsuite.run import RunOptions, run_suites
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def run_test_command(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout  # looked up per call: tests swap sys.stdout
+    err = err if err is not None else sys.stderr
     logging.basicConfig(level=logging.ERROR, stream=err)
     try:
         files = discover(args.paths)

@@ -9,7 +9,7 @@ in the mutate phase does not stop the validate phase, so each policy's result ca
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -108,6 +108,16 @@ def _user(suite: Suite) -> UserInfo:
                     str(info.get("uid", "") or ""), extra)
 
 
+def _namespaces(suite: Suite) -> list[dict[str, Any]]:
+    """The values' Namespace objects, and one per `namespaceSelector` entry (its labels) without an object."""
+    found = [dict(ns) for ns in suite.values.namespaces]
+    named = {(ns.get("metadata") or {}).get("name") for ns in found}
+    for name in suite.values.namespace_labels:
+        if name not in named:
+            found.append(dict(suite.values.namespace(name) or {}))
+    return found
+
+
 def _strip(obj: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     meta = out.get("metadata") or {}
@@ -129,11 +139,9 @@ class SuiteWorld:
         store = PolicyStore()
         store.publish(PolicySnapshot.of(compiled, 1))
         context_objects, images = load_context(suite)
-        # namespaceSelector entries of the values describe namespaces too: policies match their labels
-        listed = {(ns.get("metadata") or {}).get("name") for ns in suite.values.namespaces}
-        labelled = [suite.values.namespace(name) for name in suite.values.namespace_labels if name not in listed]
-        objects = (list(suite.values.namespaces) + labelled + context_objects
-                   + read_objects(suite, suite.param_resources, "paramResources"))
+        clone_sources = tuple(dict.fromkeys(r.clone_source_resource for r in suite.results if r.clone_source_resource))
+        objects = (_namespaces(suite) + context_objects + read_objects(suite, suite.param_resources, "paramResources")
+                   + read_objects(suite, clone_sources, "cloneSourceResource"))
         self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
         self.lookups = SuiteLookups(self.state.lookups, images, suite)
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
@@ -146,15 +154,9 @@ class SuiteWorld:
         request = offline_request(new, operation=operation, old=old, user=self.user)
         mutated = await self.engine.mutate(request)
         final = dict(mutated.object) if mutated.object is not None else None
-        verdict = await self.engine.validate(request if final is None else _with_object(request, final))
+        verdict = await self.engine.validate(request if final is None else replace(request, object=final))
         return Observed(resource, list(mutated.verdict.results) + list(verdict.results), final,
                         [_strip(g) for g in verdict.generated])
-
-
-def _with_object(request: Any, obj: Mapping[str, Any]) -> Any:
-    from dataclasses import replace
-
-    return replace(request, object=obj)
 
 
 async def build_world(suite: Suite, resources: list[dict[str, Any]]) -> SuiteWorld:

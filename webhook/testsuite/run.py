@@ -46,6 +46,13 @@ def _failed_all(suite: Suite, reason: str, message: str) -> tuple[Row, ...]:
     return tuple(rows)
 
 
+def _short(what: str, exc: BaseException, limit: int = 120) -> str:
+    """The REASON column names the problem (an unknown kind, a missing file); the detail has it all."""
+    text = " ".join(str(exc).split())
+    text = text.split("policies refused: ", 1)[-1]
+    return f"{what}: {text[:limit]}{'...' if len(text) > limit else ''}"
+
+
 def _operation(suite: Suite, expected: ExpectedResult | None = None) -> str:
     return (expected.operation if expected and expected.operation else "") or suite.values.operation or "CREATE"
 
@@ -61,10 +68,10 @@ async def run_suite(suite: Suite, options: RunOptions) -> SuiteReport:
     try:
         return SuiteReport(path, suite.name, tuple(await _run(suite, options)))
     except SuiteError as exc:
-        return SuiteReport(path, suite.name, _failed_all(suite, "Suite error", str(exc)))
+        return SuiteReport(path, suite.name, _failed_all(suite, _short("Suite error", exc), str(exc)))
     except Exception as exc:  # the runner never crashes: the suite's results carry the reason
         log.debug("suite %s failed", path, exc_info=True)
-        return SuiteReport(path, suite.name, _failed_all(suite, "Runner error", f"{type(exc).__name__}: {exc}"))
+        return SuiteReport(path, suite.name, _failed_all(suite, _short("Runner error", exc), f"{type(exc).__name__}: {exc}"))
 
 
 async def _run(suite: Suite, options: RunOptions) -> list[Row]:

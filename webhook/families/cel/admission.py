@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler
 from webhook.families.cel import mutating, validating
 from webhook.families.cel.base import Variant, failure_policy, parse_match
-from webhook.families.cel.compile import _common, variants
+from webhook.families.cel.compile import _common, _failure_policy_or_fail, variants
 from webhook.families.cel.scope import CompileFailed
 from webhook.families.cel.validating import Binding
 from webhook.model.policy import Phase
@@ -27,7 +27,7 @@ def compile_binding(doc: Document, validating_kind: bool) -> tuple[str, Binding]
         if not spec.get("validationActions"):
             raise CompileFailed("spec.validationActions", "required: a list of Deny, Warn, Audit")
         actions = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
-    match = parse_match(spec.get("matchResources"), "spec.matchResources") if spec.get("matchResources") else None
+    match = parse_match(spec.get("matchResources"), "spec.matchResources") if spec.get("matchResources") is not None else None
     ref = spec.get("paramRef")
     if ref is not None and not isinstance(ref, Mapping):
         raise CompileFailed("spec.paramRef", "must be a mapping with name or selector")
@@ -51,15 +51,15 @@ def compile_vap(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
         return validating.ValidatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                     bindings=tuple(bindings), param_kind=_param_kind(spec))
     except CompileFailed as exc:
-        return validating.ValidatingAdmissionPolicy(**common, error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+        return validating.ValidatingAdmissionPolicy(**common, failure_policy=_failure_policy_or_fail(spec), error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
 
 
 def compile_map(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) -> mutating.MutatingAdmissionPolicy:
     spec = doc.data.get("spec") or {}
     common = _common(doc, frozenset({Phase.MUTATE}))
     try:
-        found = variants(cel, spec, "admission", lambda s: mutating.compile_body(cel, s), None)
+        found = variants(cel, spec, "admission", lambda s: mutating.compile_body(cel, s, "mutating"), None)
         return mutating.MutatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                 bindings=tuple(bindings), param_kind=_param_kind(spec))
     except CompileFailed as exc:
-        return mutating.MutatingAdmissionPolicy(**common, error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+        return mutating.MutatingAdmissionPolicy(**common, failure_policy=_failure_policy_or_fail(spec), error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler, CelError
 from webhook.families.cel.match import MatchResources, MatchSpecError
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
+from webhook.model.activation import admission_activation, request_variable
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.model.review import AdmissionRequest
 
@@ -151,9 +152,10 @@ class CelPolicy:
 
     def scope(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext,
               variant: Variant, extra: Mapping[str, Any] | None = None) -> Scope:
-        base = ctx.activation(obj) if ctx.request is not None else _activation(request, obj, ctx)
+        base = ctx.activation(obj) if ctx.request is not None else \
+            admission_activation(request, request_variable(request), obj, ctx.namespace)
         base.update(extra or {})
-        return Scope(base, variant.variables, ctx.lookups)
+        return Scope(base, variant.variables, ctx.lookups, self.timeout)
 
     def check_exceptions(self, scope: Scope) -> ExceptionOutcome:
         """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`."""
@@ -174,12 +176,6 @@ class CelPolicy:
                 allowed["allowedImages"].extend(exception.images)
                 allowed["allowedValues"].extend(exception.allowed_values)
         return ExceptionOutcome(tuple(exempt), allowed)
-
-
-def _activation(request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> dict[str, Any]:
-    from webhook.model.activation import admission_activation, request_variable
-
-    return admission_activation(request, request_variable(request), obj, ctx.namespace)
 
 
 def exception_message(exempt: Sequence[Exception_]) -> tuple[bool, str]:

@@ -9,7 +9,7 @@ from webhook.families.cel import autogen, generating, mutating, validating
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
 from webhook.families.cel.scope import CompileFailed, Variables
-from webhook.model.policy import Phase, PolicyId, SourceRef
+from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.policy.documents import Document
 
 KYVERNO_GROUP = "policies.kyverno.io"
@@ -19,9 +19,8 @@ NAMESPACED = {"NamespacedValidatingPolicy", "NamespacedMutatingPolicy", "Namespa
 def identity(doc: Document) -> PolicyId:
     data = doc.data
     meta = data.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "")
-    if data["kind"] in NAMESPACED and not namespace:
-        namespace = "default"
+    # a cluster-scoped kind ignores metadata.namespace, as the API server does
+    namespace = str(meta.get("namespace") or "default") if data["kind"] in NAMESPACED else ""
     return PolicyId(data["apiVersion"], data["kind"], str(meta.get("name", "")), namespace)
 
 
@@ -65,15 +64,32 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
                              autogen.rewrite_validating)
             extra["actions"] = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
         elif kind == "MutatingPolicy":
-            found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s), autogen.rewrite_mutating)
+            found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"), autogen.rewrite_mutating)
         else:
             found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
                    background=enabled(spec, "evaluation", "background", "enabled"),
-                   admission=enabled(spec, "evaluation", "admission", "enabled"), timeout=timeout(spec), **extra)
-    except CompileFailed as exc:
-        return cls(**common, error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+                   admission=_admission(spec), timeout=timeout(spec), **extra)
+    except CompileFailed as exc:  # the failure policy still governs a broken policy, if it can be read
+        return cls(**common, failure_policy=_failure_policy_or_fail(spec),
+                   error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+
+
+def _failure_policy_or_fail(spec: Any) -> FailurePolicy:
+    try:
+        return failure_policy(spec) if isinstance(spec, Mapping) else FailurePolicy.FAIL
+    except CompileFailed:
+        return FailurePolicy.FAIL
+
+
+def _admission(spec: Mapping[str, Any]) -> bool:
+    """Whether the policy takes part in admission: evaluation.admission.enabled, and not a JSON-payload policy
+    (evaluation.mode: JSON validates arbitrary JSON, never Kubernetes requests)."""
+    mode = (spec.get("evaluation") or {}).get("mode") or "Kubernetes"
+    if mode not in ("Kubernetes", "JSON"):
+        raise CompileFailed("spec.evaluation.mode", "must be Kubernetes or JSON")
+    return mode == "Kubernetes" and enabled(spec, "evaluation", "admission", "enabled")
 
 
 def compile_exception(doc: Document, cel: CelCompiler) -> tuple[list[tuple[str, str]], Exception_]:

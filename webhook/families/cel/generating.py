@@ -20,9 +20,6 @@ from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
 from webhook.model.results import Action, Outcome, RuleResult
 from webhook.model.review import AdmissionRequest
 
-GENERATE_KEY = "@generate"
-
-
 @dataclass(frozen=True)
 class GenerateBody:
     generators: tuple[Expr, ...]
@@ -38,22 +35,6 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any]) -> GenerateBody:
     return GenerateBody(tuple(generators))
 
 
-def _objects(value: Any, field: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """(namespace, object) pairs from what generator.Apply returned."""
-    if isinstance(value, bool):
-        return []  # a runtime that applies out of band: nothing to collect here
-    spec = value.get(GENERATE_KEY) if isinstance(value, Mapping) else None
-    if not isinstance(spec, Mapping):
-        raise CelError(f"{field}: must call generator.Apply(namespace, objects)")
-    namespace = str(spec.get("namespace") or "")
-    objects = spec.get("objects")
-    if isinstance(objects, Mapping):
-        objects = [objects]
-    if not isinstance(objects, list) or not all(isinstance(o, Mapping) for o in objects):
-        raise CelError(f"{field}: generator.Apply needs a list of objects")
-    return [(namespace, o) for o in objects]
-
-
 @dataclass(eq=False)
 class GeneratingPolicy(CelPolicy):
     synchronize: bool = False
@@ -64,7 +45,7 @@ class GeneratingPolicy(CelPolicy):
 
     def _labels(self, request: AdmissionRequest, trigger: Mapping[str, Any]) -> dict[str, str]:
         meta = trigger.get("metadata") or {}
-        return {
+        labels = {
             "app.kubernetes.io/managed-by": "kyverno",
             "generate.kyverno.io/policy-name": self.id.name,
             "generate.kyverno.io/policy-namespace": self.id.namespace,
@@ -72,6 +53,7 @@ class GeneratingPolicy(CelPolicy):
             "generate.kyverno.io/trigger-name": str(meta.get("name", "")),
             "generate.kyverno.io/trigger-namespace": request.namespace,
         }
+        return {k: v for k, v in labels.items() if v}  # label values may not name what is not there
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         variant = self.variant_for(request, request.object, ctx)
@@ -90,18 +72,20 @@ class GeneratingPolicy(CelPolicy):
             scope.set("exceptions", found.allowed)
             if not variant.conditions.holds(scope, self.failure_policy):
                 return self._result(Outcome.SKIP, "skip"), []
-            pairs = []
+            created: list[Any] = []
             for expr in variant.body.generators:
-                pairs.extend(_objects(scope.evaluate(expr), expr.field))
+                scope.evaluate(expr, generated=created)
         except (CelError, LookupRefused) as exc:
             return self._result(Outcome.ERROR, f"failed to generate: {exc}"), []
         labels = self._labels(request, request.object or {})
         generated = []
-        for namespace, raw in pairs:
-            obj = copy.deepcopy(dict(raw))
-            meta = obj.setdefault("metadata", {})
-            if namespace:
-                meta["namespace"] = namespace
+        for raw in created:
+            if not isinstance(raw, Mapping) or not raw.get("kind") or not raw.get("apiVersion"):
+                return self._result(Outcome.ERROR, "generator.Apply needs objects with apiVersion and kind"), []
+            # apiVersion, kind, metadata first, as kubectl prints objects
+            obj = {"apiVersion": raw["apiVersion"], "kind": raw["kind"], "metadata": {},
+                   **{k: copy.deepcopy(v) for k, v in raw.items() if k not in ("apiVersion", "kind")}}
+            meta = obj["metadata"] = dict(obj.get("metadata") or {})
             meta["labels"] = {**(meta.get("labels") or {}), **labels}
             generated.append(obj)
         return self._result(Outcome.PASS, f"generated {len(generated)} object(s)"), generated

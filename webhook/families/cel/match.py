@@ -105,11 +105,12 @@ class MatchResources:
     object_selector: LabelSelector = MATCH_ALL
     equivalent: bool = True  # matchPolicy: Equivalent (default) or Exact
     raw: Mapping[str, Any] | None = None
+    never: bool = False  # no matchConstraints at all: Kyverno matches nothing (JSON-mode policies have none)
 
     @classmethod
     def parse(cls, raw: Any) -> "MatchResources":
         if raw is None:
-            return cls()
+            return cls(never=True)
         if not isinstance(raw, Mapping):
             raise MatchSpecError("", "must be a mapping")
         rules = tuple(ResourceRule.parse(r, f"resourceRules[{i}]") for i, r in enumerate(raw.get("resourceRules") or []))
@@ -130,7 +131,7 @@ class MatchResources:
     def plain(self) -> bool:
         """One resource rule and nothing else: the Kyverno CLI reports such a policy as not found (rather than
         excluded) on resources it does not match."""
-        return (len(self.rules) == 1 and not self.exclude and not self.rules[0].names
+        return not self.never and (len(self.rules) == 1 and not self.exclude and not self.rules[0].names
                 and self.namespace_selector.everything and self.object_selector.everything)
 
     def _namespace_ok(self, request: AdmissionRequest, namespace: Mapping[str, Any] | None) -> bool:
@@ -153,6 +154,8 @@ class MatchResources:
         return any(self.object_selector.matches((o.get("metadata") or {}).get("labels") or {}) for o in candidates)
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, namespace: Mapping[str, Any] | None) -> bool:
+        if self.never:
+            return False
         if not self._namespace_ok(request, namespace) or not self._object_ok(request, obj):
             return False
         if any(rule.matches(request, False) for rule in self.exclude):

@@ -36,7 +36,7 @@ class MutateBody:
     reinvoke: bool = False  # reinvocationPolicy: IfNeeded
 
 
-def compile_body(cel: CelCompiler, spec: Mapping[str, Any]) -> MutateBody:
+def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> MutateBody:
     mutations = []
     for i, raw in enumerate(spec.get("mutations") or []):
         where = f"spec.mutations[{i}]"
@@ -44,7 +44,7 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any]) -> MutateBody:
         if patch_type not in PATCH_TYPES:
             raise CompileFailed(f"{where}.patchType", f"must be one of {', '.join(PATCH_TYPES)}")
         holder = raw.get("applyConfiguration" if patch_type == "ApplyConfiguration" else "jsonPatch") or {}
-        mutations.append(Mutation(patch_type, compile_expr(cel, holder.get("expression"), f"{where}.expression", "mutating")))
+        mutations.append(Mutation(patch_type, compile_expr(cel, holder.get("expression"), f"{where}.expression", env)))
     if not mutations:
         raise CompileFailed("spec.mutations", "a mutating policy needs at least one mutation")
     reinvocation = spec.get("reinvocationPolicy") or "Never"

@@ -8,14 +8,14 @@ as Kubernetes' lazy variable map behaves.
 
 from __future__ import annotations
 
-import re
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler, CelError
 from webhook.model.lookups import Lookups
 
-_REFS = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+ALL = "*"  # in Expr.refs: the expression reads `variables` as a whole
 
 
 class CompileFailed(Exception):
@@ -40,16 +40,13 @@ def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
     if not isinstance(text, str) or not text.strip():
         raise CompileFailed(field, "must be a non-empty CEL expression")
     try:
-        try:
-            program = cel.compile(text, env=env)
-        except TypeError:  # a compiler from before CEL environments (#10 §2): one environment for all
-            program = cel.compile(text)
+        program = cel.compile(text, env=env)
     except CelError as exc:
         raise CompileFailed(field, str(exc)) from None
-    refs = getattr(program, "variable_refs", None)
-    if refs is None:  # a runtime that cannot tell: the names written as variables.<name>
-        refs = frozenset(_REFS.findall(text))
-    return Expr(field, text, program, frozenset(refs))
+    refs = frozenset(program.variable_refs)
+    if getattr(program, "uses_all_variables", False):  # `variables` used whole: any of them may be read
+        refs = refs | {ALL}
+    return Expr(field, text, program, refs)
 
 
 @dataclass(frozen=True)
@@ -76,6 +73,8 @@ class Variables:
 
     def needed(self, refs: frozenset[str]) -> list[str]:
         """The variables `refs` reads, directly or through other variables, in definition order."""
+        if ALL in refs:
+            return list(self.order)
         seen: set[str] = set()
         stack = [r for r in refs if r in self.exprs]
         while stack:
@@ -83,6 +82,8 @@ class Variables:
             if name in seen:
                 continue
             seen.add(name)
+            if ALL in self.exprs[name].refs:
+                return list(self.order)
             stack.extend(r for r in self.exprs[name].refs if r in self.exprs and r not in seen)
         return [n for n in self.order if n in seen]
 
@@ -90,7 +91,11 @@ class Variables:
 class Scope:
     """One evaluation of one policy: the activation, the variables computed so far."""
 
-    def __init__(self, base: Mapping[str, Any], variables: Variables, lookups: Lookups | None) -> None:
+    def __init__(self, base: Mapping[str, Any], variables: Variables, lookups: Lookups | None,
+                 budget: float | None = None) -> None:
+        # webhookConfiguration.timeoutSeconds: every expression is bounded by the CEL engine's cost guard,
+        # and no new one starts once the policy's own time is up
+        self.deadline = time.monotonic() + budget if budget is not None else None
         self.base = dict(base)
         self.variables = variables
         self.lookups = lookups
@@ -111,25 +116,23 @@ class Scope:
             self._variable(name)
         return {n: self._values[n] for n in names if n in self._values}
 
-    def _run(self, expr: Expr, variables: Mapping[str, Any]) -> Any:
+    def _run(self, expr: Expr, variables: Mapping[str, Any], generated: list[Any] | None = None) -> Any:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise CelError(f"{expr.field}: not evaluated, the policy used up its timeoutSeconds budget")
         activation = {**self.base, "variables": dict(variables)}
         try:
-            try:
-                return expr.program.evaluate(activation, self.lookups)
-            except TypeError as exc:
-                if "positional argument" not in str(exc):
-                    raise
-                return expr.program.evaluate(activation)  # a runtime without lookups
+            return expr.program.evaluate(activation, self.lookups, generated=generated)
         except CelError:
             raise
         except Exception as exc:  # a library function raising: still this expression's error
             raise CelError(f"{expr.text}: {type(exc).__name__}: {exc}") from None
 
-    def evaluate(self, expr: Expr) -> Any:
+    def evaluate(self, expr: Expr, generated: list[Any] | None = None) -> Any:
+        """`generated` collects what generator.Apply produces (GeneratingPolicy)."""
         needed = self.variables.needed(expr.refs)
         bound = self._bound(needed)
         try:
-            return self._run(expr, bound)
+            return self._run(expr, bound, generated)
         except CelError as exc:
             failed = [n for n in needed if n in self._errors]
             if failed:

@@ -10,7 +10,7 @@ warning and a report entry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
@@ -77,6 +77,7 @@ class Verdict:
     outcome: Outcome
     message: str
     annotations: Mapping[str, str]
+    reason: str = ""
 
 
 def _message(scope: Scope, validation: Validation, index: int) -> str:
@@ -113,7 +114,7 @@ def run(scope: Scope, body: ValidateBody) -> Verdict:
                 annotations = _annotations(scope, body)
             except CelError as exc:
                 return Verdict(Outcome.ERROR, str(exc), {})
-            return Verdict(Outcome.FAIL, _message(scope, validation, index), annotations)
+            return Verdict(Outcome.FAIL, _message(scope, validation, index), annotations, validation.reason)
     try:
         return Verdict(Outcome.PASS, "", _annotations(scope, body))
     except CelError as exc:
@@ -213,6 +214,7 @@ class ValidatingAdmissionPolicy(CelPolicy):
                 results.append(self._result(binding, Outcome.ERROR, f"failed to evaluate match conditions: {exc}"))
                 continue
             verdict = run(scope, variant.body)
-            results.append(self._result(binding, verdict.outcome, verdict.message))
+            result = self._result(binding, verdict.outcome, verdict.message)
+            results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else ""))
         failing = [r for r in results if r.outcome is not Outcome.PASS]
         return failing[:1] or results[:1]
