@@ -17,7 +17,7 @@ from webhook.testsuite.run import RunOptions, run_suites
 
 
 
-_REPO = Path(__file__).resolve().parents[3]
+_REPO = Path(__file__).resolve().parents[2]
 # ../shared next to the repository (as in /work/main), or two levels up from a worktree (/work/wt/<name>)
 CORPUS = next((p for p in (Path(os.environ.get("QUARTERMASTER_CONFORMANCE", "/nonexistent")),
                            _REPO.parent / "shared" / "conformance" / "kyverno-policies",

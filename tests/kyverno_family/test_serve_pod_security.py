@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.families.kyverno.test_conformance import CORPUS
+from tests.kyverno_family.test_conformance import CORPUS
 from tests.kube.policyreport_schema import assert_valid_report
 from tests.support import review, running_server
 from webhook.reports.policyreport import reports_from_entries

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.families.kyverno.test_conformance import CORPUS
+from tests.kyverno_family.test_conformance import CORPUS
 from webhook.testsuite.command import run_test_command
 from webhook.convert_command import run_convert
 from webhook.families.kyverno.convert import convert_document
