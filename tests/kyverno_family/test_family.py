@@ -149,3 +149,14 @@ spec:
         build(tmp_path, text)
     message = str(failure.value.result.errors[0])
     assert "0.yaml" in message and "check-signature" in message and "verifyImages" in message
+
+
+async def test_updates_of_objects_that_already_violate_are_not_blocked(tmp_path):
+    qm = build(tmp_path, PRIVILEGED.replace("{action}", "Enforce"))
+    old = pod(privileged=True)
+    changed = pod(privileged=True)
+    changed["metadata"]["labels"] = {"touched": "yes"}
+    update = await admit_offline(qm.engine, changed, operation="UPDATE", old=old)
+    assert update.allowed and update.results[0].outcome is Outcome.SKIP
+    newly = await admit_offline(qm.engine, pod(privileged=True), operation="UPDATE", old=pod())
+    assert not newly.allowed

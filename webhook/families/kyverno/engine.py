@@ -16,7 +16,7 @@ from .context import ContextError, RequestData, base_document, load_entries
 from .foreach import apply_mutation, mutate_foreach
 from .generate import generate_objects
 from .match import RequestInfo, rule_applies
-from .outcome import ERROR, PASS, SKIP, Outcome, RuleEnv
+from .outcome import ERROR, FAIL, PASS, SKIP, Outcome, RuleEnv
 from .patches6902 import PatchError
 from .variables import Context, SubstitutionError, substitute_all
 from .validate import run_validator
@@ -131,7 +131,23 @@ def _validate_one(rule: CompiledRule, base: Context, env: RuleEnv, request: Requ
         return early
     merged = {**spec, "context": rule.raw.get("context"), "preconditions": rule.raw.get("preconditions")}
     resource = None if request.operation == "DELETE" else request.resource
-    return run_validator(rule.name, merged, base, env, resource)
+    outcome = run_validator(rule.name, merged, base, env, resource)
+    if outcome is not None and outcome.status == FAIL and _existing_violation(rule, spec, merged, env, request):
+        return Outcome(SKIP, "skipping the rule evaluation as pre-existing violations are allowed")
+    return outcome
+
+
+def _existing_violation(rule: CompiledRule, spec: Mapping[str, Any], merged: Mapping[str, Any], env: RuleEnv,
+                        request: RequestData) -> bool:
+    """Kyverno's allowExistingViolations (default true): an Enforce rule does not block an UPDATE of an object
+    that already violated it."""
+    if (rule.action != "Enforce" or request.operation != "UPDATE" or request.old_object is None
+            or spec.get("allowExistingViolations") is False or request.old_object == request.object):
+        return False
+    old = RequestData(**{**request.__dict__, "object": request.old_object})
+    ctx = Context(base_document(old, env.overrides))
+    prior = run_validator(rule.name, merged, ctx, env, request.old_object)
+    return prior is not None and prior.status == FAIL
 
 
 def mutate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv,
