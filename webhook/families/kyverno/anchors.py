@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 _ANCHOR = re.compile(r"^([+<=X^])?\((.+)\)$", re.DOTALL)
@@ -24,6 +25,11 @@ class Anchor:
 def parse_anchor(text: str) -> Anchor | None:
     if not isinstance(text, str):
         return None
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)  # pattern keys repeat on every request
+def _parse(text: str) -> Anchor | None:
     match = _ANCHOR.match(text)
     if not match:
         return None

@@ -18,7 +18,7 @@ from .generate import generate_objects
 from .match import RequestInfo, rule_applies
 from .outcome import ERROR, FAIL, PASS, SKIP, Outcome, RuleEnv
 from .patches6902 import PatchError
-from .variables import Context, SubstitutionError, substitute_all
+from .variables import Context, SubstitutionError, substitute_all, substitute_patches
 from .validate import run_validator
 
 
@@ -49,7 +49,18 @@ class MutationResult:
     outcomes: list[RuleOutcome] = field(default_factory=list)
 
 
+_INFO: list[Any] = [None, None, None]  # matches() and validate() of one policy ask for the same request's info
+
+
 def request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
+    if _INFO[0] is request and _INFO[1] is env:
+        return _INFO[2]
+    info = _request_info(request, env)
+    _INFO[0], _INFO[1], _INFO[2] = request, env, info
+    return info
+
+
+def _request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
     resource = request.resource
     meta = resource.get("metadata") or {}
     api_version = str(resource.get("apiVersion") or "")
@@ -181,8 +192,7 @@ def _mutate_one(rule: CompiledRule, ctx: Context, env: RuleEnv, resource: dict) 
             return failure, resource
     else:
         try:
-            patches = substitute_all({"patchStrategicMerge": spec.get("patchStrategicMerge"),
-                                      "patchesJson6902": spec.get("patchesJson6902")}, ctx)
+            patches = substitute_patches(spec, ctx)
             patched = apply_mutation(resource, patches)
         except (SubstitutionError, PatchError) as exc:
             return Outcome(ERROR, f"failed to patch resource: {exc}"), resource

@@ -13,7 +13,7 @@ from .jmespath_functions import JMESPathError
 from .mutate_strategic import apply_strategic_merge
 from .outcome import ERROR, PASS, SKIP, Outcome, RuleEnv
 from .patches6902 import PatchError, apply_patches, parse_patches
-from .variables import Context, SubstitutionError, substitute_all
+from .variables import Context, SubstitutionError, substitute_all, substitute_patches
 
 
 def evaluate_list(expression: str, ctx: Context) -> list:
@@ -94,8 +94,7 @@ def _mutate_element(entry: Mapping[str, Any], ctx: Context, env: RuleEnv, resour
     if entry.get("foreach"):
         return mutate_foreach(entry["foreach"], local, env, resource, nesting + 1)
     try:
-        patches = substitute_all({"patchStrategicMerge": entry.get("patchStrategicMerge"),
-                                  "patchesJson6902": entry.get("patchesJson6902")}, local)
+        patches = substitute_patches(entry, local)
         return apply_mutation(resource, patches), None
     except (SubstitutionError, PatchError) as exc:
         return resource, Outcome(ERROR, f"foreach element {index}: {exc}")

@@ -41,7 +41,18 @@ def pod_spec(resource: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
+_LAST: list[Any] = [None, None]  # every policy of one admission asks for the same object's images
+
+
 def extract_images(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    if _LAST[0] is resource and resource is not None:
+        return _LAST[1]
+    images = _extract(resource)
+    _LAST[0], _LAST[1] = resource, images
+    return images
+
+
+def _extract(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
     spec = pod_spec(resource)
     if spec is None:
         return {}

@@ -8,6 +8,7 @@ the user conditions subjects/roles/clusterRoles.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping
 
 from webhook.model.selectors import parse_selector
@@ -35,6 +36,7 @@ class RequestInfo:
     cluster_roles: tuple[str, ...] = ()
 
 
+@lru_cache(maxsize=1024)  # the same few kind strings on every request
 def parse_kind_selector(text: str) -> tuple[str, str, str, str]:
     """(group, version, kind, subresource); missing group/version are wildcards."""
     parts = text.split("/")

@@ -35,6 +35,12 @@ class KyvernoCompiledPolicy:
     uses_roles: bool = False
     error: str | None = None
     cel: Any = field(default=None, repr=False)
+    kinds: frozenset[str] = frozenset({"*"})    # bare kinds any rule names ("*": some rule uses a wildcard)
+    _last: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def _rule_kinds(self) -> frozenset[str]:
+        return frozenset(rule.kind for rule in self.compiled.rules)
 
     @classmethod
     def of(cls, compiled: KyvernoPolicy, doc: Document, exceptions: tuple[PolicyException, ...]) -> "KyvernoCompiledPolicy":
@@ -49,10 +55,19 @@ class KyvernoCompiledPolicy:
             failure_policy=FailurePolicy(compiled.failure_policy), annotations=compiled.annotations,
             background=compiled.background, compiled=compiled, exceptions=exceptions,
             overrides=tuple(spec.get("validationFailureActionOverrides") or ()),
-            uses_roles="'roles'" in text or "'clusterRoles'" in text)
+            uses_roles="'roles'" in text or "'clusterRoles'" in text, kinds=_bare_kinds(compiled))
 
     # -- matching -----------------------------------------------------------------------------------------
     def _request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
+        """Built once per (request, object, context): the dispatcher asks matches() and then validate()."""
+        last = self._last
+        if last is not None and last[0] is request and last[1] is obj and last[2] is ctx:
+            return last[3]
+        built = self._build_request_data(request, obj, ctx)
+        self._last = (request, obj, ctx, built)
+        return built
+
+    def _build_request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
         values = dict(self._values(ctx, request, ""))
         operation = str(values.pop("request.operation", "") or request.operation).upper()
         user = request.user
@@ -86,6 +101,8 @@ class KyvernoCompiledPolicy:
             return False
         if self.compiled.namespace and request.namespace != self.compiled.namespace:
             return False
+        if "*" not in self.kinds and request.kind.kind not in self.kinds:
+            return False  # cheap first: no rule names this kind
         data, env = self._request_data(request, obj if obj is not None else request.object, ctx)
         info = request_info(data, env)
         return any(rule_applies(rule.raw, info) for rule in self.compiled.rules)
@@ -100,7 +117,7 @@ class KyvernoCompiledPolicy:
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         data, env = self._request_data(request, obj, ctx)
         outcomes = validate_rules(self.compiled.rules, data, env, self.compiled.apply_one)
-        generated = generate_rules(self.compiled.rules, data, env)
+        generated = generate_rules(self.compiled.rules, data, env) if "generate" in self._rule_kinds else []
         outcomes = self._excepted(outcomes + generated, data, env)
         objects = tuple(self._label(g, o.rule) for o in outcomes if o.kind == "generate" and o.status == "pass"
                         for g in o.generated)
@@ -151,3 +168,17 @@ class KyvernoCompiledPolicy:
                           "generate.kyverno.io/rule-name": rule}
         out["metadata"] = meta
         return out
+
+
+def _bare_kinds(compiled: KyvernoPolicy) -> frozenset[str]:
+    """Every kind the rules (autogen included) match, without group/version/subresource."""
+    from .match import parse_kind_selector
+    kinds = set()
+    for rule in compiled.rules:
+        match = rule.raw.get("match") or {}
+        filters = (match.get("any") or []) + (match.get("all") or []) + [match]
+        for entry in filters:
+            for kind in (entry.get("resources") or {}).get("kinds") or []:
+                bare = parse_kind_selector(str(kind))[2]
+                kinds.add("*" if "*" in bare or "?" in bare else bare)
+    return frozenset(kinds) or frozenset({"*"})

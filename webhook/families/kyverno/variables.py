@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .gotypes import to_json_text
 from .jmespath_functions import JMESPathError, query
@@ -58,9 +58,25 @@ def has_variables(value: Any) -> bool:
     return False
 
 
+_STATIC: dict[int, tuple[Any, bool]] = {}  # id -> (document, has variables): policy documents are long-lived
+
+
+def _static(document: Any) -> bool:
+    """True when a (policy) document holds no variable at all, remembered per document object."""
+    entry = _STATIC.get(id(document))
+    if entry is None or entry[0] is not document:
+        if len(_STATIC) > 2048:
+            _STATIC.clear()
+        entry = _STATIC[id(document)] = (document, has_variables(document))
+    return not entry[1]
+
+
 def substitute_all(document: Any, ctx: Context, resolver: Resolver = default_resolver,
                    path: tuple[str, ...] = ()) -> Any:
-    """Return a copy of ``document`` with every variable replaced; raises SubstitutionError."""
+    """Return ``document`` with every variable replaced (a copy where anything changed); raises
+    SubstitutionError. Documents without variables come back as they are, without a walk."""
+    if not path and isinstance(document, (dict, list)) and _static(document):
+        return document
     if isinstance(document, dict):
         return {_substitute_key(k, ctx, resolver, path): substitute_all(v, ctx, resolver, path + (str(k),))
                 for k, v in document.items()}
@@ -134,3 +150,8 @@ def lenient_resolver(ctx: Context, expression: str) -> Any:
         return ctx.resolve(expression)
     except JMESPathError:
         return None
+
+
+def substitute_patches(spec: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+    """The patch fields of a mutate rule or foreach entry, substituted one by one (so each stays memoized)."""
+    return {key: substitute_all(spec.get(key), ctx) for key in ("patchStrategicMerge", "patchesJson6902")}
