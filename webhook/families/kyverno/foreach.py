@@ -28,7 +28,8 @@ def element_context(ctx: Context, element: Any, index: int, nesting: int) -> Con
 
 
 def validate_foreach(name: str, entries: list, ctx: Context, env: RuleEnv, resource: Any,
-                     nesting: int) -> Outcome | None:
+                     nesting: int, message: str = "") -> Outcome | None:
+    """``message``: the rule's validate.message, which Kyverno renders for every element that fails."""
     from .validate import run_validator
     applied = 0
     list_error: Exception | None = None
@@ -44,7 +45,8 @@ def validate_foreach(name: str, entries: list, ctx: Context, env: RuleEnv, resou
                 continue
             scoped = entry.get("elementScope", True) is not False
             target = element if scoped and isinstance(element, dict) else resource
-            outcome = run_validator(name, entry, element_context(ctx, element, index, nesting), env,
+            spec = {**entry, "message": message} if message else entry
+            outcome = run_validator(name, spec, element_context(ctx, element, index, nesting), env,
                                     target, element, nesting + 1)
             if outcome is None or outcome.status == SKIP:
                 continue

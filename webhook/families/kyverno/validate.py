@@ -34,7 +34,7 @@ def run_validator(name: str, spec: Mapping[str, Any], ctx: Context, env: RuleEnv
         return _patterns(name, spec, ctx, resource)
     if spec.get("foreach"):
         from .foreach import validate_foreach
-        return validate_foreach(name, spec["foreach"], ctx, env, resource, nesting)
+        return validate_foreach(name, spec["foreach"], ctx, env, resource, nesting, spec.get("message") or "")
     return None
 
 
