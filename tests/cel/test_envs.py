@@ -177,3 +177,16 @@ def test_unknown_env_and_backend():
         CelCompiler().compile("true", env="nope")
     with pytest.raises(CelError, match="unknown CEL backend"):
         CelCompiler("cel-java")
+
+
+def test_shared_activation_and_time_valued_variables(compiler):
+    """Variables computed earlier (durations, timestamps) feed later expressions; one Activation serves many."""
+    from webhook.cel import Activation
+    duration = compiler.compile("duration(string(variables.hours) + 'h')", env="kyverno").evaluate({"variables": {"hours": 2}})
+    assert duration == datetime.timedelta(hours=2)
+    shared = Activation({"object": POD, "variables": {"max": duration,
+                                                      "created": datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)}})
+    later = compiler.compile("variables.created + variables.max > timestamp('2024-01-01T01:00:00Z')", env="kyverno")
+    assert later(shared) is True
+    assert compiler.compile("object.metadata.name + '/' + string(variables.max)", env="kyverno").evaluate(shared) == "p/7200s"
+    assert compiler.compile("authorizer.group('').resource('pods')", env="admission").evaluate(shared)["resource"] == "pods"

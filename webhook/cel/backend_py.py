@@ -241,7 +241,7 @@ class PyProgram:
     def __init__(self, program: Any, namespaces: Mapping[str, Any]) -> None:
         self._program, self._namespaces = program, namespaces
 
-    def run(self, activation: Mapping[str, Any]) -> Any:
+    def run(self, activation: Mapping[str, Any], shared: Any = None) -> Any:
         _SPENT.steps = 0
         data = {k: to_cel(v) for k, v in activation.items()}
         data.update(self._namespaces)
