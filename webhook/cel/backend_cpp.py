@@ -22,7 +22,7 @@ from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload, fn
 from webhook.cel.source import guard_accumulating_ranges, tokenize
-from webhook.cel.values import KINDS, check_size, plain
+from webhook.cel.values import KINDS, check_size, plain, with_name
 
 MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
 _TOO_LONG = "__qm_too_long"
@@ -42,7 +42,7 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
         try:
             return check_size(impl(*args))
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
-            raise RuntimeError(f"{name}: {exc}") from None
+            raise RuntimeError(with_name(name, exc)) from None
     return call
 
 

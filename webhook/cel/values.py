@@ -85,3 +85,9 @@ def check_size(value: Any) -> Any:
     if isinstance(value, (str, bytes, bytearray, list, tuple, dict)) and len(value) > MAX_VALUE_SIZE:
         raise ValueError(f"result has {len(value)} elements, more than the limit of {MAX_VALUE_SIZE}")
     return value
+
+
+def with_name(function: str, exc: BaseException) -> str:
+    """A library failure names its function once (messages of lookups often name it already)."""
+    message = str(exc) or type(exc).__name__
+    return message if message.startswith(function) else f"{function}: {message}"
