@@ -190,3 +190,9 @@ def test_shared_activation_and_time_valued_variables(compiler):
     assert later(shared) is True
     assert compiler.compile("object.metadata.name + '/' + string(variables.max)", env="kyverno").evaluate(shared) == "p/7200s"
     assert compiler.compile("authorizer.group('').resource('pods')", env="admission").evaluate(shared)["resource"] == "pods"
+
+
+def test_results_convert_to_json_like_cel_go(compiler):
+    from webhook.cel import to_json
+    value = compiler.compile("{'at': timestamp('2024-05-01T10:00:00Z'), 'for': duration('90s'), 'b': b'hi', 'n': [1]}").evaluate({})
+    assert to_json(value) == {"at": "2024-05-01T10:00:00Z", "for": "90s", "b": "aGk=", "n": [1]}

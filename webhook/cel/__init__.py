@@ -10,5 +10,6 @@ from webhook.cel.activation import Activation
 from webhook.cel.compiler import BACKENDS, CelCompiler, CelProgram
 from webhook.cel.envs import ENVS
 from webhook.cel.errors import CelError
+from webhook.cel.values import to_json
 
-__all__ = ["Activation", "BACKENDS", "ENVS", "CelCompiler", "CelError", "CelProgram"]
+__all__ = ["Activation", "BACKENDS", "ENVS", "CelCompiler", "CelError", "CelProgram", "to_json"]
