@@ -23,3 +23,7 @@ class Activation:
         if found is None:
             found = self._cache[key] = build()
         return found
+
+    def replace(self, key: Hashable, value: Any) -> Any:
+        self._cache[key] = value
+        return value

@@ -28,6 +28,7 @@ MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here
 _TOO_LONG = "__qm_too_long"
 
 T = cel.Type
+_ERROR = T.ERROR
 _TYPES = {
     "string": T.STRING, "int": T.INT, "uint": T.UINT, "double": T.DOUBLE, "bool": T.BOOL, "bytes": T.BYTES,
     "null": T.NULL, "list": T.List(T.DYN), "map": T.Map(T.DYN, T.DYN), "timestamp": T.TIMESTAMP,
@@ -80,34 +81,43 @@ def _protos(value: Any) -> Any:
     return value
 
 
+_SCALARS = (bool, int, float, str, type(None))
+
+
 class CppProgram:
-    __slots__ = ("_expression", "_env")
+    __slots__ = ("_expression", "_env", "_key")
 
     def __init__(self, expression: Any, env: Any) -> None:
         self._expression, self._env = expression, env
+        self._key = ("cel-expr-python", id(env))
 
     def _eval(self, activation: Mapping[str, Any], shared: Activation | None, protos: bool = False) -> Any:
-        """Converting a pod into the runtime costs ~20 us, evaluating ~3 us: a shared Activation
+        """Converting a pod into the runtime costs ~20 us, evaluating ~2 us: a shared Activation
         converts once per environment for all the expressions of one request."""
         data = _protos(activation) if protos else activation
         if shared is None:
             return self._expression.eval(data=data)
-        key = ("cel-expr-python", id(self._env), protos)
-        return self._expression.eval(shared.cached(key, lambda: self._env.Activation(data)))
+        if protos:
+            return self._expression.eval(shared.replace(self._key, self._env.Activation(data)))
+        return self._expression.eval(shared.cached(self._key, lambda: self._env.Activation(data)))
 
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
         try:
             value = self._eval(activation, shared)
-            if value.type().name() == "ERROR" and "Non-CEL value type" in str(value.plain_value()):
+            kind = value.type()
+            if kind == _ERROR and "Non-CEL value type" in str(value.plain_value()):
                 value = self._eval(activation, shared, protos=True)  # only then pay for the conversion
+                kind = value.type()
         except RuntimeError as exc:  # e.g. the iteration budget
             raise CelError(_clean(str(exc))) from None
-        kind = value.type().name()
-        if kind == "ERROR":
+        if kind == _ERROR:
             raise CelError(_clean(str(value.plain_value())))
-        if kind.startswith("optional"):
+        result = value.plain_value()
+        if type(result) in _SCALARS:
+            return result
+        if kind.name().startswith("optional"):
             raise CelError("the expression evaluates to an optional; end it with .orValue(...) or .value()")
-        return plain(value.plain_value())
+        return plain(result)
 
 
 def _clean(message: str) -> str:

@@ -57,12 +57,16 @@ class CelProgram:
     _spec: EnvSpec
     _program: Any
 
+    @property
+    def _values_key(self) -> tuple[str, str]:
+        return ("values", self.env)
+
     def evaluate(self, activation: Mapping[str, Any] | Activation, lookups: Any = None, *,
                  generated: list[Any] | None = None) -> Any:
         """Activation values are plain JSON; the result is plain Python. `generated` collects generator.Apply."""
         shared = activation if isinstance(activation, Activation) else None
         if shared is not None:
-            data = shared.cached(("values", self.env), lambda: self._complete(shared.values))
+            data = shared.cached(self._values_key, lambda: self._complete(shared.values))
         else:
             data = self._complete(activation)
         token = CURRENT.set(EvalContext(lookups, generated))
