@@ -26,7 +26,7 @@ spec:
 def load(tmp_path: Path, text: str):
     path = tmp_path / "policy.yaml"
     path.write_text(text)
-    return PolicyLoader(build_registry(), CelCompiler()).load(path)
+    return PolicyLoader(build_registry(), CelCompiler("cel-expr-python")).load(path)  # optionals below
 
 
 @pytest.mark.parametrize("selector,words", [

@@ -196,3 +196,22 @@ def test_results_convert_to_json_like_cel_go(compiler):
     from webhook.cel import to_json
     value = compiler.compile("{'at': timestamp('2024-05-01T10:00:00Z'), 'for': duration('90s'), 'b': b'hi', 'n': [1]}").evaluate({})
     assert to_json(value) == {"at": "2024-05-01T10:00:00Z", "for": "90s", "b": "aGk=", "n": [1]}
+
+
+def test_kyverno_lookups_answered_by_the_standalone_state(compiler):
+    from webhook.state.memory import InMemoryClusterState
+    state = InMemoryClusterState([
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "registries", "namespace": "platform"},
+         "data": {"allowed": "ghcr.io"}},
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+         "metadata": {"name": "web", "namespace": "team-a", "labels": {"app": "web"}}},
+    ])
+    allowed = compiler.compile("image(object.spec.containers[0].image).registry() in "
+                               "resource.Get('v1', 'configmaps', 'platform', 'registries').data.allowed.split(',')", env="kyverno")
+    pod = {**POD, "spec": {"containers": [{"name": "a", "image": "ghcr.io/org/app:1"}]}}
+    assert allowed({"object": pod}, state.lookups) is True
+    assert allowed({"object": POD}, state.lookups) is False
+    hpas = compiler.compile("resource.List('autoscaling/v2', 'horizontalpodautoscalers', 'team-a').items.map(h, h.metadata.name)", env="kyverno")
+    assert hpas.evaluate({}, state.lookups) == ["web"]
+    with pytest.raises(CelError, match="keeps no global context"):
+        compiler.compile("globalContext.Get('x', '')", env="kyverno").evaluate({}, state.lookups)
