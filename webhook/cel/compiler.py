@@ -21,6 +21,7 @@ from webhook.cel.functions import CURRENT, EvalContext
 MAX_EXPRESSION_LENGTH = 5000
 MAX_COMPREHENSION_DEPTH = 3
 MAX_BINDS = 3
+MAX_CACHED = 20_000   # compiled programs kept; policy reloads with edited expressions must not grow it forever
 BACKENDS = ("cel-expr-python", "cel-python")
 
 _backends: dict[str, Any] = {}
@@ -113,8 +114,9 @@ class CelCompiler:
             return cached
         program = self._compile(expression, env)
         with _lock:
-            _cache.setdefault(key, program)
-        return _cache[key]
+            if len(_cache) >= MAX_CACHED:
+                _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
+            return _cache.setdefault(key, program)
 
     def _compile(self, expression: str, env: str) -> CelProgram:
         try:
