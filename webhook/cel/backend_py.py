@@ -22,7 +22,7 @@ from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
-from webhook.cel.values import check_size, describe, kind_of, plain
+from webhook.cel.values import check_size, describe, kind_of, plain, with_name
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -116,7 +116,7 @@ def _dispatcher(name: str, overloads: list[Overload]) -> Callable[..., Any]:
                 try:
                     return to_cel(check_size(overload.impl(*args)))
                 except Exception as exc:
-                    return celpy.CELEvalError(f"{qualified}: {exc}", type(exc), exc.args)
+                    return celpy.CELEvalError(with_name(qualified, exc), type(exc), exc.args)
         if builtin is not None and qualified == name:
             return builtin(*cel_args)
         kinds = ", ".join(describe(a) for a in args)
@@ -241,7 +241,7 @@ class PyProgram:
     def __init__(self, program: Any, namespaces: Mapping[str, Any]) -> None:
         self._program, self._namespaces = program, namespaces
 
-    def run(self, activation: Mapping[str, Any]) -> Any:
+    def run(self, activation: Mapping[str, Any], shared: Any = None) -> Any:
         _SPENT.steps = 0
         data = {k: to_cel(v) for k, v in activation.items()}
         data.update(self._namespaces)
