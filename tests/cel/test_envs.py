@@ -194,8 +194,16 @@ def test_shared_activation_and_time_valued_variables(compiler):
 
 def test_results_convert_to_json_like_cel_go(compiler):
     from webhook.cel import to_json
-    value = compiler.compile("{'at': timestamp('2024-05-01T10:00:00Z'), 'for': duration('90s'), 'b': b'hi', 'n': [1]}").evaluate({})
-    assert to_json(value) == {"at": "2024-05-01T10:00:00Z", "for": "90s", "b": "aGk=", "n": [1]}
+    value = compiler.compile("{'at': timestamp('2024-05-01T10:00:00Z'), 'for': duration('90s'), 'b': b'hi', 'n': [1], "
+                             "'q': quantity('1500m'), 'ip': cidr('10.1.2.3/8').masked()}").evaluate({})
+    assert to_json(value) == {"at": "2024-05-01T10:00:00Z", "for": "90s", "b": "aGk=", "n": [1], "q": "1500m", "ip": "10.0.0.0/8"}
+
+
+def test_opaque_variables_stay_typed(compiler):
+    """A variable holding a quantity is still a quantity when the next expression reads it."""
+    limit = compiler.compile("quantity('2Gi')").evaluate({})
+    program = compiler.compile("variables.limit.isGreaterThan(quantity(object.mem)) && variables.limit.add(1).isInteger()")
+    assert program({"object": {"mem": "1Gi"}, "variables": {"limit": limit}}) is True
 
 
 def test_kyverno_lookups_answered_by_the_standalone_state(compiler):

@@ -9,6 +9,7 @@ syntax, `cel.bind`, the math/base64 extensions, a `min` that is a macro there) a
 
 from __future__ import annotations
 
+import datetime
 import threading
 from typing import Any, Callable, Mapping
 
@@ -61,9 +62,9 @@ def to_cel(value: Any) -> Any:
         return celtypes.DoubleType(value)
     if isinstance(value, str):
         return celtypes.StringType(value)
-    if hasattr(value, "tzinfo"):
+    if isinstance(value, datetime.datetime):
         return celtypes.TimestampType(value)
-    if hasattr(value, "total_seconds"):
+    if isinstance(value, datetime.timedelta):
         return celtypes.DurationType(value)
     return value
 
@@ -72,10 +73,8 @@ def from_cel(value: Any) -> Any:
     if isinstance(value, celtypes.BoolType):
         return bool(value)
     if isinstance(value, celtypes.TimestampType):
-        import datetime
         return datetime.datetime.fromtimestamp(value.timestamp(), datetime.timezone.utc)
     if isinstance(value, celtypes.DurationType):
-        import datetime
         return datetime.timedelta(seconds=value.total_seconds())
     if isinstance(value, (celtypes.IntType, celtypes.UintType)):
         return int(value)

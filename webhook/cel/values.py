@@ -65,11 +65,9 @@ def describe(value: Any) -> str:
 
 
 def plain(value: Any) -> Any:
-    """Results handed back to callers: JSON-like values; opaque values become their Kubernetes text form."""
+    """Results handed back to callers: dicts, lists and scalars. Opaque values stay tagged maps, so a
+    variable holding a quantity is still a quantity in the next expression; `to_json` renders them."""
     if isinstance(value, Mapping):
-        tag = opaque_type(value)
-        if tag is not None and "text" in value:
-            return value["text"]
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
@@ -96,8 +94,9 @@ def with_name(function: str, exc: BaseException) -> str:
 
 def to_json(value: Any) -> Any:
     """An evaluation result as JSON, the way cel-go converts to JSON: timestamps RFC 3339 (UTC, `Z`),
-    durations seconds with an `s` suffix, bytes base64. `evaluate` keeps the Python types so that a
-    variable's value can feed later expressions unchanged; patches and generated objects need this."""
+    durations seconds with an `s` suffix, bytes base64, opaque values their text. `evaluate` keeps the
+    CEL types so that a variable's value feeds later expressions unchanged; patches and generated
+    objects need this."""
     if isinstance(value, datetime.datetime):
         text = value.astimezone(datetime.timezone.utc).isoformat()
         return text.replace("+00:00", "Z")
@@ -107,6 +106,8 @@ def to_json(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(bytes(value)).decode()
     if isinstance(value, Mapping):
+        if opaque_type(value) is not None and "text" in value:
+            return value["text"]   # quantity, URL, IP, CIDR, semver, image: their Kubernetes text
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
