@@ -45,6 +45,9 @@ class SuiteLookups:
     base: Any
     images: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     suite: Suite | None = None
+    # the suite's userinfo file as Kyverno reads it ({roles, clusterRoles, userInfo}), for families that
+    # match on roles (Kyverno ClusterPolicy); CEL policies see only request.userInfo
+    request_info: Mapping[str, Any] = field(default_factory=dict)
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.base.get(api_version, kind, namespace, name)
@@ -138,7 +141,7 @@ class SuiteWorld:
         objects = (_namespaces(suite) + context_objects + read_objects(suite, suite.param_resources, "paramResources")
                    + read_objects(suite, clone_sources, "cloneSourceResource"))
         self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
-        self.lookups = SuiteLookups(self.state.lookups, images, suite)
+        self.lookups = SuiteLookups(self.state.lookups, images, suite, load_userinfo(suite))
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
         self.user = _user(suite)
 
