@@ -177,3 +177,49 @@ def test_unknown_env_and_backend():
         CelCompiler().compile("true", env="nope")
     with pytest.raises(CelError, match="unknown CEL backend"):
         CelCompiler("cel-java")
+
+
+def test_shared_activation_and_time_valued_variables(compiler):
+    """Variables computed earlier (durations, timestamps) feed later expressions; one Activation serves many."""
+    from webhook.cel import Activation
+    duration = compiler.compile("duration(string(variables.hours) + 'h')", env="kyverno").evaluate({"variables": {"hours": 2}})
+    assert duration == datetime.timedelta(hours=2)
+    shared = Activation({"object": POD, "variables": {"max": duration,
+                                                      "created": datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)}})
+    later = compiler.compile("variables.created + variables.max > timestamp('2024-01-01T01:00:00Z')", env="kyverno")
+    assert later(shared) is True
+    assert compiler.compile("object.metadata.name + '/' + string(variables.max)", env="kyverno").evaluate(shared) == "p/7200s"
+    assert compiler.compile("authorizer.group('').resource('pods')", env="admission").evaluate(shared)["resource"] == "pods"
+
+
+def test_results_convert_to_json_like_cel_go(compiler):
+    from webhook.cel import to_json
+    value = compiler.compile("{'at': timestamp('2024-05-01T10:00:00Z'), 'for': duration('90s'), 'b': b'hi', 'n': [1], "
+                             "'q': quantity('1500m'), 'ip': cidr('10.1.2.3/8').masked()}").evaluate({})
+    assert to_json(value) == {"at": "2024-05-01T10:00:00Z", "for": "90s", "b": "aGk=", "n": [1], "q": "1500m", "ip": "10.0.0.0/8"}
+
+
+def test_opaque_variables_stay_typed(compiler):
+    """A variable holding a quantity is still a quantity when the next expression reads it."""
+    limit = compiler.compile("quantity('2Gi')").evaluate({})
+    program = compiler.compile("variables.limit.isGreaterThan(quantity(object.mem)) && variables.limit.add(1).isInteger()")
+    assert program({"object": {"mem": "1Gi"}, "variables": {"limit": limit}}) is True
+
+
+def test_kyverno_lookups_answered_by_the_standalone_state(compiler):
+    from webhook.state.memory import InMemoryClusterState
+    state = InMemoryClusterState([
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "registries", "namespace": "platform"},
+         "data": {"allowed": "ghcr.io"}},
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+         "metadata": {"name": "web", "namespace": "team-a", "labels": {"app": "web"}}},
+    ])
+    allowed = compiler.compile("image(object.spec.containers[0].image).registry() in "
+                               "resource.Get('v1', 'configmaps', 'platform', 'registries').data.allowed.split(',')", env="kyverno")
+    pod = {**POD, "spec": {"containers": [{"name": "a", "image": "ghcr.io/org/app:1"}]}}
+    assert allowed({"object": pod}, state.lookups) is True
+    assert allowed({"object": POD}, state.lookups) is False
+    hpas = compiler.compile("resource.List('autoscaling/v2', 'horizontalpodautoscalers', 'team-a').items.map(h, h.metadata.name)", env="kyverno")
+    assert hpas.evaluate({}, state.lookups) == ["web"]
+    with pytest.raises(CelError, match="keeps no global context"):
+        compiler.compile("globalContext.Get('x', '')", env="kyverno").evaluate({}, state.lookups)

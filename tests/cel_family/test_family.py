@@ -186,8 +186,8 @@ def test_set_level_errors_name_the_document_and_field():
     result = compile_("apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata: {}\nspec: {}\n")
     assert result.errors and result.errors[0].field == "metadata.name"
     binding = compile_("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
-                       "metadata: {name: b}\nspec: {policyName: x}\n")
-    assert binding.errors[0].field == "spec.validationActions"
+                       "metadata: {name: b}\nspec: {validationActions: [Deny]}\n")
+    assert binding.errors[0].field == "spec.policyName"
 
 
 GPOL = """\

@@ -141,6 +141,9 @@ spec:
       apiVersions: [v1]
       operations: [CREATE, UPDATE]
       resources: [deployments]
+  auditAnnotations:
+  - key: requested-replicas
+    valueExpression: "string(object.spec.replicas)"
   validations:
   - expression: object.spec.replicas <= int(params.data.maxReplicas)
     messageExpression: "'replicas must be at most ' + params.data.maxReplicas"
@@ -193,6 +196,8 @@ async def test_validating_admission_policy_reads_params_from_a_configmap_in_stat
         assert denied["allowed"] is False
         assert "replicas must be at most 3" in denied["status"]["message"]
         assert (denied["status"]["reason"], denied["status"]["code"]) == ("Invalid", 422)  # the validation's reason
-        assert (await server.admit("/validate", review(_deployment("team-a", 2))))["allowed"] is True
+        admitted = await server.admit("/validate", review(_deployment("team-a", 2)))
+        assert admitted["allowed"] is True
+        assert admitted["auditAnnotations"] == {"replica-limit.requested-replicas": "2"}
         # the binding selects team-a only
         assert (await server.admit("/validate", review(_deployment("team-b", 5))))["allowed"] is True

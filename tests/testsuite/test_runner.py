@@ -127,12 +127,12 @@ def test_wrong_expectations_fail_with_reasons(tmp_path, capsys):
 def test_one_broken_suite_fails_alone_and_unsupported_features_are_named(tmp_path, capsys):
     _suite(tmp_path / "a", [{"policy": "require-team", "kind": "Pod", "resources": ["bad"], "result": "fail"}])
     _suite(tmp_path / "b", [{"policy": "require-team", "kind": "Pod", "resources": ["bad"], "result": "fail"}],
-           {"clusterResources": ["crds.yaml"]})
+           {"jsonPayloads": ["payload.json"]})
     broken = _suite(tmp_path / "c", [{"policy": "x", "kind": "Pod", "resources": ["bad"], "result": "fail"}])
     (broken / "policy.yaml").write_text("apiVersion: example.org/v1\nkind: Mystery\nmetadata: {name: x}\n")
     code, out = _run(capsys, str(tmp_path))
     assert code == 1
-    assert "Unsupported: clusterresources" in out
+    assert "Unsupported: jsonpayloads" in out
     assert "unknown policy kind example.org/v1 Mystery" in out
     assert out.rstrip().splitlines()[-1] == "1 passed, 2 failed"
 

@@ -9,6 +9,7 @@ syntax, `cel.bind`, the math/base64 extensions, a `min` that is a macro there) a
 
 from __future__ import annotations
 
+import datetime
 import threading
 from typing import Any, Callable, Mapping
 
@@ -22,7 +23,7 @@ from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
-from webhook.cel.values import check_size, describe, kind_of, plain
+from webhook.cel.values import check_size, describe, kind_of, plain, with_name
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -61,9 +62,9 @@ def to_cel(value: Any) -> Any:
         return celtypes.DoubleType(value)
     if isinstance(value, str):
         return celtypes.StringType(value)
-    if hasattr(value, "tzinfo"):
+    if isinstance(value, datetime.datetime):
         return celtypes.TimestampType(value)
-    if hasattr(value, "total_seconds"):
+    if isinstance(value, datetime.timedelta):
         return celtypes.DurationType(value)
     return value
 
@@ -72,10 +73,8 @@ def from_cel(value: Any) -> Any:
     if isinstance(value, celtypes.BoolType):
         return bool(value)
     if isinstance(value, celtypes.TimestampType):
-        import datetime
         return datetime.datetime.fromtimestamp(value.timestamp(), datetime.timezone.utc)
     if isinstance(value, celtypes.DurationType):
-        import datetime
         return datetime.timedelta(seconds=value.total_seconds())
     if isinstance(value, (celtypes.IntType, celtypes.UintType)):
         return int(value)
@@ -116,7 +115,7 @@ def _dispatcher(name: str, overloads: list[Overload]) -> Callable[..., Any]:
                 try:
                     return to_cel(check_size(overload.impl(*args)))
                 except Exception as exc:
-                    return celpy.CELEvalError(f"{qualified}: {exc}", type(exc), exc.args)
+                    return celpy.CELEvalError(with_name(qualified, exc), type(exc), exc.args)
         if builtin is not None and qualified == name:
             return builtin(*cel_args)
         kinds = ", ".join(describe(a) for a in args)
@@ -241,7 +240,7 @@ class PyProgram:
     def __init__(self, program: Any, namespaces: Mapping[str, Any]) -> None:
         self._program, self._namespaces = program, namespaces
 
-    def run(self, activation: Mapping[str, Any]) -> Any:
+    def run(self, activation: Mapping[str, Any], shared: Any = None) -> Any:
         _SPENT.steps = 0
         data = {k: to_cel(v) for k, v in activation.items()}
         data.update(self._namespaces)

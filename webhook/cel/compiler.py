@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webhook.cel import dra, source
+from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext
+from webhook.cel.orvalue import rewrite_or_value
 
 MAX_EXPRESSION_LENGTH = 5000
 MAX_COMPREHENSION_DEPTH = 3
 MAX_BINDS = 3
+MAX_CACHED = 20_000   # compiled programs kept; policy reloads with edited expressions must not grow it forever
 BACKENDS = ("cel-expr-python", "cel-python")
 
 _backends: dict[str, Any] = {}
@@ -56,19 +59,21 @@ class CelProgram:
     _spec: EnvSpec
     _program: Any
 
-    def evaluate(self, activation: Mapping[str, Any], lookups: Any = None, *,
+    @property
+    def _values_key(self) -> tuple[str, str]:
+        return ("values", self.env)
+
+    def evaluate(self, activation: Mapping[str, Any] | Activation, lookups: Any = None, *,
                  generated: list[Any] | None = None) -> Any:
         """Activation values are plain JSON; the result is plain Python. `generated` collects generator.Apply."""
-        data = activation
-        if self._spec.defaults or self._spec.typed_device:
-            data = dict(activation)
-            for name, value in self._spec.defaults:
-                data.setdefault(name, value)
-            if self._spec.typed_device and isinstance(data.get("device"), Mapping):
-                data["device"] = dra.device_activation(data["device"])
+        shared = activation if isinstance(activation, Activation) else None
+        if shared is not None:
+            data = shared.cached(self._values_key, lambda: self._complete(shared.values))
+        else:
+            data = self._complete(activation)
         token = CURRENT.set(EvalContext(lookups, generated))
         try:
-            return self._program.run(data)
+            return self._program.run(data, shared)
         except CelError as exc:
             raise CelError(f"{_short(self.expression)}: {exc}") from None
         except RecursionError:
@@ -76,7 +81,18 @@ class CelProgram:
         finally:
             CURRENT.reset(token)
 
-    def __call__(self, activation: Mapping[str, Any], lookups: Any = None) -> bool:
+    def _complete(self, activation: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Environment defaults (the authorizer) and the DRA device in Kubernetes' typed shape."""
+        if not (self._spec.defaults or self._spec.typed_device):
+            return activation
+        data = dict(activation)
+        for name, value in self._spec.defaults:
+            data.setdefault(name, value)
+        if self._spec.typed_device and isinstance(data.get("device"), Mapping):
+            data["device"] = dra.device_activation(data["device"])
+        return data
+
+    def __call__(self, activation: Mapping[str, Any] | Activation, lookups: Any = None) -> bool:
         result = self.evaluate(activation, lookups)
         if not isinstance(result, bool):
             raise CelError(f"{_short(self.expression)}: must evaluate to a bool, got {type(result).__name__}")
@@ -99,8 +115,9 @@ class CelCompiler:
             return cached
         program = self._compile(expression, env)
         with _lock:
-            _cache.setdefault(key, program)
-        return _cache[key]
+            if len(_cache) >= MAX_CACHED:
+                _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
+            return _cache.setdefault(key, program)
 
     def _compile(self, expression: str, env: str) -> CelProgram:
         try:
@@ -122,7 +139,11 @@ class CelCompiler:
                 dra.check_device_expression(tokens)
             except CelError as exc:
                 raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
-        text = source.rewrite_constructions(expression, tokens) if spec.constructions else expression
+        text, text_tokens = expression, tokens
+        if spec.or_value_compat:
+            text = rewrite_or_value(expression, tokens)
+            text_tokens = source.tokenize(text) if text != expression else tokens
+        text = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
         try:
             compiled = _backend(self.backend).compile(spec, text)
         except CelError as exc:

@@ -7,6 +7,7 @@ a digest identifies the image by that digest.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -30,6 +31,11 @@ def _split_registry(name: str) -> tuple[str, str]:
 
 
 def parse_image(text: str) -> dict[str, Any]:
+    return dict(_parse_image(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_image(text: str) -> dict[str, Any]:
     if not isinstance(text, str) or not text or text != text.strip():
         raise ValueError(f"could not parse reference: {text!r}")
     name, at, digest = text.partition("@")

@@ -6,6 +6,7 @@ so equal amounts written differently (`1`, `1000m`) are equal maps and compare e
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -31,8 +32,13 @@ def _make(amount: Fraction) -> dict[str, Any]:
     return opaque("quantity", text=_canonical(amount))
 
 
+@functools.lru_cache(maxsize=4096)
+def _canonical_text(text: str) -> str:
+    return _canonical(_parse(text))
+
+
 def quantity(text: str) -> dict[str, Any]:
-    return _make(_parse(text))
+    return opaque("quantity", text=_canonical_text(text))
 
 
 def _parse(text: str) -> Fraction:
@@ -41,8 +47,13 @@ def _parse(text: str) -> Fraction:
     return parse_quantity(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse_canonical(text: str) -> Fraction:
+    return parse_quantity(text)
+
+
 def _amount(value: Any) -> Fraction:
-    return parse_quantity(expect(value, "quantity")["text"])
+    return _parse_canonical(expect(value, "quantity")["text"])
 
 
 def _is_quantity(text: str) -> bool:

@@ -9,6 +9,7 @@ keeps member functions (``q.add(...)``) dispatchable and values of the same type
 
 from __future__ import annotations
 
+import base64
 import datetime
 from typing import Any, Mapping
 
@@ -64,11 +65,9 @@ def describe(value: Any) -> str:
 
 
 def plain(value: Any) -> Any:
-    """Results handed back to callers: JSON-like values; opaque values become their Kubernetes text form."""
+    """Results handed back to callers: dicts, lists and scalars. Opaque values stay tagged maps, so a
+    variable holding a quantity is still a quantity in the next expression; `to_json` renders them."""
     if isinstance(value, Mapping):
-        tag = opaque_type(value)
-        if tag is not None and "text" in value:
-            return value["text"]
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
@@ -84,4 +83,32 @@ def check_size(value: Any) -> Any:
     """Library results are bounded, so chains like `s.replace('a', 'aaaa')` cannot grow without limit."""
     if isinstance(value, (str, bytes, bytearray, list, tuple, dict)) and len(value) > MAX_VALUE_SIZE:
         raise ValueError(f"result has {len(value)} elements, more than the limit of {MAX_VALUE_SIZE}")
+    return value
+
+
+def with_name(function: str, exc: BaseException) -> str:
+    """A library failure names its function once (messages of lookups often name it already)."""
+    message = str(exc) or type(exc).__name__
+    return message if message.startswith(function) else f"{function}: {message}"
+
+
+def to_json(value: Any) -> Any:
+    """An evaluation result as JSON, the way cel-go converts to JSON: timestamps RFC 3339 (UTC, `Z`),
+    durations seconds with an `s` suffix, bytes base64, opaque values their text. `evaluate` keeps the
+    CEL types so that a variable's value feeds later expressions unchanged; patches and generated
+    objects need this."""
+    if isinstance(value, datetime.datetime):
+        text = value.astimezone(datetime.timezone.utc).isoformat()
+        return text.replace("+00:00", "Z")
+    if isinstance(value, datetime.timedelta):
+        seconds = value.total_seconds()
+        return f"{int(seconds)}s" if seconds.is_integer() else f"{seconds:.9f}".rstrip("0") + "s"
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, Mapping):
+        if opaque_type(value) is not None and "text" in value:
+            return value["text"]   # quantity, URL, IP, CIDR, semver, image: their Kubernetes text
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
     return value

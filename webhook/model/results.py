@@ -48,6 +48,8 @@ class RuleResult:
     action: Action = Action.ENFORCE
     # a denial's status.reason when this result blocks (ValidatingAdmissionPolicy's `reason`); "" is Forbidden
     reason: str = ""
+    # audit annotations the policy computed (ValidatingAdmissionPolicy's auditAnnotations), key -> value
+    audit: tuple[tuple[str, str], ...] = ()
 
     @property
     def blocks(self) -> bool:

@@ -24,6 +24,7 @@ from webhook.policy.loader import PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.state.memory import InMemoryClusterState
 from webhook.testsuite.check import Observed, PolicyInfo
+from webhook.testsuite.context import SuiteContext, cluster_resources, suite_context
 from webhook.testsuite.load import load_context, load_userinfo, read_objects
 from webhook.testsuite.model import Suite, SuiteError, fold
 
@@ -45,6 +46,10 @@ class SuiteLookups:
     base: Any
     images: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     suite: Suite | None = None
+    # the suite's userinfo file as Kyverno reads it ({roles, clusterRoles, userInfo}), for families that
+    # match on roles (Kyverno ClusterPolicy); CEL policies see only request.userInfo
+    request_info: Mapping[str, Any] = field(default_factory=dict)
+    context: SuiteContext = field(default_factory=SuiteContext)
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.base.get(api_version, kind, namespace, name)
@@ -53,10 +58,16 @@ class SuiteLookups:
         return self.base.list(api_version, kind, namespace, selector)
 
     def global_context(self, name: str) -> Any:
-        return self.base.global_context(name)
+        if name in self.context.globals:
+            return self.context.globals[name]
+        raise KeyError(name)
 
     def http(self, method: str, url: str, body: Any = None) -> Any:
-        raise LookupRefused(f"HTTP call {method} {url}: the test suite supplies no response for it")
+        try:
+            return self.context.answer(method, url)
+        except KeyError:
+            raise LookupRefused(f"HTTP call {method} {url}: the test suite supplies no response for it "
+                                f"(apiCallResponses)") from None
 
     def image_data(self, ref: str) -> Mapping[str, Any]:
         found = self.images.get(ref)
@@ -141,9 +152,11 @@ class SuiteWorld:
         context_objects, images = load_context(suite)
         clone_sources = tuple(dict.fromkeys(r.clone_source_resource for r in suite.results if r.clone_source_resource))
         objects = (_namespaces(suite) + context_objects + read_objects(suite, suite.param_resources, "paramResources")
-                   + read_objects(suite, clone_sources, "cloneSourceResource"))
+                   + read_objects(suite, clone_sources, "cloneSourceResource")
+                   + cluster_resources(suite, suite.cluster_resources))
         self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
-        self.lookups = SuiteLookups(self.state.lookups, images, suite)
+        self.lookups = SuiteLookups(self.state.lookups, images, suite, load_userinfo(suite),
+                                    suite_context(suite, suite.api_calls, suite.global_entries))
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
         self.user = _user(suite)
 

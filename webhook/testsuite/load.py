@@ -76,6 +76,8 @@ def _suite(path: Path, index: int, doc: Any) -> Suite:
         results=results, values=values, userinfo=str(data.get("userinfo") or ""),
         exceptions=_strings(data.get("exceptions")), context=str(data.get("context") or ""),
         param_resources=_strings(data.get("paramresources")) + _strings(data.get("targetresources")),
+        cluster_resources=_strings(data.get("clusterresources")),
+        api_calls=tuple(data.get("apicallresponses") or ()), global_entries=tuple(data.get("globalcontextentries") or ()),
         unsupported=unsupported,
     )
 

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 RESULTS = ("pass", "fail", "skip", "warn", "error")
 # the Test fields this runner understands; anything else in a suite fails its results with a reason
 SUPPORTED = {"apiversion", "kind", "metadata", "name", "policies", "resources", "variables", "values", "userinfo",
-             "results", "exceptions", "context", "paramresources", "targetresources"}
+             "results", "exceptions", "context", "paramresources", "targetresources", "clusterresources",
+             "apicallresponses", "globalcontextentries"}
 FLAGS = ("isValidatingPolicy", "isMutatingPolicy", "isGeneratingPolicy", "isValidatingAdmissionPolicy",
          "isMutatingAdmissionPolicy", "isDeletingPolicy", "isImageValidatingPolicy")
 
@@ -124,6 +125,9 @@ class Suite:
     exceptions: tuple[str, ...] = ()
     context: str = ""
     param_resources: tuple[str, ...] = ()
+    cluster_resources: tuple[str, ...] = ()
+    api_calls: tuple[Any, ...] = ()  # apiCallResponses, as written
+    global_entries: tuple[Any, ...] = ()  # globalContextEntries, as written
     unsupported: tuple[str, ...] = ()  # fields this runner cannot honour: their results fail, naming them
     error: str = ""  # the suite could not be read: every result fails with this
 

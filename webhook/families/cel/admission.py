@@ -24,8 +24,7 @@ def compile_binding(doc: Document, validating_kind: bool) -> tuple[str, Binding]
         raise CompileFailed("spec.policyName", "a binding must name its policy")
     actions = frozenset()
     if validating_kind:
-        if not spec.get("validationActions"):
-            raise CompileFailed("spec.validationActions", "required: a list of Deny, Warn, Audit")
+        # required by the API server; a binding without one is taken as Deny, as the Kyverno CLI takes it
         actions = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
     match = parse_match(spec.get("matchResources"), "spec.matchResources") if spec.get("matchResources") is not None else None
     ref = spec.get("paramRef")

@@ -155,7 +155,8 @@ class ValidatingPolicy(CelPolicy):
         except (CelError, LookupRefused) as exc:
             return self._result(Outcome.ERROR, f"failed to evaluate match conditions: {exc}")
         verdict = run(scope, variant.body)
-        return self._result(verdict.outcome, verdict.message or ("success" if verdict.outcome is Outcome.PASS else ""))
+        result = self._result(verdict.outcome, verdict.message or ("success" if verdict.outcome is Outcome.PASS else ""))
+        return replace(result, audit=tuple(sorted(verdict.annotations.items())))
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ class ValidatingAdmissionPolicy(CelPolicy):
                 continue
             verdict = run(scope, variant.body)
             result = self._result(binding, verdict.outcome, verdict.message)
-            results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else ""))
+            results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else "",
+                                   audit=tuple(sorted(verdict.annotations.items()))))
         failing = [r for r in results if r.outcome is not Outcome.PASS]
         return failing[:1] or results[:1]
