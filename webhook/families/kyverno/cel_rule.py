@@ -1,5 +1,5 @@
 """``validate.cel`` inside a ClusterPolicy: ValidatingAdmissionPolicy-style expressions on the project's CEL
-engine (env "admission"), with ``variables``, ``paramKind``/``paramRef`` and ``auditAnnotations``."""
+engine, with ``variables``, ``paramKind``/``paramRef`` and ``auditAnnotations``."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ class CelRuleError(ValueError):
     pass
 
 
+# Kyverno compiles ClusterPolicy CEL with the admission-policy variables plus OrValueCompatEnvOptions
+# (pkg/admissionpolicy/compiler.go): `x.orValue(y)` also on plain fields. Our "kyverno" environment is the one
+# with that compatibility (and declares the same admission variables).
+CEL_ENV = "kyverno"
+
+
 def _compile(cel: Any, expression: str) -> Any:
-    try:
-        return cel.compile(expression, env="admission")
-    except TypeError:
-        return cel.compile(expression)  # older compiler without environments
+    return cel.compile(expression, env=CEL_ENV)
 
 
 @dataclass(frozen=True)
