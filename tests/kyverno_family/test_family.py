@@ -160,3 +160,24 @@ async def test_updates_of_objects_that_already_violate_are_not_blocked(tmp_path)
     assert update.allowed and update.results[0].outcome is Outcome.SKIP
     newly = await admit_offline(qm.engine, pod(privileged=True), operation="UPDATE", old=pod())
     assert not newly.allowed
+
+
+async def test_failure_action_overrides_and_apply_rules_one(tmp_path):
+    text = PRIVILEGED.replace("{action}", "Audit").replace("  rules:", """  applyRules: One
+  validationFailureActionOverrides:
+  - action: Enforce
+    namespaces: [team-*]
+  rules:
+  - name: first
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: must be named
+      pattern: {metadata: {name: "?*"}}""")
+    qm = build(tmp_path, text)
+    enforced = await admit_offline(qm.engine, pod(privileged=True))
+    assert [(r.rule, r.outcome) for r in enforced.results] == [("first", Outcome.PASS)]  # One: stops at the first
+    assert enforced.allowed
+    audited = await admit_offline(qm.engine, pod(name="", privileged=True, namespace="other"))
+    assert audited.allowed and audited.results[0].action is Action.AUDIT
+    denied = await admit_offline(qm.engine, pod(name="", privileged=True))
+    assert not denied.allowed and denied.results[0].action is Action.ENFORCE
