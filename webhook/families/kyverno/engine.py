@@ -49,14 +49,16 @@ class MutationResult:
     outcomes: list[RuleOutcome] = field(default_factory=list)
 
 
-_INFO: list[Any] = [None, None, None]  # matches() and validate() of one policy ask for the same request's info
+_INFO: tuple[Any, Any, Any] = (None, None, None)  # matches() and validate() of a policy ask for the same info
 
 
 def request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
-    if _INFO[0] is request and _INFO[1] is env:
-        return _INFO[2]
+    global _INFO
+    last = _INFO  # one read: the triple is replaced whole, never updated in place
+    if last[0] is request and last[1] is env:
+        return last[2]
     info = _request_info(request, env)
-    _INFO[0], _INFO[1], _INFO[2] = request, env, info
+    _INFO = (request, env, info)
     return info
 
 

@@ -41,14 +41,16 @@ def pod_spec(resource: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
-_LAST: list[Any] = [None, None]  # every policy of one admission asks for the same object's images
+_LAST: tuple[Any, Any] = (None, None)  # every policy of one admission asks for the same object's images
 
 
 def extract_images(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    if _LAST[0] is resource and resource is not None:
-        return _LAST[1]
+    global _LAST
+    last = _LAST  # one read: the pair is replaced whole, never updated in place
+    if last[0] is resource and resource is not None:
+        return last[1]
     images = _extract(resource)
-    _LAST[0], _LAST[1] = resource, images
+    _LAST = (resource, images)
     return images
 
 
