@@ -1,5 +1,8 @@
 """``quartermaster convert``: a ClusterPolicy/Policy as ``policies.kyverno.io/v1`` ValidatingPolicy or
-MutatingPolicy, one per rule, where the translation is faithful; otherwise the reason it is not.
+MutatingPolicy where the translation is faithful; otherwise the reason it is not. Rules that share kind, match
+and actions become one policy under the original name (its suite keeps working, except where one resource
+passes one rule and fails another: the new kinds report one result per policy); other rules become
+``<policy>-<rule>`` policies.
 
 Faithful means: the rule's ``match`` is kinds (+ operations, namespaces without wildcards, selector), it has no
 context, JMESPath preconditions, foreach or exclusions beyond kinds, and its check is ``validate.cel``, a
@@ -41,7 +44,27 @@ def convert_document(document: Mapping[str, Any]) -> Conversion:
             result.documents.append(_convert_rule(document, rule, single=len(rules) == 1))
         except Untranslatable as exc:
             result.refused.append(f"{_name(document)}/{rule.get('name')}: {exc}")
+    if len(result.documents) > 1 and not result.refused:
+        result.documents = _combined(document, result.documents)
     return result
+
+
+def _combined(document: Mapping[str, Any], converted: list[dict]) -> list[dict]:
+    """Rules with the same kind, match and actions become one policy under the original name (as Kyverno's own
+    CEL library ports them): its validations are the rules' validations, in order. Variables of different
+    rules must not collide; otherwise each rule stays its own policy."""
+    first = converted[0]
+    shape = lambda d: (d["kind"], {k: v for k, v in d["spec"].items()  # noqa: E731 - local key function
+                                   if k not in ("validations", "variables", "mutations", "auditAnnotations")})
+    names = [v["name"] for d in converted for v in d["spec"].get("variables") or []]
+    if any(shape(d) != shape(first) for d in converted) or len(names) != len(set(names)):
+        return converted
+    spec = copy.deepcopy(first["spec"])
+    for key in ("validations", "variables", "mutations", "auditAnnotations"):
+        merged = [item for d in converted for item in d["spec"].get(key) or []]
+        if merged:
+            spec[key] = merged
+    return [{**first, "metadata": {**first["metadata"], "name": _name(document)}, "spec": spec}]
 
 
 def _name(document: Mapping[str, Any]) -> str:

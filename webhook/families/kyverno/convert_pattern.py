@@ -32,9 +32,11 @@ def _field(expr: str, key: str) -> str:
 
 
 def _has(expr: str, key: str) -> str:
+    if contains_wildcard(key):
+        raise Untranslatable(f"the wildcard key {key!r} is expanded against the resource's keys in Kyverno")
     if _IDENT.match(key) and key not in _CEL_RESERVED:
         return f"has({expr}.{key})"
-    return f"{json.dumps(key)} in {expr}"
+    return f"({json.dumps(key)} in {expr})"
 
 
 def translate(pattern: Any, expr: str = "object", depth: int = 0) -> str:
