@@ -25,6 +25,8 @@ def test_pattern_translation():
         "string(object.metadata.labels.app) != ''"
     assert translate({"spec": {"X(hostPID)": "null"}}) == "has(object.spec) && !has(object.spec.hostPID)"
     assert "matches(\"^nginx:.*$\")" in translate({"image": "nginx:*"})
+    assert translate({"tier": "a | b"}) == \
+        '(has(object.tier) && ((string(object.tier) == "a") || (string(object.tier) == "b")))'
     with pytest.raises(Untranslatable, match="conditional anchor"):
         translate({"(name)": "x"})
     with pytest.raises(Untranslatable, match="quantities"):

@@ -56,14 +56,19 @@ def _key(key: str, value: Any, expr: str, depth: int) -> str:
     if anchor is None:
         if value == "*":
             return _has(expr, key)
-        return f"{_has(expr, key)} && {translate(value, _field(expr, key), depth)}"
+        return f"{_has(expr, key)} && {_grouped(translate(value, _field(expr, key), depth))}"
     if anchor.modifier == EQUALITY:
-        return f"!{_has(expr, anchor.key)} || {translate(value, _field(expr, anchor.key), depth)}"
+        return f"!{_has(expr, anchor.key)} || {_grouped(translate(value, _field(expr, anchor.key), depth))}"
     if anchor.modifier == NEGATION:
         return f"!{_has(expr, anchor.key)}"
     names = {"": "conditional", "^": "existence", "<": "global", "+": "add-if-absent"}
     raise Untranslatable(f"the {names[anchor.modifier]} anchor {key!r} has no faithful CEL form "
                          "(it skips the rule rather than failing it)")
+
+
+def _grouped(expression: str) -> str:
+    """Parenthesise an alternative so `&&` next to it keeps Kyverno's meaning."""
+    return f"({expression})" if " || " in expression else expression
 
 
 def _leaf(pattern: Any, expr: str) -> str:
