@@ -181,3 +181,12 @@ async def test_failure_action_overrides_and_apply_rules_one(tmp_path):
     assert audited.allowed and audited.results[0].action is Action.AUDIT
     denied = await admit_offline(qm.engine, pod(name="", privileged=True))
     assert not denied.allowed and denied.results[0].action is Action.ENFORCE
+
+
+async def test_admission_false_runs_only_in_background_scans(tmp_path):
+    from webhook.engine.scan import SCAN_USER
+    text = PRIVILEGED.replace("{action}", "Enforce").replace("  rules:", "  admission: false\n  rules:", 1)
+    qm = build(tmp_path, text)
+    assert (await admit_offline(qm.engine, pod(privileged=True))).allowed
+    scanned = await admit_offline(qm.engine, pod(privileged=True), user=SCAN_USER, dry_run=True)
+    assert [r.outcome for r in scanned.results] == [Outcome.FAIL]

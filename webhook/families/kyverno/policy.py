@@ -97,8 +97,8 @@ class KyvernoCompiledPolicy:
             return values_for(self.compiled.name, request.name)
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
-        if not self.compiled.admission:
-            return False
+        if not self.compiled.admission and not _background_scan(request):
+            return False  # spec.admission: false runs in background scans only
         if self.compiled.namespace and request.namespace != self.compiled.namespace:
             return False
         if "*" not in self.kinds and request.kind.kind not in self.kinds:
@@ -182,3 +182,9 @@ def _bare_kinds(compiled: KyvernoPolicy) -> frozenset[str]:
                 bare = parse_kind_selector(str(kind))[2]
                 kinds.add("*" if "*" in bare or "?" in bare else bare)
     return frozenset(kinds) or frozenset({"*"})
+
+
+def _background_scan(request: AdmissionRequest) -> bool:
+    """The engine's background scan admits existing objects as a dry run under its own service account
+    (webhook.engine.scan.SCAN_USER); families may not import the engine, so the identity is matched here."""
+    return request.dry_run and request.user.username.endswith(":background-scan")
