@@ -21,11 +21,12 @@ from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload, fn
-from webhook.cel.source import guard_accumulating_ranges, tokenize
-from webhook.cel.values import KINDS, check_size, plain, with_name
+from webhook.cel.source import guard_accumulating_ranges, route_string_conversions, tokenize
+from webhook.cel.values import KINDS, check_size, opaque_type, plain, with_name
 
 MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
 _TOO_LONG = "__qm_too_long"
+_OPAQUE_TEXT = "__qm_opaque_text"
 
 T = cel.Type
 _ERROR = T.ERROR
@@ -45,6 +46,12 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(with_name(name, exc)) from None
     return call
+
+
+def _opaque_text(value: Mapping[str, Any]) -> str:
+    if opaque_type(value) is None or "text" not in value:
+        raise ValueError("no matching overload for string(map)")
+    return value["text"]
 
 
 def _too_long(size: int) -> Any:
@@ -136,7 +143,7 @@ class CppBackend:
         env = self._envs.get(spec.name)
         if env is None:
             overloads = tuple(o for lib in spec.libraries for o in lib.overloads) + (
-                fn(_TOO_LONG, ["int"], "dyn", _too_long),)
+                fn(_TOO_LONG, ["int"], "dyn", _too_long), fn(_OPAQUE_TEXT, ["map"], "string", _opaque_text))
             env = cel.NewEnv(
                 variables={name: T.DYN for name in spec.variables},
                 extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
@@ -147,7 +154,8 @@ class CppBackend:
 
     def compile(self, spec: EnvSpec, source: str) -> CppProgram:
         try:
-            guarded = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            routed = route_string_conversions(source, tokenize(source), _OPAQUE_TEXT)
+            guarded = guard_accumulating_ranges(routed, tokenize(routed), MAX_ACCUMULATED, _TOO_LONG)
         except ValueError as exc:
             raise CelError(str(exc)) from None
         try:

@@ -118,8 +118,11 @@ def _random_string(pattern: str = "[0-9a-z]{8}") -> str:
         if match[1] is None:
             out.append(match[3])
             continue
+        count = int(match[2] or 1)
+        if count > 4096:
+            raise ValueError(f"random: {count} characters asked for, at most 4096")
         chars = _expand_class(match[1])
-        out.extend(_random.choice(chars) for _ in range(int(match[2] or 1)))
+        out.extend(_random.choice(chars) for _ in range(count))
     return "".join(out)
 
 

@@ -242,3 +242,38 @@ def guard_accumulating_ranges(source: str, tokens: list[Token], limit: int, refu
         out.append(source[last:pos] + text)
         last = pos
     return "".join(out) + source[last:]
+
+
+def _matching_close(tokens: list[Token], open_index: int) -> int:
+    depth = 0
+    for j in range(open_index, len(tokens)):
+        text = tokens[j].text if tokens[j].kind == "op" else ""
+        if text in ("(", "[", "{"):
+            depth += 1
+        elif text in _CLOSE_TO_OPEN:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValueError("unbalanced brackets")
+
+
+def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> str:
+    """`string(x)` -> `cel.bind(__qm_sN, x, type(__qm_sN) == map ? text_fn(dyn(__qm_sN)) : string(dyn(__qm_sN)))`.
+
+    Why: Kubernetes defines string() for its opaque types (`string(ip('::1'))`); here they are tagged
+    maps, and the runtime's own `string` cannot take another overload. Other values keep the native path.
+    """
+    edits: list[tuple[int, int, str]] = []
+    calls = [i for i, t in enumerate(tokens[:-1])
+             if t.kind == "ident" and t.text == "string" and tokens[i + 1].text == "(" and _is_root(tokens, i)]
+    for n, i in enumerate(calls):
+        close = _matching_close(tokens, i + 1)
+        var = f"__qm_s{n}"
+        edits.append((tokens[i].start, tokens[i + 1].end, f"cel.bind({var}, "))
+        edits.append((tokens[close].start, tokens[close].end,
+                      f", type({var}) == map ? {text_fn}(dyn({var})) : string(dyn({var})))"))
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out.append(source[last:start] + text)
+        last = end
+    return "".join(out) + source[last:]
