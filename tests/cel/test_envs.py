@@ -244,3 +244,10 @@ def test_presence_tests_on_null_and_scalars_are_absent_as_in_cel_go(compiler):
 def test_optional_result_is_an_error_that_says_what_to_do(cpp):
     with pytest.raises(CelError, match="orValue"):
         cpp.compile("object.?spec").evaluate({"object": {"spec": {}}})
+
+
+def test_presence_on_statically_typed_receivers(cpp):
+    """The receiver rewrite must type-check when the checker knows R (a literal, a function's declared map)."""
+    assert cpp.compile("{'a': 1}.?a.orValue(0) + [1][?0].orValue(5) + optional.of({'x': 1}).?x.orValue(0)").evaluate({}) == 3
+    program = cpp.compile("resource.List('autoscaling/v1', 'horizontalpodautoscalers', 'ns').?items.orValue([]).size()", env="kyverno")
+    assert program.evaluate({}, FakeLookups()) == 0

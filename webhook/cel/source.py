@@ -274,12 +274,12 @@ def presence_tests_on_scalars(source: str, tokens: list[Token]) -> str:
     """
     spans = []
     for n, (first, last) in enumerate(_presence_receivers(tokens)):
-        p = f"__qm_p{n}"
+        p, d = f"__qm_p{n}", f"dyn(__qm_p{n})"   # dyn: the checker may know R's static type
         container = f"(type({p}) == map || type({p}) == list)"
-        inner = f"(type({p}.value()) == map || type({p}.value()) == list)"
-        keep_optional = f"(!{p}.hasValue() || {inner} ? {p} : optional.none())"
+        inner = f"(type({d}.value()) == map || type({d}.value()) == list)"
+        keep_optional = f"(!{d}.hasValue() || {inner} ? {d} : dyn(optional.none()))"
         spans.append((tokens[first].start, tokens[last].end, f"cel.bind({p}, ",
-                      f", {container} ? {p} : type({p}) == optional_type ? {keep_optional} : dyn({{}}))"))
+                      f", {container} ? {d} : type({p}) == optional_type ? {keep_optional} : dyn({{}}))"))
     return _wrap(source, spans)
 
 
