@@ -176,8 +176,8 @@ def _refuse_unsupported(tokens: list[Token]) -> None:
 
 
 class _Evaluator(Evaluator):
-    """cel-python's has() answers false for any error inside; CEL (and cel-cpp, and Kubernetes) only
-    tests the last field: `has(a.b.c)` with `a.b` missing is an error."""
+    """cel-python's has() answers false for any error inside; CEL (cel-go, so Kubernetes) only tests
+    the last field: `has(a.b.c)` with `a.b` missing is an error, with `a.b` null or a scalar false."""
 
     def macro_has_eval(self, exprlist: lark.Tree) -> Any:
         node = exprlist.children[0] if exprlist.children else None
@@ -190,7 +190,9 @@ class _Evaluator(Evaluator):
             return target
         if isinstance(target, Mapping):
             return celtypes.BoolType(celtypes.StringType(node.children[1].value) in target)
-        return celpy.CELEvalError(f"has(): a {type(target).__name__} has no fields", TypeError, ())
+        if isinstance(target, list):
+            return celpy.CELEvalError("has(): a list has no fields", TypeError, ())
+        return celtypes.BoolType(False)
 
     def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
         return _Evaluator(ast, activation=self.activation)  # macro bodies get the same has()
