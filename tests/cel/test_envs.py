@@ -223,3 +223,31 @@ def test_kyverno_lookups_answered_by_the_standalone_state(compiler):
     assert hpas.evaluate({}, state.lookups) == ["web"]
     with pytest.raises(CelError, match="keeps no global context"):
         compiler.compile("globalContext.Get('x', '')", env="kyverno").evaluate({}, state.lookups)
+
+
+
+def test_presence_tests_on_null_and_scalars_are_absent_as_in_cel_go(compiler):
+    """A YAML `metadata:` with no value is null; cel-go (Kubernetes, Kyverno) answers presence tests on it
+    with "absent", so `metadata.?annotations[?k]` is none and `has(metadata.annotations)` is false."""
+    cronjob = {"spec": {"jobTemplate": {"spec": {"template": {"metadata": None, "spec": {"containers": [{"name": "c"}]}}}}}}
+    assert compiler.compile("has(object.spec.jobTemplate.spec.template.metadata.annotations)")({"object": cronjob}) is False
+    assert compiler.compile("has(object.spec.jobTemplate.spec.template.spec)")({"object": cronjob}) is True
+    with pytest.raises(CelError):
+        compiler.compile("has(object.spec.missing.field)")({"object": cronjob})
+    if compiler.backend == "cel-expr-python":  # cel-python cannot parse optional syntax
+        program = compiler.compile("object.spec.jobTemplate.spec.template.metadata.?annotations[?'corp.org/department']"
+                                   ".orValue('') != ''")
+        assert program({"object": cronjob}) is False
+        assert compiler.compile("object.?name.?first.orValue('none')").evaluate({"object": {"name": "scalar"}}) == "none"
+
+
+def test_optional_result_is_an_error_that_says_what_to_do(cpp):
+    with pytest.raises(CelError, match="orValue"):
+        cpp.compile("object.?spec").evaluate({"object": {"spec": {}}})
+
+
+def test_presence_on_statically_typed_receivers(cpp):
+    """The receiver rewrite must type-check when the checker knows R (a literal, a function's declared map)."""
+    assert cpp.compile("{'a': 1}.?a.orValue(0) + [1][?0].orValue(5) + optional.of({'x': 1}).?x.orValue(0)").evaluate({}) == 3
+    program = cpp.compile("resource.List('autoscaling/v1', 'horizontalpodautoscalers', 'ns').?items.orValue([]).size()", env="kyverno")
+    assert program.evaluate({}, FakeLookups()) == 0

@@ -71,6 +71,9 @@ CASES = [
     ("cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && !cidr('10.0.0.0/16').containsCIDR(cidr('10.0.0.0/8'))", True),
     ("cidr('192.168.1.7/24').prefixLength() == 24 && cidr('192.168.1.7/24').masked() == cidr('192.168.1.0/24')", True),
     ("cidr('192.168.1.7/24').ip() == ip('192.168.1.7') && isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0')", True),
+    ("string(ip('2001:db8::1')) + ' ' + string(cidr('10.1.2.3/8').masked()) + ' ' + string(1) + string(2.5) + string(true)",
+     "2001:db8::1 10.0.0.0/8 12.5true"),
+    ("[string(url('https://x.io/p')), string(semver('1.2.3')), string(b'hi'), string('s')]", ["https://x.io/p", "1.2.3", "hi", "s"]),
     # quantity
     ("quantity('1Gi').isGreaterThan(quantity('1G')) && quantity('500m').isLessThan(quantity('1'))", True),
     ("quantity('1') == quantity('1000m') && quantity('2Gi').compareTo(quantity('2048Mi')) == 0", True),
@@ -130,6 +133,7 @@ ERRORS = [
     ("url('not a url')", "URL"),
     ("semver('1.2')", "semver"),
     ("'%d'.format(['x'])", "%d needs an integer"),
+    ("string({'a': 1})", "string"),
     ("object.missing.deeper", "missing|no such key"),
 ]
 

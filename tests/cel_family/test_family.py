@@ -220,3 +220,38 @@ async def test_generating_policy_generates_after_admission_and_never_on_dry_run(
     assert eng.state.get("NetworkPolicy", "fresh", "default-deny") is not None
     dry = await admit_offline(engine(GPOL), {**namespace, "metadata": {"name": "dry"}}, dry_run=True)
     assert dry.allowed and dry.generated == ()
+
+
+TEMPLATE = """\
+apiVersion: policies.kyverno.io/v1beta1
+kind: GeneratingPolicy
+metadata: {name: team-config}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [namespaces]}
+  variables:
+  - {name: ns, expression: "object.metadata.name"}
+  - {name: labels, expression: "{'team': object.metadata.name}"}
+  generate:
+  - template:
+      interpolate: cel
+      value: |
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: (( variables.ns ))-config
+          namespace: (( variables.ns ))
+          labels: (( variables.labels ))
+        data:
+          note: "kept \\\\(( literal ))"
+"""
+
+
+async def test_generating_policy_templates_interpolate_cel_placeholders():
+    result = await admit_offline(engine(TEMPLATE), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    [config] = result.generated
+    assert config["metadata"]["name"] == "ml-config" and config["metadata"]["namespace"] == "ml"
+    assert config["metadata"]["labels"]["team"] == "ml"
+    assert config["data"] == {"note": "kept (( literal ))"}
+    assert_valid_k8s(config)

@@ -141,3 +141,46 @@ def test_unreadable_input_exits_2(tmp_path, capsys):
     assert main(["test", str(tmp_path / "nope")]) == 2
     (tmp_path / "empty").mkdir()
     assert main(["test", str(tmp_path / "empty")]) == 2
+
+
+LOOKUP_POLICY = """\
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: lookups}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  variables:
+  - {name: allowed, expression: "http.Get('https://registry.example.org/allowed').body.images"}
+  - {name: team, expression: "globalContext.Get('teams', 'owner')"}
+  - {name: quota, expression: "resource.Get('v1', 'configmaps', 'platform', 'quota').data.max"}
+  validations:
+  - expression: "object.spec.containers.all(c, c.image in variables.allowed)"
+    message: image not allowed
+  - expression: "variables.team == 'ml' && variables.quota == '3'"
+    message: context mismatch
+"""
+
+
+def test_http_global_context_and_cluster_resources_answer_lookups(tmp_path, capsys):
+    suite = tmp_path / "s"
+    suite.mkdir()
+    (suite / "policy.yaml").write_text(LOOKUP_POLICY)
+    (suite / "resources.yaml").write_text(RESOURCES)
+    (suite / "cluster.yaml").write_text(
+        "apiVersion: cli.kyverno.io/v1alpha1\nkind: ClusterResource\nspec:\n  resources:\n"
+        "  - {apiVersion: v1, kind: ConfigMap, metadata: {name: quota, namespace: platform}, data: {max: '3'}}\n")
+    (suite / "kyverno-test.yaml").write_text(json.dumps({
+        "apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Test", "metadata": {"name": "lookups"},
+        "policies": ["policy.yaml"], "resources": ["resources.yaml"], "clusterResources": ["cluster.yaml"],
+        "apiCallResponses": [{"url": "https://registry.example.org/allowed", "method": "GET",
+                              "response": {"statusCode": 200, "body": {"images": ["nginx"]}}}],
+        "globalContextEntries": [{"name": "teams", "data": {"team": {"name": "ml"}},
+                                  "projections": [{"name": "owner", "path": "team.name"}]}],
+        "results": [{"policy": "lookups", "kind": "Pod", "resources": ["good", "bad"], "result": "pass"}],
+    }))
+    code, out = _run(capsys, str(suite))
+    assert out.rstrip().splitlines()[-1] == "2 passed, 0 failed", out
+    assert code == 0

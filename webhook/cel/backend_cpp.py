@@ -21,11 +21,13 @@ from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload, fn
-from webhook.cel.source import guard_accumulating_ranges, tokenize
-from webhook.cel.values import KINDS, check_size, plain, with_name
+from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_scalars, route_string_conversions,
+                                tokenize)
+from webhook.cel.values import KINDS, check_size, opaque_type, plain, with_name
 
 MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
 _TOO_LONG = "__qm_too_long"
+_OPAQUE_TEXT = "__qm_opaque_text"
 
 T = cel.Type
 _ERROR = T.ERROR
@@ -45,6 +47,12 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(with_name(name, exc)) from None
     return call
+
+
+def _opaque_text(value: Mapping[str, Any]) -> str:
+    if opaque_type(value) is None or "text" not in value:
+        raise ValueError("no matching overload for string(map)")
+    return value["text"]
 
 
 def _too_long(size: int) -> Any:
@@ -104,20 +112,22 @@ class CppProgram:
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
         try:
             value = self._eval(activation, shared)
-            kind = value.type()
-            if kind == _ERROR and "Non-CEL value type" in str(value.plain_value()):
+            if value.type() == _ERROR and "Non-CEL value type" in _error_text(value):
                 value = self._eval(activation, shared, protos=True)  # only then pay for the conversion
-                kind = value.type()
         except RuntimeError as exc:  # e.g. the iteration budget
             raise CelError(_clean(str(exc))) from None
-        if kind == _ERROR:
-            raise CelError(_clean(str(value.plain_value())))
+        if value.type() == _ERROR:
+            raise CelError(_clean(_error_text(value)))
         result = value.plain_value()
-        if type(result) in _SCALARS:
-            return result
-        if kind.name().startswith("optional"):
-            raise CelError("the expression evaluates to an optional; end it with .orValue(...) or .value()")
-        return plain(result)
+        return result if type(result) in _SCALARS else plain(result)
+
+
+def _error_text(value: Any) -> str:
+    """The binding reports an optional result as an ERROR value it cannot convert."""
+    try:
+        return str(value.plain_value())
+    except TypeError:
+        return "the expression evaluates to an optional; end it with .orValue(...) or .value()"
 
 
 def _clean(message: str) -> str:
@@ -136,7 +146,7 @@ class CppBackend:
         env = self._envs.get(spec.name)
         if env is None:
             overloads = tuple(o for lib in spec.libraries for o in lib.overloads) + (
-                fn(_TOO_LONG, ["int"], "dyn", _too_long),)
+                fn(_TOO_LONG, ["int"], "dyn", _too_long), fn(_OPAQUE_TEXT, ["map"], "string", _opaque_text))
             env = cel.NewEnv(
                 variables={name: T.DYN for name in spec.variables},
                 extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
@@ -147,7 +157,9 @@ class CppBackend:
 
     def compile(self, spec: EnvSpec, source: str) -> CppProgram:
         try:
-            guarded = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            text = presence_tests_on_scalars(source, tokenize(source))
+            text = route_string_conversions(text, tokenize(text), _OPAQUE_TEXT)
+            guarded = guard_accumulating_ranges(text, tokenize(text), MAX_ACCUMULATED, _TOO_LONG)
         except ValueError as exc:
             raise CelError(str(exc)) from None
         try:

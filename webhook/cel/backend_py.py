@@ -23,7 +23,7 @@ from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
-from webhook.cel.values import check_size, describe, kind_of, plain, with_name
+from webhook.cel.values import TAG, check_size, describe, kind_of, plain, with_name
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -176,8 +176,8 @@ def _refuse_unsupported(tokens: list[Token]) -> None:
 
 
 class _Evaluator(Evaluator):
-    """cel-python's has() answers false for any error inside; CEL (and cel-cpp, and Kubernetes) only
-    tests the last field: `has(a.b.c)` with `a.b` missing is an error."""
+    """cel-python's has() answers false for any error inside; CEL (cel-go, so Kubernetes) only tests
+    the last field: `has(a.b.c)` with `a.b` missing is an error, with `a.b` null or a scalar false."""
 
     def macro_has_eval(self, exprlist: lark.Tree) -> Any:
         node = exprlist.children[0] if exprlist.children else None
@@ -190,7 +190,9 @@ class _Evaluator(Evaluator):
             return target
         if isinstance(target, Mapping):
             return celtypes.BoolType(celtypes.StringType(node.children[1].value) in target)
-        return celpy.CELEvalError(f"has(): a {type(target).__name__} has no fields", TypeError, ())
+        if isinstance(target, list):
+            return celpy.CELEvalError("has(): a list has no fields", TypeError, ())
+        return celtypes.BoolType(False)
 
     def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
         return _Evaluator(ast, activation=self.activation)  # macro bodies get the same has()
@@ -206,8 +208,12 @@ def _string(value: Any, *rest: Any) -> Any:
     double prints in the shortest form, `4380` not `4380.0`, as cel-go and cel-cpp print it."""
     if isinstance(value, celpy.CELEvalError):
         return value
+    if isinstance(value, Mapping) and isinstance(value.get(TAG), str) and "text" in value:
+        return celtypes.StringType(value["text"])   # Kubernetes' string(ip), string(cidr)...
     if isinstance(value, (Mapping, list)):
         return celpy.CELEvalError(f"no matching overload for string({describe(from_cel(value))})", TypeError, ())
+    if isinstance(value, celtypes.BoolType):
+        return celtypes.StringType("true" if value else "false")
     if isinstance(value, celtypes.DoubleType) and float(value).is_integer() and abs(float(value)) < 1e21:
         return celtypes.StringType(str(int(float(value))))
     return base_functions["string"](value, *rest)

@@ -222,23 +222,97 @@ def receiver_start(tokens: list[Token], end: int) -> int:
         return j
 
 
+def _wrap(source: str, spans: list[tuple[int, int, str, str]]) -> str:
+    """Insert prefix/suffix around token spans; nested spans nest (outer prefix first, inner suffix first)."""
+    edits = []
+    for start, end, prefix, suffix in spans:
+        edits.append((start, 1, start - end, prefix))
+        edits.append((end, 0, end - start, suffix))
+    out, last = [], 0
+    for pos, _, _, text in sorted(edits):
+        out.append(source[last:pos] + text)
+        last = pos
+    return "".join(out) + source[last:]
+
+
 def guard_accumulating_ranges(source: str, tokens: list[Token], limit: int, refuse: str) -> str:
     """`R.map(...)` -> `cel.bind(__qm_rN, R, size(__qm_rN) <= limit ? __qm_rN : refuse(size(__qm_rN))).map(...)`.
 
     Why: the C++ runtime copies the accumulated list on every step of `map`/`filter`, so their cost is
     quadratic in the range size; capping the range bounds a comprehension to a fraction of a second.
     """
-    edits: list[tuple[int, int, int, str]] = []   # (position, order, tie-break, text)
+    spans = []
     for n, i in enumerate(i for i, t in enumerate(tokens)
                           if t.text == "(" and i >= 3 and tokens[i - 1].text in ACCUMULATING and tokens[i - 2].text == "."):
-        end = i - 3
-        start = receiver_start(tokens, end)
-        var = f"__qm_r{n}"
-        length = tokens[end].end - tokens[start].start
-        edits.append((tokens[start].start, 1, -length, f"cel.bind({var}, "))
-        edits.append((tokens[end].end, 0, length, f", size({var}) <= {limit} ? {var} : {refuse}(size({var})))"))
+        start, var = receiver_start(tokens, i - 3), f"__qm_r{n}"
+        spans.append((tokens[start].start, tokens[i - 3].end, f"cel.bind({var}, ",
+                      f", size({var}) <= {limit} ? {var} : {refuse}(size({var})))"))
+    return _wrap(source, spans)
+
+
+def _presence_receivers(tokens: list[Token]) -> list[tuple[int, int]]:
+    """(first, last) token of every receiver of `.?f`, `[?k]` and `has(R.f)`."""
+    found = []
+    for i, tok in enumerate(tokens):
+        if tok.text == "?" and i >= 2 and tokens[i - 1].text in (".", "[") and tokens[i - 1].kind == "op":
+            end = i - 2
+            found.append((receiver_start(tokens, end), end))
+        elif tok.text == "has" and _is_root(tokens, i) and i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            close = _matching_close(tokens, i + 1)
+            if close - i >= 5 and tokens[close - 2].text == "." and tokens[close - 1].kind == "ident":
+                found.append((i + 2, close - 3))
+    return found
+
+
+def presence_tests_on_scalars(source: str, tokens: list[Token]) -> str:
+    """`R.?f`, `R[?k]`, `has(R.f)` with R not a map or list: absent, as cel-go (and so Kubernetes) has it.
+
+    cel-go answers a presence test on null or a scalar with "not present"; the C++ runtime raises
+    "no matching overload". So R is bound and kept when it is a map, a list or an optional of one; a
+    present optional of anything else becomes none, anything else `{}` (a YAML `metadata:` with no value
+    is null, and Kyverno's `metadata.?annotations` must then be none).
+    """
+    spans = []
+    for n, (first, last) in enumerate(_presence_receivers(tokens)):
+        p, d = f"__qm_p{n}", f"dyn(__qm_p{n})"   # dyn: the checker may know R's static type
+        container = f"(type({p}) == map || type({p}) == list)"
+        inner = f"(type({d}.value()) == map || type({d}.value()) == list)"
+        keep_optional = f"(!{d}.hasValue() || {inner} ? {d} : dyn(optional.none()))"
+        spans.append((tokens[first].start, tokens[last].end, f"cel.bind({p}, ",
+                      f", {container} ? {d} : type({p}) == optional_type ? {keep_optional} : dyn({{}}))"))
+    return _wrap(source, spans)
+
+
+def _matching_close(tokens: list[Token], open_index: int) -> int:
+    depth = 0
+    for j in range(open_index, len(tokens)):
+        text = tokens[j].text if tokens[j].kind == "op" else ""
+        if text in ("(", "[", "{"):
+            depth += 1
+        elif text in _CLOSE_TO_OPEN:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValueError("unbalanced brackets")
+
+
+def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> str:
+    """`string(x)` -> `cel.bind(__qm_sN, x, type(__qm_sN) == map ? text_fn(dyn(__qm_sN)) : string(dyn(__qm_sN)))`.
+
+    Why: Kubernetes defines string() for its opaque types (`string(ip('::1'))`); here they are tagged
+    maps, and the runtime's own `string` cannot take another overload. Other values keep the native path.
+    """
+    edits: list[tuple[int, int, str]] = []
+    calls = [i for i, t in enumerate(tokens[:-1])
+             if t.kind == "ident" and t.text == "string" and tokens[i + 1].text == "(" and _is_root(tokens, i)]
+    for n, i in enumerate(calls):
+        close = _matching_close(tokens, i + 1)
+        var = f"__qm_s{n}"
+        edits.append((tokens[i].start, tokens[i + 1].end, f"cel.bind({var}, "))
+        edits.append((tokens[close].start, tokens[close].end,
+                      f", type({var}) == map ? {text_fn}(dyn({var})) : string(dyn({var})))"))
     out, last = [], 0
-    for pos, _, _, text in sorted(edits):
-        out.append(source[last:pos] + text)
-        last = pos
+    for start, end, text in sorted(edits):
+        out.append(source[last:start] + text)
+        last = end
     return "".join(out) + source[last:]

@@ -172,8 +172,10 @@ class AdmissionEngine:
         done = []
         for obj in objects:
             try:
-                created = await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
-                done.append(created.object)
+                # stored as the API server would (uid, resourceVersion; the standalone state keeps no Secret
+                # data), reported as the policy generated it: what `apply` prints and `test` compares
+                await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
+                done.append(obj)
             except Exception as exc:
                 log.error("could not create generated %s: %s", ObjectKey.of(obj), exc, extra={"uid": request.uid})
         return tuple(done)

@@ -22,11 +22,32 @@ from webhook.testsuite.model import Suite, SuiteError, fold
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$")
 
 
+def _cluster_scoped_kinds(suite: Suite, base: Any, crds: Any) -> set[tuple[str, str]]:
+    """(group, kind) of the CRDs a ClusterResource lists with `scope: Cluster`."""
+    kinds = set()
+    for name in crds or []:
+        path = (base / str(name)).resolve()
+        for crd in read_objects(suite, (str(path),), "clusterResources crds"):
+            spec = crd.get("spec") or {}
+            if spec.get("scope") == "Cluster":
+                kinds.add((str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", ""))))
+    return kinds
+
+
 def cluster_resources(suite: Suite, raw: Any) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for name in raw or []:
-        data = fold(_load_yaml_mapping(suite.resolve(str(name)), f"{suite.path}: clusterResources"))
-        objects.extend(_defaulted(r) for r in fold(data.get("spec")).get("resources") or [] if isinstance(r, Mapping))
+        path = suite.resolve(str(name))
+        spec = fold(fold(_load_yaml_mapping(path, f"{suite.path}: clusterResources")).get("spec"))
+        cluster = _cluster_scoped_kinds(suite, suite.directory, spec.get("crds"))
+        for resource in spec.get("resources") or []:
+            if not isinstance(resource, Mapping):
+                continue
+            obj = _defaulted(resource)
+            group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+            if (group, obj.get("kind")) in cluster:  # a CRD kind the defaults took for namespaced
+                obj.get("metadata", {}).pop("namespace", None)
+            objects.append(obj)
     return objects
 
 

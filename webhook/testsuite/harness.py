@@ -51,11 +51,28 @@ class SuiteLookups:
     request_info: Mapping[str, Any] = field(default_factory=dict)
     context: SuiteContext = field(default_factory=SuiteContext)
 
+    # the kinds the suite's objects have, by lower-case name: a lookup by resource name (`computeclasses`)
+    # cannot know a CRD kind's capitals (ComputeClass)
+    kinds: Mapping[str, str] = field(default_factory=dict)
+
+    def _kind(self, kind: str) -> str:
+        return self.kinds.get(kind.lower(), kind)
+
+    # Secrets as the suite wrote them: the standalone state keeps no Secret data, a test may clone it
+    secrets: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+
+    def _with_data(self, obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        if obj is None or obj.get("kind") != "Secret":
+            return obj
+        meta = obj.get("metadata") or {}
+        written = self.secrets.get((str(meta.get("namespace", "")), str(meta.get("name", ""))), {})
+        return {**obj, **{k: v for k, v in written.items() if k in ("data", "stringData")}}
+
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.base.get(api_version, kind, namespace, name)
+        return self._with_data(self.base.get(api_version, self._kind(kind), namespace, name))
 
     def list(self, api_version: str, kind: str, namespace: str = "", selector: Mapping[str, Any] | None = None) -> list:
-        return self.base.list(api_version, kind, namespace, selector)
+        return [self._with_data(o) for o in self.base.list(api_version, self._kind(kind), namespace, selector)]
 
     def global_context(self, name: str) -> Any:
         if name in self.context.globals:
@@ -129,6 +146,11 @@ def _namespaces(suite: Suite) -> list[dict[str, Any]]:
     return found
 
 
+def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
 def _strip(obj: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     meta = out.get("metadata") or {}
@@ -155,8 +177,10 @@ class SuiteWorld:
                    + read_objects(suite, clone_sources, "cloneSourceResource")
                    + cluster_resources(suite, suite.cluster_resources))
         self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
+        kinds = {str(o.get("kind", "")).lower(): str(o.get("kind", "")) for o in objects + resources}
         self.lookups = SuiteLookups(self.state.lookups, images, suite, load_userinfo(suite),
-                                    suite_context(suite, suite.api_calls, suite.global_entries))
+                                    suite_context(suite, suite.api_calls, suite.global_entries), kinds,
+                                    {_name(o): o for o in objects + resources if o.get("kind") == "Secret"})
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
         self.user = _user(suite)
 

@@ -15,19 +15,27 @@ from typing import Any, Mapping
 from webhook.cel import CelCompiler, CelError
 from webhook.families.cel.base import CelPolicy, Variant, exception_message
 from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
+from webhook.families.cel.template import Template
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
 from webhook.model.results import Action, Outcome, RuleResult
 from webhook.model.review import AdmissionRequest
 
+# set by the API server on the source of a clone (resource.Get/List): never part of what is created
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
+
+
 @dataclass(frozen=True)
 class GenerateBody:
-    generators: tuple[Expr, ...]
+    generators: tuple[Expr | Template, ...]
 
 
 def compile_body(cel: CelCompiler, spec: Mapping[str, Any]) -> GenerateBody:
-    generators = []
+    generators: list[Expr | Template] = []
     for i, raw in enumerate(spec.get("generate") or []):
+        if isinstance(raw, Mapping) and raw.get("template") is not None:
+            generators.append(Template.compile(cel, raw["template"], f"spec.generate[{i}].template"))
+            continue
         expression = raw.get("expression") if isinstance(raw, Mapping) else None
         generators.append(compile_expr(cel, expression, f"spec.generate[{i}].expression", "kyverno"))
     if not generators:
@@ -73,8 +81,11 @@ class GeneratingPolicy(CelPolicy):
             if not variant.conditions.holds(scope, self.failure_policy):
                 return self._result(Outcome.SKIP, "skip"), []
             created: list[Any] = []
-            for expr in variant.body.generators:
-                scope.evaluate(expr, generated=created)
+            for generator in variant.body.generators:
+                if isinstance(generator, Template):
+                    created.extend(generator.render(scope))
+                else:
+                    scope.evaluate(generator, generated=created)
         except (CelError, LookupRefused) as exc:
             return self._result(Outcome.ERROR, f"failed to generate: {exc}"), []
         labels = self._labels(request, request.object or {})
@@ -85,7 +96,7 @@ class GeneratingPolicy(CelPolicy):
             # apiVersion, kind, metadata first, as kubectl prints objects
             obj = {"apiVersion": raw["apiVersion"], "kind": raw["kind"], "metadata": {},
                    **{k: copy.deepcopy(v) for k, v in raw.items() if k not in ("apiVersion", "kind")}}
-            meta = obj["metadata"] = dict(obj.get("metadata") or {})
+            meta = obj["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
             meta["labels"] = {**(meta.get("labels") or {}), **labels}
             generated.append(obj)
         return self._result(Outcome.PASS, f"generated {len(generated)} object(s)"), generated

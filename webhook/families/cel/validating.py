@@ -175,7 +175,7 @@ class ValidatingAdmissionPolicy(CelPolicy):
     param_kind: Mapping[str, str] | None = None
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
-        return super().matches(request, obj, ctx) and any(self._bound(b, request, obj, ctx) for b in self.bindings)
+        return bool(self.bindings) and super().matches(request, obj, ctx)
 
     @staticmethod
     def _bound(binding: Binding, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
@@ -186,9 +186,11 @@ class ValidatingAdmissionPolicy(CelPolicy):
         if variant is None:
             return ValidationOutcome()
         results = []
-        for binding in self.bindings:
-            if self._bound(binding, request, request.object, ctx):
-                results.extend(self._evaluate(request, ctx, variant, binding))
+        bound = [b for b in self.bindings if self._bound(b, request, request.object, ctx)]
+        for binding in bound:
+            results.extend(self._evaluate(request, ctx, variant, binding))
+        if not bound:  # the policy applies, none of its bindings does: skipped (as the Kyverno CLI reports it)
+            results.append(RuleResult(self.id, "", Outcome.SKIP, "no binding of this policy selects the request"))
         return ValidationOutcome(results=tuple(results))
 
     def _result(self, binding: Binding, outcome: Outcome, message: str) -> RuleResult:
