@@ -71,10 +71,13 @@ def base_document(request: RequestData, overrides: Mapping[str, Any] | None = No
     return doc
 
 
+_SEGMENT = re.compile(r'"([^"]*)"|([^.]+)')
+
+
 def set_dotted(doc: dict, dotted: str, value: Any) -> None:
-    """Set a.b.c, copying the maps on the way so shared request objects are never changed."""
+    """Set a.b."c.d", copying the maps on the way so shared request objects are never changed."""
     node = doc
-    parts = dotted.split(".")
+    parts = [quoted or plain for quoted, plain in _SEGMENT.findall(dotted)]
     for part in parts[:-1]:
         child = node.get(part)
         node[part] = dict(child) if isinstance(child, dict) else {}
@@ -215,5 +218,10 @@ def kind_for_plural(plural: str) -> str:
              "HorizontalPodAutoscaler", "customresourcedefinitions": "CustomResourceDefinition"}
     if plural in known:
         return known[plural]
-    singular = plural[:-1] if plural.endswith("s") else plural
+    if plural.endswith("ies"):
+        singular = plural[:-3] + "y"
+    elif plural.endswith(("sses", "ches", "shes", "xes")):  # computeclasses -> computeclass
+        singular = plural[:-2]
+    else:
+        singular = plural[:-1] if plural.endswith("s") else plural
     return singular[:1].upper() + singular[1:]

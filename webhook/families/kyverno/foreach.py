@@ -43,6 +43,9 @@ def validate_foreach(name: str, entries: list, ctx: Context, env: RuleEnv, resou
         for index, element in enumerate(elements):
             if element is None:
                 continue
+            if entry.get("elementScope") is True and not isinstance(element, dict):
+                return Outcome(ERROR, "failed to process foreach: cannot use elementScope=true foreach rules for "
+                                      "elements that are not maps")
             scoped = entry.get("elementScope", True) is not False
             target = element if scoped and isinstance(element, dict) else resource
             spec = {**entry, "message": message} if message else entry

@@ -90,10 +90,17 @@ class KyvernoCompiledPolicy:
         values_for = getattr(ctx.lookups, "values_for", None)
         if values_for is None:
             return {}
+        if not rule:
+            return values_for(self.compiled.name, request.name)
+        # values written for rule X also hold for autogen-X and autogen-cronjob-X, as in the Kyverno CLI
+        base = rule.removeprefix("autogen-cronjob-") if rule.startswith("autogen-cronjob-") else rule.removeprefix(
+            "autogen-")
         try:
-            return values_for(self.compiled.name, request.name, rule) if rule else values_for(self.compiled.name,
-                                                                                                  request.name)
-        except TypeError:
+            values = dict(values_for(self.compiled.name, request.name, base))
+            if base != rule:
+                values.update(values_for(self.compiled.name, request.name, rule))
+            return values
+        except TypeError:  # a test source without rule values
             return values_for(self.compiled.name, request.name)
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
@@ -155,6 +162,8 @@ class KyvernoCompiledPolicy:
             return warned(self.id, outcome.rule, outcome.message)
         action = self._action(outcome, data) if outcome.kind == "validate" else Action.ENFORCE
         if outcome.status == "fail":
+            if self.annotations.get("policies.kyverno.io/scored") == "false":
+                return warned(self.id, outcome.rule, outcome.message)  # Kyverno reports unscored failures as warn
             return failed(self.id, outcome.rule, outcome.message, action)
         return errored(self.id, outcome.rule, outcome.message,
                        action if self.failure_policy is FailurePolicy.FAIL else Action.AUDIT)
