@@ -116,8 +116,6 @@ def _check_unsupported(where: str, rule: Mapping[str, Any]) -> None:
     if generate:
         if generate.get("foreach"):
             raise PolicyError(f"{where}: generate.foreach is not supported")
-        if not any(generate.get(k) is not None for k in ("data", "clone", "cloneList")):
-            raise PolicyError(f"{where}: generate needs data, clone or cloneList")
 
 
 def _check_conditions(where: str, conditions: Any) -> None:

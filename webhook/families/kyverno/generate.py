@@ -22,14 +22,13 @@ def generate_objects(spec: Mapping[str, Any], ctx: Context, env: RuleEnv,
         spec = substitute_all({k: v for k, v in spec.items() if k != "foreach"}, ctx)
     except SubstitutionError as exc:
         return Outcome(ERROR, f"variable substitution failed: {exc}"), ()
-    if spec.get("data") is not None:
-        obj = copy.deepcopy(spec["data"]) if isinstance(spec["data"], dict) else {}
-        return Outcome(PASS, "generated"), (_identify(obj, spec),)
     if spec.get("clone"):
         return _clone(spec, env)
     if spec.get("cloneList"):
         return _clone_list(spec, env)
-    return Outcome(ERROR, "generate rule needs data, clone or cloneList"), ()
+    # data, or nothing at all: Kyverno then creates the bare object (apiVersion, kind, name, namespace)
+    obj = copy.deepcopy(spec["data"]) if isinstance(spec.get("data"), dict) else {}
+    return Outcome(PASS, "generated"), (_identify(obj, spec),)
 
 
 def _identify(obj: dict, spec: Mapping[str, Any]) -> dict:
