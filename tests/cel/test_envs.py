@@ -115,7 +115,7 @@ def test_kyverno_helpers(compiler):
 def test_generator_apply_collects_objects(compiler):
     program = compiler.compile("generator.Apply('team-a', [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c'}}])", env="kyverno")
     generated = []
-    assert program.evaluate({}, FakeLookups(), generated=generated) is None
+    assert program.evaluate({}, FakeLookups(), generated=generated) is True  # Kyverno: usable inside all()
     assert generated == [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team-a"}}]
     with pytest.raises(CelError, match="only collected"):
         program.evaluate({}, FakeLookups())

@@ -17,6 +17,7 @@ from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext
+from webhook.cel.orvalue import rewrite_or_value
 
 MAX_EXPRESSION_LENGTH = 5000
 MAX_COMPREHENSION_DEPTH = 3
@@ -138,7 +139,11 @@ class CelCompiler:
                 dra.check_device_expression(tokens)
             except CelError as exc:
                 raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
-        text = source.rewrite_constructions(expression, tokens) if spec.constructions else expression
+        text, text_tokens = expression, tokens
+        if spec.or_value_compat:
+            text = rewrite_or_value(expression, tokens)
+            text_tokens = source.tokenize(text) if text != expression else tokens
+        text = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
         try:
             compiled = _backend(self.backend).compile(spec, text)
         except CelError as exc:

@@ -21,6 +21,7 @@ class EnvSpec:
     constructions: bool = False          # typed object construction rewritten into map literals
     defaults: tuple[tuple[str, object], ...] = ()   # activation values supplied when the caller has none
     typed_device: bool = False           # DRA: `device` fields type-checked at compile time
+    or_value_compat: bool = False        # Kyverno's x.orValue(y) on plain fields (webhook.cel.orvalue)
 
 
 _ADMISSION_VARS = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
@@ -31,7 +32,7 @@ ENVS: dict[str, EnvSpec] = {
     "admission": EnvSpec("admission", _ADMISSION_VARS, _KUBERNETES, defaults=_DEFAULTS),
     "mutating": EnvSpec("mutating", _ADMISSION_VARS, _KUBERNETES, constructions=True, defaults=_DEFAULTS),
     "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _KUBERNETES + (KYVERNO,),
-                       constructions=True, defaults=_DEFAULTS),
+                       constructions=True, defaults=_DEFAULTS, or_value_compat=True),
     "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER), typed_device=True),
 }
 

@@ -44,7 +44,12 @@ def kind_for(resource: str) -> str:
         return _KINDS[resource]
     if resource[:1].isupper():
         return resource
-    singular = resource[:-3] + "y" if resource.endswith("ies") else resource[:-1] if resource.endswith("s") else resource
+    if resource.endswith("ies"):
+        singular = resource[:-3] + "y"
+    elif resource.endswith(("sses", "ches", "shes", "xes")):  # computeclasses -> computeclass
+        singular = resource[:-2]
+    else:
+        singular = resource[:-1] if resource.endswith("s") else resource
     return singular[:1].upper() + singular[1:]
 
 
@@ -91,16 +96,19 @@ def image_data(ref: str) -> Any:
     return plain(_lookups("image.GetMetadata").image_data(ref))
 
 
-def generate(namespace: str, objects: Sequence[Mapping[str, Any]]) -> None:
+def generate(namespace: str, objects: Sequence[Mapping[str, Any]]) -> bool:
+    """Kyverno's generator.Apply: true, so it can stand in `all(...)`; a *List (resource.List) brings its items."""
     sink = current().generated
     if sink is None:
         raise LookupError("generator.Apply: generated objects are only collected for generating policies")
     for obj in objects:
-        created = plain(obj)
-        if namespace:
-            created.setdefault("metadata", {})["namespace"] = namespace
-        sink.append(created)
-    return None
+        items = obj.get("items") if str(obj.get("kind", "")).endswith("List") else None
+        for item in items if isinstance(items, list) else [obj]:
+            created = plain(item)
+            if namespace:
+                created.setdefault("metadata", {})["namespace"] = namespace
+            sink.append(created)
+    return True
 
 
 def parse_service_account(user: str) -> dict[str, str]:
@@ -162,7 +170,11 @@ KYVERNO = Library("kyverno", (
     fn("http.Post", ["string", "dyn", "map"], "dyn", http_call("POST")),
     fn("image.GetMetadata", ["string"], "dyn", image_data),
     fn("imagedata.Get", ["string"], "dyn", image_data),
-    fn("generator.Apply", ["string", "list"], "null", generate),
+    fn("generator.Apply", ["string", "list"], "bool", generate),
+    # the lower-case spellings Kyverno also accepts (its own CLI test suites use them)
+    fn("resource.get", ["string", "string", "string", "string"], "dyn", resource_get),
+    fn("resource.list", ["string", "string", "string"], "map", resource_list),
+    fn("generator.apply", ["string", "list"], "bool", generate),
     fn("parseServiceAccount", ["string"], "map", parse_service_account),
     fn("json.unmarshal", ["string"], "dyn", json.loads),
     fn("json.marshal", ["dyn"], "string", lambda v: json.dumps(plain(v), separators=(",", ":"), sort_keys=True)),
