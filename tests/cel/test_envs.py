@@ -115,7 +115,7 @@ def test_kyverno_helpers(compiler):
 def test_generator_apply_collects_objects(compiler):
     program = compiler.compile("generator.Apply('team-a', [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c'}}])", env="kyverno")
     generated = []
-    assert program.evaluate({}, FakeLookups(), generated=generated) is None
+    assert program.evaluate({}, FakeLookups(), generated=generated) is True  # Kyverno: usable inside all()
     assert generated == [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team-a"}}]
     with pytest.raises(CelError, match="only collected"):
         program.evaluate({}, FakeLookups())
@@ -250,4 +250,15 @@ def test_presence_on_statically_typed_receivers(cpp):
     """The receiver rewrite must type-check when the checker knows R (a literal, a function's declared map)."""
     assert cpp.compile("{'a': 1}.?a.orValue(0) + [1][?0].orValue(5) + optional.of({'x': 1}).?x.orValue(0)").evaluate({}) == 3
     program = cpp.compile("resource.List('autoscaling/v1', 'horizontalpodautoscalers', 'ns').?items.orValue([]).size()", env="kyverno")
-    assert program.evaluate({}, FakeLookups()) == 0
+    assert program.evaluate({}, FakeLookups()) == 1
+
+
+def test_deep_mutations_compile_although_the_faithful_form_is_deeper(cpp):
+    """The rewritten (cel-go faithful) form nests deeper; it is only used after an error it addresses,
+    so a deep ApplyConfiguration still compiles within the parser's depth limit."""
+    inner = "Object.spec.a.b.c.d{x: object.?spec.?a.?b.?c.?d.?x.orValue(0) + 1}"
+    for name in ("d", "c", "b", "a"):
+        inner = f"Object.spec.{name}{{{name}: {inner}, y: string(object.?spec.?y.orValue(1))}}"
+    program = cpp.compile(f"Object{{spec: {inner}}}", env="mutating")
+    result = program.evaluate({"object": {"spec": {"y": 2}}})
+    assert result == {"spec": {"a": {"b": {"c": {"d": {"x": 1}, "y": "2"}, "y": "2"}, "y": "2"}, "y": "2"}}

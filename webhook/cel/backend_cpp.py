@@ -92,28 +92,52 @@ def _protos(value: Any) -> Any:
 _SCALARS = (bool, int, float, str, type(None))
 
 
-class CppProgram:
-    __slots__ = ("_expression", "_env", "_key")
+# Errors after which the expression is retried in its Kubernetes-faithful form (see CppBackend.compile)
+_RETRY_ON = ("_?._", "_[?_]", "Applying SELECT to non-message type", "string(map")
 
-    def __init__(self, expression: Any, env: Any) -> None:
+
+class CppProgram:
+    __slots__ = ("_expression", "_env", "_key", "_fallback_source", "_fallback")
+
+    def __init__(self, expression: Any, env: Any, fallback_source: str | None) -> None:
         self._expression, self._env = expression, env
         self._key = ("cel-expr-python", id(env))
+        self._fallback_source = fallback_source
+        self._fallback: Any = None
 
-    def _eval(self, activation: Mapping[str, Any], shared: Activation | None, protos: bool = False) -> Any:
+    def _eval(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None,
+              protos: bool = False) -> Any:
         """Converting a pod into the runtime costs ~20 us, evaluating ~2 us: a shared Activation
         converts once per environment for all the expressions of one request."""
         data = _protos(activation) if protos else activation
         if shared is None:
-            return self._expression.eval(data=data)
+            return expression.eval(data=data)
         if protos:
-            return self._expression.eval(shared.replace(self._key, self._env.Activation(data)))
-        return self._expression.eval(shared.cached(self._key, lambda: self._env.Activation(data)))
+            return expression.eval(shared.replace(self._key, self._env.Activation(data)))
+        return expression.eval(shared.cached(self._key, lambda: self._env.Activation(data)))
+
+    def _attempt(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        value = self._eval(expression, activation, shared)
+        if value.type() == _ERROR and "Non-CEL value type" in _error_text(value):
+            value = self._eval(expression, activation, shared, protos=True)  # only then pay for the conversion
+        return value
+
+    def _faithful(self) -> Any:
+        """The rewritten form, compiled on first need; None when there is none or it does not compile."""
+        if self._fallback is None and self._fallback_source is not None:
+            try:
+                self._fallback = self._env.compile(self._fallback_source)
+            except RuntimeError:
+                self._fallback_source = None
+        return self._fallback
 
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
         try:
-            value = self._eval(activation, shared)
-            if value.type() == _ERROR and "Non-CEL value type" in _error_text(value):
-                value = self._eval(activation, shared, protos=True)  # only then pay for the conversion
+            value = self._attempt(self._expression, activation, shared)
+            if value.type() == _ERROR and any(m in _error_text(value) for m in _RETRY_ON):
+                faithful = self._faithful()
+                if faithful is not None:
+                    value = self._attempt(faithful, activation, shared)
         except RuntimeError as exc:  # e.g. the iteration budget
             raise CelError(_clean(str(exc))) from None
         if value.type() == _ERROR:
@@ -156,15 +180,26 @@ class CppBackend:
         return env
 
     def compile(self, spec: EnvSpec, source: str) -> CppProgram:
+        """Two forms. The plain one runs by default. The faithful one adds what Kubernetes (cel-go) does
+        and this runtime does not: presence tests on null/scalars are "absent", `string()` of opaque
+        values gives their text. It is used after an error those rewrites address (or when the plain
+        form does not type-check because of them): its extra nesting would otherwise cost every
+        evaluation and can exceed the parser's depth limit of 32 on large mutations."""
         try:
-            text = presence_tests_on_scalars(source, tokenize(source))
-            text = route_string_conversions(text, tokenize(text), _OPAQUE_TEXT)
-            guarded = guard_accumulating_ranges(text, tokenize(text), MAX_ACCUMULATED, _TOO_LONG)
+            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            faithful = presence_tests_on_scalars(source, tokenize(source))
+            faithful = route_string_conversions(faithful, tokenize(faithful), _OPAQUE_TEXT)
+            faithful = guard_accumulating_ranges(faithful, tokenize(faithful), MAX_ACCUMULATED, _TOO_LONG)
         except ValueError as exc:
             raise CelError(str(exc)) from None
+        env = self._env(spec)
         try:
-            env = self._env(spec)
-            return CppProgram(env.compile(guarded), env)
+            return CppProgram(env.compile(plain_text), env, faithful if faithful != plain_text else None)
+        except RuntimeError as exc:
+            if "'string' applied to" not in str(exc):
+                raise CelError(_compile_message(str(exc))) from None
+        try:
+            return CppProgram(env.compile(faithful), env, None)
         except RuntimeError as exc:
             raise CelError(_compile_message(str(exc))) from None
 
