@@ -106,10 +106,10 @@ def test_annotation_key_is_a_label_name():
     (lambda o: o.update(kind=1), r"request.object.kind must be a string"),
 ])
 def test_object_shape_checked_once_at_the_edge(mutate, reason):
-    obj = pod(labels={"team": "a"})
-    mutate(obj)
+    doc = review(pod(labels={"team": "a"}))
+    mutate(doc["request"]["object"])
     with pytest.raises(MalformedReview, match=reason):
-        parse_review(body(review(obj)))
+        parse_review(body(doc))
 
 
 def test_old_object_shape_checked_too():
