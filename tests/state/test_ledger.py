@@ -116,3 +116,19 @@ def test_ledger_for_is_one_per_state_and_name():
     assert ledger_for(state, "q") is ledger_for(state, "q")
     assert ledger_for(state, "q") is not ledger_for(state, "r")
     assert ledger_for(state, "q") is not ledger_for(other, "q")
+
+
+def test_a_deleted_object_releases_its_reservations():
+    from webhook.model.cluster import ObjectKey
+    from webhook.state.ledger import ledger_for, release_deleted
+    from webhook.state.memory import InMemoryClusterState
+
+    state = InMemoryClusterState()
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "jdoe"}}
+    ledger = ledger_for(state, "quota")
+    ledger.reserve("jdoe", obj, state, timeout=300)
+    state.record_admitted(obj, "CREATE")
+    state.record_deleted("Pod", "jdoe", "p")  # created and deleted before anyone asked for the scope again
+    assert len(ledger.pending("jdoe", state)) == 1
+    assert release_deleted(state, ObjectKey("Pod", "jdoe", "p")) == 1
+    assert ledger.pending("jdoe", state) == ()

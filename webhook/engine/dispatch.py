@@ -22,6 +22,7 @@ from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, annotation_key, clean_warning, deny
 from webhook.policy.snapshot import PolicyStore
 from webhook.reports.sink import ResourceRef, ResultSink
+from webhook.state.ledger import release_deleted
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class AdmissionEngine:
     def _record(self, request: AdmissionRequest) -> None:
         if request.operation == "DELETE":
             self.state.record_deleted(request.kind.kind, request.namespace, request.name)
+            release_deleted(self.state, ObjectKey(request.kind.kind, request.namespace, request.name))
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
             obj = dict(request.object)
             meta = dict(obj.get("metadata") or {})

@@ -133,6 +133,19 @@ def _check_object(obj: Mapping[str, Any] | None, where: str) -> None:
              f"{where}.metadata.finalizers must be a list of strings")
 
 
+def _check_identity(obj: Mapping[str, Any] | None, where: str, kind: str, namespace: str, name: str) -> None:
+    """The API server sends the object it names: a review whose object is of another kind, namespace or
+    name is not one it would send, and would make the state record one object while a quota reserved another."""
+    if obj is None:
+        return
+    meta = obj.get("metadata") or {}
+    _require(obj.get("kind") in (None, kind), f"{where}.kind {obj.get('kind')!r} differs from request.kind.kind {kind!r}")
+    _require(meta.get("namespace") in (None, "", namespace),
+             f"{where}.metadata.namespace {meta.get('namespace')!r} differs from request.namespace {namespace!r}")
+    _require(not name or meta.get("name") in (None, "", name),
+             f"{where}.metadata.name {meta.get('name')!r} differs from request.name {name!r}")
+
+
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode an AdmissionReview body; every way it can be wrong raises MalformedReview with a reason."""
     doc = _decode(body)
@@ -164,14 +177,17 @@ def parse_review(body: bytes) -> AdmissionRequest:
     old = _optional_object(req, "oldObject")
     _check_object(obj, "request.object")
     _check_object(old, "request.oldObject")
+    namespace, name = _optional_str(req, "namespace"), _optional_str(req, "name")
+    _check_identity(obj, "request.object", gvk["kind"], namespace, name)
+    _check_identity(old, "request.oldObject", gvk["kind"], namespace, name)
     _require(operation == "DELETE" or obj is not None, f"request.object is required for {operation}")
     return AdmissionRequest(
         uid=uid,
         kind=GroupVersionKind(gvk.get("group", ""), gvk["version"], gvk["kind"]),
         resource=str(resource.get("resource", "")),
         sub_resource=_optional_str(req, "subResource"),
-        namespace=_optional_str(req, "namespace"),
-        name=_optional_str(req, "name"),
+        namespace=namespace,
+        name=name,
         operation=operation,
         object=obj,
         old_object=old,

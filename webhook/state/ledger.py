@@ -111,6 +111,15 @@ class ReservationLedger:
             return ()
         return tuple(held.values())
 
+    def release_key(self, key: ObjectKey) -> int:
+        """The object was deleted: whatever was reserved for it is not in flight any more (a create and a
+        delete can both pass before anything asks for the scope's reservations again)."""
+        held = self._reservations.get(key.namespace, {})
+        gone = [r for r in held.values() if r.key == key]
+        for reservation in gone:
+            self.release(reservation)
+        return len(gone)
+
     def count(self, scope: str | None = None) -> int:
         """How many reservations are held (without pruning), for tests and metrics."""
         if scope is not None:
@@ -123,6 +132,15 @@ class ReservationLedger:
 # reservations must survive that. Weak keys let a test's state and its ledgers go together.
 _LEDGERS: "weakref.WeakKeyDictionary[Any, dict[str, ReservationLedger]]" = weakref.WeakKeyDictionary()
 _UNWEAKABLE: dict[int, dict[str, ReservationLedger]] = {}
+
+
+def release_deleted(state: ClusterState, key: ObjectKey) -> int:
+    """Release every reservation any policy holds for a deleted object of this state."""
+    try:
+        ledgers = _LEDGERS.get(state) or {}
+    except TypeError:
+        ledgers = _UNWEAKABLE.get(id(state)) or {}
+    return sum(ledger.release_key(key) for ledger in list(ledgers.values()))
 
 
 def ledger_for(state: ClusterState, name: str) -> ReservationLedger:
