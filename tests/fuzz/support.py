@@ -135,6 +135,7 @@ def start_threaded(policies: Path, state: Path, tmp_path: Path, connections: int
     threaded = ThreadedServer(loop, asyncio.run_coroutine_threadsafe(enter(), loop).result(60))
 
     def stop() -> None:
+        asyncio.run_coroutine_threadsafe(threaded.server.session.close(), loop).result(10)
         asyncio.run_coroutine_threadsafe(context.__aexit__(None, None, None), loop).result(60)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
