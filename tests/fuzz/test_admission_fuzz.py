@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tests.fuzz.support import raw_body, seed_reviews, start_threaded
 from tests.support import REPO, review
 from tests.platform.quota_builders import pod
-from webhook.state.ledger import _LEDGERS
 
 BATCHES, BATCH = 100, 100
 SEEDS = seed_reviews()
@@ -39,7 +38,7 @@ def _check_answer(status: int, body: bytes, sent: bytes) -> None:
 def _left_behind(qm) -> list[str]:
     """Reservations still in flight (pending() drops the ones the state reflects and the expired ones)."""
     state = qm.state
-    return [f"{r.key} update={r.update}" for ledger in _LEDGERS.get(state, {}).values()
+    return [f"{r.key} update={r.update}" for ledger in qm.ledgers.all()
             for scope in list(ledger._reservations) for r in ledger.pending(scope, state)]
 
 
