@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from webhook.model.errors import MalformedReview
+from webhook.model.shapes import shape_problem
 from webhook.model.verdict import Verdict
 
 API_VERSION = "admission.k8s.io/v1"
@@ -184,6 +185,15 @@ def _check_object(obj: Mapping[str, Any] | None, where: str) -> None:
              f"{where}.metadata.finalizers must be a list of strings")
 
 
+def object_problem(obj: Mapping[str, Any], where: str) -> str | None:
+    """What `parse_review` would refuse in this object, for readers of files (`apply`); None when fine."""
+    try:
+        _check_object(obj, where)
+    except MalformedReview as exc:
+        return str(exc)
+    return shape_problem(str(obj.get("kind", "")), obj, where)
+
+
 def _check_identity(obj: Mapping[str, Any] | None, where: str, kind: str, namespace: str, name: str) -> None:
     """The API server sends the object it names: a review whose object is of another kind, namespace or
     name is not one it would send, and would make the state record one object while a quota reserved another."""
@@ -228,6 +238,9 @@ def parse_review(body: bytes) -> AdmissionRequest:
     namespace, name = _optional_str(req, "namespace"), _optional_str(req, "name")
     _check_identity(obj, "request.object", gvk["kind"], namespace, name)
     _check_identity(old, "request.oldObject", gvk["kind"], namespace, name)
+    for value, where in ((obj, "request.object"), (old, "request.oldObject")):
+        problem = shape_problem(gvk["kind"], value, where) if value is not None else None
+        _require(problem is None, problem or "")
     return AdmissionRequest(
         uid=uid,
         kind=GroupVersionKind(gvk.get("group", ""), gvk["version"], gvk["kind"]),
