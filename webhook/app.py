@@ -124,7 +124,8 @@ class Quartermaster:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
         self.load_policies()
         reloader, _ = self.tls()
-        listener = Listener(build_app(self.services(), self.settings.limits), self.settings.host, self.settings.port,
+        app = build_app(self.services(), self.settings.limits, client_cert_required=self.settings.client_ca is not None)
+        listener = Listener(app, self.settings.host, self.settings.port,
                             reloader.context, self.settings.limits, self.metrics)
         await listener.start()
         log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port)

@@ -34,3 +34,20 @@ def test_admits_only_the_api_server_on_the_webhook_port():
     assert not any("podSelector" in peer and "namespaceSelector" not in peer for peer in rule["from"])
     extra = [peer for peer in rule["from"] if "namespaceSelector" in peer]
     assert extra == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+
+
+def test_client_auth_mounts_the_ca_and_passes_it_to_serve():
+    from webhook.cli import _parser
+
+    deployment = render(VARIANTS["client-auth"]).one("Deployment")
+    validate_object(deployment)
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = _parser().parse_args(container["args"])
+    assert str(args.client_ca) == "/etc/quartermaster/client-ca/ca.crt"
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "client-ca")
+    volume = next(v for v in pod["volumes"] if v["name"] == "client-ca")
+    assert mount["mountPath"] == "/etc/quartermaster/client-ca" and mount["readOnly"] is True
+    assert volume["configMap"] == {"name": "apiserver-client-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    plain = render().one("Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert not any(a.startswith("--client-ca") for a in plain["args"])

@@ -7,7 +7,7 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
-from webhook.server.guard import GUARD, LIMITS, ConnectionGuard
+from webhook.server.guard import CLIENT_CERT_REQUIRED, GUARD, LIMITS, ConnectionGuard
 from webhook.server.handlers import MAX_BODY, Services, admission_handler, health_handlers
 from webhook.server.limits import ServerLimits
 
@@ -39,10 +39,12 @@ async def track_requests(request: web.Request, handler: Handler) -> web.StreamRe
         guard.request_finished(request.transport)
 
 
-def build_app(services: Services, limits: ServerLimits | None = None) -> web.Application:
+def build_app(services: Services, limits: ServerLimits | None = None, client_cert_required: bool = False) -> web.Application:
+    """`client_cert_required`: /mutate and /validate answer only clients whose certificate the TLS layer verified."""
     limits = limits or ServerLimits()
     app = web.Application(client_max_size=MAX_BODY, middlewares=[track_requests, unexpected_errors])
     app[LIMITS] = limits
+    app[CLIENT_CERT_REQUIRED] = client_cert_required
     app[GUARD] = ConnectionGuard(limits, on_close=services.metrics.connection_closed)
     health = health_handlers(services)
     app.router.add_post("/mutate", admission_handler(services, "mutate"))

@@ -173,3 +173,4 @@ class ConnectionGuard:
 
 GUARD = web.AppKey("guard", ConnectionGuard)
 LIMITS = web.AppKey("limits", ServerLimits)
+CLIENT_CERT_REQUIRED = web.AppKey("client_cert_required", bool)

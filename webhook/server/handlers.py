@@ -20,7 +20,7 @@ from webhook.model.verdict import Verdict
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
-from webhook.server.guard import LIMITS
+from webhook.server.guard import CLIENT_CERT_REQUIRED, LIMITS
 from webhook.server.timeouts import evaluation_budget
 
 log = logging.getLogger("quartermaster.admission")
@@ -53,6 +53,9 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
 
     async def decode(http: web.Request) -> AdmissionRequest | web.Response:
         limits = http.app[LIMITS]
+        if http.app[CLIENT_CERT_REQUIRED] and not (http.transport and http.transport.get_extra_info("peercert")):
+            # the TLS layer verified any certificate presented; none presented is not the API server
+            return _bad_request(services.metrics, endpoint, 401, "a client certificate signed by the --client-ca CA is required")
         try:
             body = await asyncio.wait_for(http.read(), limits.body_seconds)
         except web.HTTPRequestEntityTooLarge:

@@ -33,8 +33,10 @@ INTERMEDIATE_CIPHERS = ":".join((
 
 
 def server_context(cert: Path, key: Path, client_ca: Path | None = None) -> ssl.SSLContext:
-    """With `client_ca`, a client must present a certificate that CA signed (Kubernetes' webhook client
-    authentication: the API server's admission config names a kubeconfig with that certificate)."""
+    """With `client_ca`, a certificate a client presents must be signed by that CA (Kubernetes' webhook client
+    authentication: the API server's admission config names a kubeconfig with that certificate). Optional at
+    the handshake, so that the kubelet's probes (which present none) reach /healthz and /readyz; the
+    admission endpoints refuse a connection without one (server.handlers)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_ciphers(INTERMEDIATE_CIPHERS)
@@ -42,7 +44,7 @@ def server_context(cert: Path, key: Path, client_ca: Path | None = None) -> ssl.
     context.load_cert_chain(str(cert), str(key))
     if client_ca is not None:
         context.load_verify_locations(cafile=str(client_ca))
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
 
 
