@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import random
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,54 @@ def raw_body(draw: Any, seeds: list[dict[str, Any]]) -> bytes:
         return body.replace(b'"request": {', b'"request": {"deep": ' + b"[" * depth + b"]" * depth + b", ", 1)
     if kind == "garbage":
         return draw(st.binary(max_size=64))
+    return body
+
+
+# --- the same mutations, driven by one integer (hypothesis draws the integers, shrinks them, and replays them):
+# drawing thousands of nested values through hypothesis costs ~5 ms a review, this costs ~50 us
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 2 and roll < 0.15:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if depth < 2 and roll < 0.3:
+        return {rng.choice(["a", "name", "spec", "x", ""]): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    return rng.choice([None, True, False, 0, -1, 2**63, -(2**70), 1.5, -0.0, 1e300, "", "x", "\u00e9\u2603",
+                       *HOSTILE_STRINGS])
+
+
+def mutate_with(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """One to three changes, as mutated_document makes them."""
+    doc = copy.deepcopy(doc)
+    for _ in range(rng.randint(1, 3)):
+        candidates = [p for p in paths(doc) if p]
+        if not candidates:
+            break
+        path = rng.choice(candidates)
+        parent, last = _parent(doc, path), path[-1]
+        action = rng.choice(["replace", "replace", "delete", "add"])
+        if action == "replace":
+            parent[last] = _random_value(rng)
+        elif action == "delete":
+            del parent[last]
+        elif isinstance(parent[last], dict):
+            parent[last][rng.choice(["metadata", "spec", "labels", "resources", "limits", "x"])] = _random_value(rng)
+        elif isinstance(parent[last], list):
+            parent[last].append(_random_value(rng))
+    return doc
+
+
+def body_from_seed(seeds: list[dict[str, Any]], number: int) -> bytes:
+    """A mutated review, mostly JSON, now and then truncated, nested too deep or not JSON at all."""
+    rng = random.Random(number)
+    body = json.dumps(mutate_with(rng.choice(seeds), rng)).encode()
+    kind = rng.choice(["json"] * 17 + ["truncated", "deep", "garbage"])
+    if kind == "truncated":
+        return body[:rng.randint(0, len(body))]
+    if kind == "deep":
+        depth = rng.choice([101, 1_000, 50_000])
+        return body.replace(b'"request": {', b'"request": {"deep": ' + b"[" * depth + b"]" * depth + b", ", 1)
+    if kind == "garbage":
+        return rng.randbytes(rng.randint(0, 64))
     return body
 
 
