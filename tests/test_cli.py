@@ -113,13 +113,17 @@ def test_apply_denied_exit_1(tmp_path, test_kinds, capsys):
     ("kind: [", "invalid YAML"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {}\n", "metadata.name"),
     ("- just a list\n", "apiVersion and kind"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: nope\n", "in.yaml document 0: Pod.spec must be an object"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: 1}}\nspec: {}\n", "Pod.metadata.labels['a'] must be a string"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [nope]}\n", "Pod.spec.containers[0] must be an object"),
 ])
 def test_apply_bad_input_exit_2(tmp_path, test_kinds, capsys, content, message):
     policies = tmp_path / "p"
     policies.mkdir()
     manifest = write(tmp_path / "in.yaml", content)
     assert main(["apply", "--policies", str(policies), str(manifest)]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_apply_missing_file_and_bad_policies(tmp_path, test_kinds, capsys):

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiohttp import web
 
 from webhook.cel import CelCompiler
 from webhook.certs.generate import CertPaths, ensure_certificates, service_names
@@ -31,6 +30,8 @@ from webhook.policy.source import DirectoryPolicySource
 from webhook.reports.sink import MemoryResultSink, ResultSink
 from webhook.server.app import build_app
 from webhook.server.handlers import Services
+from webhook.server.limits import ServerLimits
+from webhook.server.listener import Listener
 from webhook.server.tls import CertificateReloader
 from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
@@ -53,6 +54,8 @@ class Settings:
     policy_poll_seconds: float = 2.0
     cert_poll_seconds: float = 5.0
     live: LiveSettings | None = None  # set: live cluster mode (informers, API writes) instead of standalone
+    client_ca: Path | None = None  # set: clients must present a certificate this CA signed
+    limits: ServerLimits = field(default_factory=ServerLimits)
 
 
 class PolicyLoadFailed(Exception):
@@ -99,7 +102,7 @@ class Quartermaster:
             state = live.state
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
         sink: ResultSink = live.writer if live is not None else MemoryResultSink()
-        engine = AdmissionEngine(store, state, sink)
+        engine = AdmissionEngine(store, state, sink, on_deleted=ledgers.release_deleted)
         if live is not None:
             live.attach(store, QuotaPolicyLimits(store, state))
         return cls(settings, state, store, source, engine, metrics, Tracing(), sink, ledgers, live)
@@ -118,16 +121,16 @@ class Quartermaster:
         paths = CertPaths(self.settings.cert_dir)
         if ensure_certificates(paths.directory, service_names(self.settings.service, self.settings.namespace)):
             log.info("wrote a self-signed CA and serving certificate to %s (trust %s)", paths.directory, paths.ca_cert)
-        return CertificateReloader(paths.cert, paths.key), paths
+        return CertificateReloader(paths.cert, paths.key, self.settings.client_ca), paths
 
     async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
         self.load_policies()
         reloader, _ = self.tls()
-        runner = web.AppRunner(build_app(self.services()), shutdown_timeout=10.0, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.host, self.settings.port, ssl_context=reloader.context, backlog=512)
-        await site.start()
+        app = build_app(self.services(), self.settings.limits, client_cert_required=self.settings.client_ca is not None)
+        listener = Listener(app, self.settings.host, self.settings.port,
+                            reloader.context, self.settings.limits, self.metrics)
+        await listener.start()
         log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -146,7 +149,7 @@ class Quartermaster:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await runner.cleanup()
+            await listener.stop()
             if self.live is not None:
                 await self.live.stop()
             self.tracing.shutdown()

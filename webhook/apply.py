@@ -18,6 +18,7 @@ from webhook.app import Quartermaster
 from webhook.engine.offline import admit_offline
 from webhook.model.cluster import ObjectKey
 from webhook.model.results import Outcome, RuleResult
+from webhook.model.review import object_problem
 
 
 class BadInput(Exception):
@@ -41,7 +42,10 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
         except OSError as exc:
             raise BadInput(f"{name}: cannot read: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:
-            raise BadInput(f"{name}: invalid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{name}:{mark.line + 1}" if mark is not None else name
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise BadInput(f"{where}: invalid YAML: {problem}") from None
         for index, doc in enumerate(docs):
             if doc is None:
                 continue
@@ -52,6 +56,9 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
                 meta = item.get("metadata")
                 if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
                     raise BadInput(f"{name} document {index}: a resource needs metadata.name")
+                problem = object_problem(item, item["kind"])
+                if problem:
+                    raise BadInput(f"{name} document {index}: {problem}")
                 resources.append(item)
     return resources
 

@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
     serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
     serve.add_argument("--namespace", default=None, help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
+    serve.add_argument("--client-ca", type=Path, default=None,
+                       help="require client certificates signed by this CA (the API server's webhook client certificate)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     live = serve.add_mutually_exclusive_group()
     live.add_argument("--kubeconfig", type=Path, default=None, help="run live against the cluster of this kubeconfig")
@@ -73,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level)
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
-                        **({"namespace": args.namespace} if args.namespace else {}))
+                        client_ca=args.client_ca, **({"namespace": args.namespace} if args.namespace else {}))
     if args.kubeconfig or args.in_cluster:
         settings = replace(settings, live=live_settings(args, settings.namespace))
     try:

@@ -55,6 +55,11 @@ def _failure(policy: CompiledPolicy, what: str, exc: BaseException) -> RuleResul
     return errored(policy.id, what, f"policy {policy.id} could not be evaluated ({reason})", _action(policy))
 
 
+def _unsynced(policy: CompiledPolicy) -> RuleResult:
+    return errored(policy.id, "state", f"policy {policy.id} cannot decide: the cluster state is not synced with the "
+                                       "Kubernetes API yet (or lost it); try again shortly", _action(policy))
+
+
 def _broken(policy: CompiledPolicy) -> RuleResult:
     return errored(policy.id, "compile", f"policy {policy.id} does not compile ({policy.error}); fix it in "
                                          f"{policy.source}", _action(policy))
@@ -62,11 +67,14 @@ def _broken(policy: CompiledPolicy) -> RuleResult:
 
 class AdmissionEngine:
     def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
-                 on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None) -> None:
+                 on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None,
+                 on_deleted: Callable[[ObjectKey], Any] | None = None) -> None:
         self.store = store
         self.state = state
         self.sink = sink
         self.on_result = on_result
+        # told of every admitted DELETE: quota reservations for the object end there (see ReservationLedgers)
+        self.on_deleted = on_deleted
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
     def _context(self, request: AdmissionRequest) -> EvalContext:
@@ -75,9 +83,14 @@ class AdmissionEngine:
                            request=request)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
-                 ctx: EvalContext, out: _Collected) -> bool:
+                 ctx: EvalContext, out: _Collected, synced: bool = True) -> bool:
         if policy.error is not None:
             out.results.append(_broken(policy))
+            return False
+        if not synced:
+            # a stale or empty cache would make wrong decisions (a profile's namespace unknown: its quota skipped);
+            # the policy's failurePolicy decides, as for any policy that cannot be evaluated
+            out.results.append(_unsynced(policy))
             return False
         try:
             return policy.matches(request, obj, ctx)
@@ -93,10 +106,11 @@ class AdmissionEngine:
         if request.object is None or not policies:
             return MutateResult(Verdict(allowed=True), request.object)
         ctx = self._context(request)
+        synced = bool(getattr(self.state, "synced", True))
         obj: dict[str, Any] = copy.deepcopy(dict(request.object))
         out = _Collected()
         for policy in policies:
-            if not self._applies(policy, request, obj, ctx, out):
+            if not self._applies(policy, request, obj, ctx, out, synced):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
@@ -139,11 +153,12 @@ class AdmissionEngine:
         policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
         ctx = self._context(request)
+        synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
         for policy in policies:
             if background and not policy.background:
                 continue
-            if not self._applies(policy, request, request.object, ctx, out):
+            if not self._applies(policy, request, request.object, ctx, out, synced):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.validate(request, obj or {}, ctx), max(0.0, deadline - loop.time()))
@@ -155,14 +170,19 @@ class AdmissionEngine:
             out.warnings.extend(outcome.warnings)
             out.rollbacks.extend(outcome.rollbacks)
             out.generates.extend(outcome.generates)
-        verdict = self._verdict(request, out)
-        if not verdict.allowed:
+        try:
+            verdict = self._verdict(request, out)
+            if not verdict.allowed:
+                for rollback in out.rollbacks:
+                    rollback()
+                return verdict
+            if request.dry_run:
+                return verdict
+            self._record(request)
+        except BaseException:  # an answer that is not an admission must not leave reservations behind
             for rollback in out.rollbacks:
                 rollback()
-            return verdict
-        if request.dry_run:
-            return verdict
-        self._record(request)
+            raise
         return replace(verdict, generated=await self._generate(request, out.generates, deadline))
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
@@ -183,6 +203,8 @@ class AdmissionEngine:
     def _record(self, request: AdmissionRequest) -> None:
         if request.operation == "DELETE":
             self.state.record_deleted(request.kind.kind, request.namespace, request.name)
+            if self.on_deleted is not None:
+                self.on_deleted(ObjectKey(request.kind.kind, request.namespace, request.name))
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
             obj = dict(request.object)
             meta = dict(obj.get("metadata") or {})

@@ -16,6 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+LAG_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -28,7 +29,9 @@ class Metrics:
             resource=Resource.create({"service.name": "quartermaster"}),
             metric_readers=[reader],
             views=[View(instrument_name="quartermaster_admission_duration_seconds",
-                        aggregation=ExplicitBucketHistogramAggregation(LATENCY_BUCKETS))],
+                        aggregation=ExplicitBucketHistogramAggregation(LATENCY_BUCKETS)),
+                   View(instrument_name="quartermaster_event_loop_lag_seconds",
+                        aggregation=ExplicitBucketHistogramAggregation(LAG_BUCKETS))],
         )
         meter = self._provider.get_meter("quartermaster")
         self._requests = meter.create_counter(
@@ -43,6 +46,15 @@ class Metrics:
             "quartermaster_malformed_requests", description="Requests refused with HTTP 4xx before evaluation")
         self._dropped = meter.create_counter(
             "quartermaster_reports_dropped", description="Policy results dropped because the report queue was full")
+        self._loop_lag = meter.create_histogram(
+            "quartermaster_event_loop_lag_seconds", unit="s",
+            description="How late the event loop ran a timer: the longest any request waited behind other work")
+        self._connections_closed = meter.create_counter(
+            "quartermaster_connections_closed", description="Connections the server closed, by reason (timeouts, cap)")
+        self._loop_lag_max = 0.0
+        meter.create_observable_gauge(
+            "quartermaster_event_loop_lag_max_seconds", callbacks=[self._observe_lag_max], unit="s",
+            description="Largest event-loop lag since the previous scrape")
         self._policy_errors_now = 0
         self._snapshot_generation = 0
         meter.create_observable_gauge(
@@ -57,6 +69,17 @@ class Metrics:
 
     def _observe_generation(self, _: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._snapshot_generation)
+
+    def _observe_lag_max(self, _: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(self._loop_lag_max)
+        self._loop_lag_max = 0.0
+
+    def loop_lag(self, seconds: float) -> None:
+        self._loop_lag.record(seconds)
+        self._loop_lag_max = max(self._loop_lag_max, seconds)
+
+    def connection_closed(self, reason: str) -> None:
+        self._connections_closed.add(1, {"reason": reason})
 
     def admission(self, endpoint: str, operation: str, kind: str, verdict: str, seconds: float) -> None:
         attrs = {"endpoint": endpoint, "operation": operation, "kind": kind, "verdict": verdict}

@@ -2,6 +2,10 @@
 
 Polling a content hash, not inotify: a ConfigMap update swaps the `..data` symlink atomically,
 which inotify reports as events on paths we never read; the hash sees the new content either way.
+
+A file that served policies and now holds none is refused, not read as "no policies": an editor that
+truncates before writing, or an emptied ConfigMap key, would otherwise switch enforcement off without
+a word. Removing policies means deleting the file (or its ConfigMap key).
 """
 
 from __future__ import annotations
@@ -9,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from dataclasses import replace
 from pathlib import Path
 
+from webhook.model.errors import PolicyLoadError
 from webhook.observability.metrics import Metrics
 from webhook.policy.documents import policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
@@ -27,6 +33,7 @@ class DirectoryPolicySource:
         self.metrics = metrics
         self._fingerprint: str | None = None
         self._generation = 0
+        self._serving_files: frozenset[str] = frozenset()  # files the snapshot in service has policies from
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -41,9 +48,18 @@ class DirectoryPolicySource:
     def reload(self) -> LoadResult:
         """Load everything; publish only a fully valid set, else keep serving the previous snapshot."""
         fingerprint = self.fingerprint()
-        result = self.loader.load(self.root)
+        try:
+            result = self.loader.load(self.root)
+        except Exception as exc:  # a loader bug must show as a refused load (degraded, listed), not a crash loop
+            log.exception("policy load failed")
+            failure = PolicyLoadError(str(self.root), 0, None, "", f"policy load failed: {type(exc).__name__}: {exc}")
+            result = LoadResult((), (failure,), ())
+        emptied = self._emptied(result)
+        if emptied:
+            result = replace(result, errors=result.errors + emptied)
         self._fingerprint = fingerprint
         if result.ok:
+            self._serving_files = frozenset(p.source.file for p in result.policies)
             self._generation += 1
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
             self.metrics.policy_load(len(result.errors), self._generation)
@@ -55,6 +71,20 @@ class DirectoryPolicySource:
             for error in result.errors:
                 log.error("policy refused: %s", error, extra={"file": error.file})
         return result
+
+    def _display(self, path: str) -> str:
+        """The loader's name for a file: relative to the policy directory."""
+        base = self.root if self.root.is_dir() else self.root.parent
+        return str(Path(path).relative_to(base)) if Path(path) != self.root else self.root.name
+
+    def _emptied(self, result: LoadResult) -> tuple[PolicyLoadError, ...]:
+        present = {self._display(f) for f in result.files}
+        contributing = {p.source.file for p in result.policies} | {e.file for e in result.errors}
+        return tuple(
+            PolicyLoadError(name, 0, None, "", "the file served policies and now holds no documents (a truncated write "
+                            "or an emptied ConfigMap key?); the previous policies stay in force: restore the file, "
+                            "or delete it to remove its policies")
+            for name in sorted(self._serving_files & present - contributing))
 
     async def watch(self, interval: float = 2.0) -> None:
         """Reload whenever the content changes; runs until cancelled."""

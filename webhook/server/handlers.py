@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -19,6 +20,7 @@ from webhook.model.verdict import Verdict
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
+from webhook.server.guard import CLIENT_CERT_REQUIRED, LIMITS
 from webhook.server.timeouts import evaluation_budget
 
 log = logging.getLogger("quartermaster.admission")
@@ -49,16 +51,32 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
             return (await services.engine.mutate(request, budget)).verdict
         return await services.engine.validate(request, budget)
 
-    async def handle(http: web.Request) -> web.Response:
-        started = time.perf_counter()
+    async def decode(http: web.Request) -> AdmissionRequest | web.Response:
+        limits = http.app[LIMITS]
+        if http.app[CLIENT_CERT_REQUIRED] and not (http.transport and http.transport.get_extra_info("peercert")):
+            # the TLS layer verified any certificate presented; none presented is not the API server
+            return _bad_request(services.metrics, endpoint, 401, "a client certificate signed by the --client-ca CA is required")
         try:
-            body = await http.read()
+            body = await asyncio.wait_for(http.read(), limits.body_seconds)
         except web.HTTPRequestEntityTooLarge:
             return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
+        except asyncio.TimeoutError:
+            response = _bad_request(services.metrics, endpoint, 408, f"body not received within {limits.body_seconds:g}s")
+            response.force_close()  # the rest of a stalled body is not worth waiting for
+            return response
         try:
-            request = parse_review(body)
+            if len(body) > limits.thread_decode_bytes:
+                # parsing and shape checks of a big body run beside the loop, which keeps answering meanwhile
+                return await asyncio.to_thread(parse_review, body)
+            return parse_review(body)
         except MalformedReview as exc:
             return _bad_request(services.metrics, endpoint, 400, str(exc))
+
+    async def handle(http: web.Request) -> web.Response:
+        started = time.perf_counter()
+        request = await decode(http)
+        if isinstance(request, web.Response):
+            return request
         budget = evaluation_budget(http.query.get("timeout"), DEFAULT_BUDGET)
         with services.tracing.span(f"admission.{endpoint}", uid=request.uid, kind=request.kind.kind,
                                    operation=request.operation, namespace=request.namespace):

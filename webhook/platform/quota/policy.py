@@ -21,6 +21,7 @@ from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.check import Decision, Subject, decide
 from webhook.platform.quota.limits import resolve_limits
 from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
@@ -63,6 +64,9 @@ class ProfileQuotaPolicy(Battery):
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
                                      limits.notes)
         subject, full = _subject_object(request, obj)
+        problem = out_of_range(subject.kind, full)
+        if problem is not None:
+            return ValidationOutcome((failed(self.id, "quantities", problem, self.action),))
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
         async with ledger.lock(request.namespace):

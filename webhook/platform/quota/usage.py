@@ -5,8 +5,11 @@ The counting model (docs/quota.md has it as a table):
   claim templates it references whose claim Kubernetes has not generated yet (a template itself is
   not charged, so creating one that pending pods already reference charges them, and is checked);
   its generic ephemeral volumes are charged until their PVC exists;
-- a ResourceClaim is charged its devices from creation to deletion, once however many pods share
-  it; a claim generated for a pod is freed when that pod is terminal;
+- a ResourceClaim is charged what it can allocate (its devices) from creation to deletion, once however
+  many pods share it, whatever its ownerReferences say. The one exception: a claim the resourceclaim
+  controller generated for a pod the state knows (annotation resource.kubernetes.io/pod-claim-name naming
+  one of that pod's template entries, controller ownerReference v1 Pod with the stored pod's uid) is
+  free once that pod is terminal and no other running pod uses it;
 - a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
   allocated to it, if larger, so shrinking the request after an expansion frees nothing).
 """
@@ -75,11 +78,40 @@ def _controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _owned_by(obj: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Owned by exactly this pod: a core v1 Pod reference with the stored pod's uid (a name is not enough:
+    anyone can write an ownerReference naming any pod)."""
     ref = _controller_pod(obj)
-    if ref is None or ref.get("name") != _meta(pod).get("name"):
+    if ref is None or ref.get("apiVersion") != "v1" or ref.get("name") != _meta(pod).get("name"):
         return False
     uid = _meta(pod).get("uid")
-    return not uid or not ref.get("uid") or ref.get("uid") == uid
+    return bool(uid) and ref.get("uid") == uid
+
+
+def _template_entries(pod: Mapping[str, Any]) -> set[str]:
+    """The pod's own resourceClaims entries that name a claim template."""
+    entries = (pod.get("spec") or {}).get("resourceClaims") or []
+    return {str(e.get("name")) for e in entries if isinstance(e, Mapping) and e.get("resourceClaimTemplateName")}
+
+
+def generated_for(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The stored pod the resourceclaim controller generated this claim for, or None: the claim is then the
+    user's own, whatever its ownerReferences and annotations say."""
+    ref = _controller_pod(claim)
+    pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+    if ref is None or not pod_claim:
+        return None
+    pod = objects.get(POD, str(ref.get("name", "")))
+    if pod is None or not _owned_by(claim, pod) or str(pod_claim) not in _template_entries(pod):
+        return None
+    return pod
+
+
+def _uses_claim(pod: Mapping[str, Any], claim_name: str) -> bool:
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if isinstance(entry, Mapping) and entry.get("resourceClaimName") == claim_name:
+            return True
+    statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    return any(isinstance(s, Mapping) and s.get("resourceClaimName") == claim_name for s in statuses)
 
 
 def terminal(pod: Mapping[str, Any] | None) -> bool:
@@ -91,18 +123,21 @@ def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapp
     """Claims the resourceclaim controller made from pods' templates, by (pod name, pod claim name)."""
     index: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for claim in objects.of(RESOURCE_CLAIM).values():
-        owner = _controller_pod(claim)
-        pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
-        if owner is not None and pod_claim:
-            index.setdefault((str(owner.get("name", "")), str(pod_claim)), []).append(claim)
+        pod = generated_for(objects, claim)
+        if pod is not None:
+            pod_claim = str((_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION))
+            index.setdefault((str(_meta(pod).get("name", "")), pod_claim), []).append(claim)
     return index
 
 
 def _claim_generated(objects: ProfileObjects, generated: Mapping[tuple[str, str], list[Mapping[str, Any]]],
                      pod: Mapping[str, Any], pod_claim: str) -> bool:
     """Has Kubernetes created this pod's claim from its template? Then the claim is charged instead."""
+    # the pod's status is written by the resourceclaim controller (users cannot set it): the claim it names
+    # is the one the pod uses, and that claim is charged by its own devices while the pod runs
     for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-        if status.get("name") == pod_claim and status.get("resourceClaimName") in objects.of(RESOURCE_CLAIM):
+        if isinstance(status, Mapping) and status.get("name") == pod_claim \
+                and str(status.get("resourceClaimName")) in objects.of(RESOURCE_CLAIM):
             return True
     candidates = generated.get((str(_meta(pod).get("name", "")), pod_claim), ())
     return any(_owned_by(claim, pod) for claim in candidates)
@@ -164,8 +199,9 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
 
 # --- claims and volumes ----------------------------------------------------------------------------
 def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
-    owner = _controller_pod(claim)
-    if owner is not None and terminal(objects.get(POD, str(owner.get("name", "")))):
+    owner = generated_for(objects, claim)
+    if owner is not None and terminal(owner) and not any(
+            _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod)):
         return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
     amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
     return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
