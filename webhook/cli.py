@@ -12,6 +12,7 @@ from pathlib import Path
 from webhook import __version__
 from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
 from webhook.observability.logs import configure_logging
+from webhook.refresher.arguments import add_token_refresher_command
 from webhook.report_command import add_report_command, run_report
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
     add_deploy_commands(commands)  # certs, crds
     add_report_command(commands)
+    add_token_refresher_command(commands)
     return parser
 
 
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "report":
         return run_report(args)
+    if args.command == "token-refresher":
+        from webhook.refresher.main import run_token_refresher  # the OAuth client only for the sidecar
+        return run_token_refresher(args)
     if args.command in DEPLOY_COMMANDS:
         return run_deploy_command(args)
     return _apply(args)
