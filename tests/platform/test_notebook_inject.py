@@ -50,7 +50,8 @@ def test_the_credentials_reach_the_sidecar_only_and_the_token_is_read_only_for_t
     assert by_name(notebook["volumeMounts"], "oidc-token")["readOnly"] is True
     assert by_name(pod["spec"]["volumes"], "oidc-token")["emptyDir"]["medium"] == "Memory"
     assert by_name(pod["spec"]["volumes"], "oidc-credentials")["secret"] == {"secretName": "oidc-jdoe"}
-    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-s", "/var/run/secrets/oidc/token"]
+    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-e", "/var/run/secrets/oidc/.ready"]
+    assert sidecar["command"] == ["quartermaster", "token-refresher"]
     assert "--token-file=/var/run/secrets/oidc/token" in sidecar["args"]
     assert by_name(notebook["env"], "OAUTH2_TOKEN")["value"] == "FILE:/var/run/secrets/oidc/token"
     assert by_name(notebook["env"], "HOME")["value"] == notebook["workingDir"] == "/eos/user/j/jdoe"
