@@ -52,7 +52,7 @@ def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> l
 
 def standalone_reports(policies: Path, state: Path | None, namespace: str) -> list[dict[str, Any]]:
     from webhook.app import Quartermaster, Settings
-    from webhook.kube.scan import scan
+    from webhook.engine.scan import scan
     from webhook.reports.policyreport import PolicyMeta, reports_from_entries
     from webhook.reports.sink import MemoryResultSink
 
@@ -60,7 +60,7 @@ def standalone_reports(policies: Path, state: Path | None, namespace: str) -> li
     qm.load_policies()
     sink = MemoryResultSink()
     asyncio.run(scan(qm.store, qm.state, sink, namespace=namespace))
-    metas = {name: PolicyMeta.of(a) for name, a in qm.store.snapshot.annotations.items()}
+    metas = {pid: PolicyMeta.of(a) for pid, a in qm.store.snapshot.annotations.items()}
     return reports_from_entries(sink.entries, metas)
 
 

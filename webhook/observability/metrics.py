@@ -63,8 +63,9 @@ class Metrics:
         self._requests.add(1, attrs)
         self._latency.record(seconds, {"endpoint": endpoint})
 
-    def rule_result(self, policy: str, rule: str, result: str) -> None:
-        self._rule_results.add(1, {"policy": policy, "rule": rule, "result": result})
+    def rule_result(self, policy: str, rule: str, result: str, policy_kind: str = "") -> None:
+        """`policy` as users name it ("name" or "namespace/name"); `policy_kind` tells same-named kinds apart."""
+        self._rule_results.add(1, {"policy": policy, "policy_kind": policy_kind, "rule": rule, "result": result})
 
     def policy_load(self, errors: int, generation: int) -> None:
         if errors:
