@@ -6,7 +6,8 @@ The counting model (docs/quota.md has it as a table):
   not charged, so creating one that pending pods already reference charges them, and is checked);
   its generic ephemeral volumes are charged until their PVC exists;
 - a ResourceClaim is charged its devices from creation to deletion, once however many pods share
-  it; a claim generated for a pod is freed when that pod is terminal;
+  it; a claim generated for a pod is freed when that pod is terminal; a claim the scheduler made for a
+  pod's legacy extended resources (KEP-5004) is not charged while its pod is, which is charged them;
 - a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
   allocated to it, if larger, so shrinking the request after an expansion frees nothing).
 """
@@ -26,6 +27,8 @@ from webhook.platform.quota.settings import CountingRules
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 LEGACY_MEMO_LIMIT = 50_000
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
+# KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,16 @@ def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], r
     owner = _controller_pod(claim)
     if owner is not None and terminal(objects.get(POD, str(owner.get("name", "")))):
         return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
+    if owner is not None and _extended_resource_claim(claim) and objects.get(POD, str(owner.get("name", ""))):
+        # the same GPUs as the pod's legacy limits, which the pod is charged: once, as the pod's
+        return Charge(RESOURCE_CLAIM, name, notes=(f"the extended resources of pod {owner.get('name')}, "
+                                                   f"charged to the pod",))
     amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
     return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
+
+
+def _extended_resource_claim(claim: Mapping[str, Any]) -> bool:
+    return str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() == "true"
 
 
 def pvc_spec_storage(spec: Mapping[str, Any], status: Mapping[str, Any] | None, rules: CountingRules) -> Fraction:
