@@ -20,7 +20,6 @@ log = logging.getLogger("quartermaster.token_refresher")
 
 
 def run_token_refresher(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level)
     try:
         idp = IdentityProvider(args.issuer, Credentials.read(args.credentials_dir), scope=args.scope, timeout=args.timeout)
     except (IdpError, OSError) as exc:
@@ -32,6 +31,7 @@ def run_token_refresher(args: argparse.Namespace) -> int:
     output = Output(token_file=args.token_file, ready_file=args.ready_file or args.token_file.parent / ".ready",
                     oauth_url=args.oauth_url, audience=args.audience)
     schedule = Schedule(margin=args.refresh_margin, jitter=args.jitter, max_backoff=max(args.max_backoff, 1.0))
+    configure_logging(args.log_level)  # once the input is known good: bad input is one plain line
     metrics = RefresherMetrics()
     refresher = Refresher(idp, output, schedule, metrics)
     server = None
