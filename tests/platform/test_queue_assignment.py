@@ -16,7 +16,7 @@ from webhook.app import Quartermaster, Settings
 from webhook.engine.offline import admit_offline
 from webhook.state.memory import InMemoryClusterState
 
-POLICY = REPO / "policies" / "queue-assignment.yaml"
+POLICY = REPO / "examples" / "queue-assignment.yaml"  # opt-in: not in the default policies
 QUEUE = "kueue.x-k8s.io/queue-name"
 
 
