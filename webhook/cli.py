@@ -13,6 +13,7 @@ from webhook import __version__
 from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
 from webhook.observability.logs import configure_logging
 from webhook.convert_command import add_convert_command, run_convert
+from webhook.refresher.arguments import add_token_refresher_command
 from webhook.report_command import add_report_command, run_report
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     add_deploy_commands(commands)  # certs, crds
     add_report_command(commands)
     add_convert_command(commands)
+    add_token_refresher_command(commands)
     return parser
 
 
@@ -127,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_report(args)
     if args.command == "convert":
         return run_convert(args)
+    if args.command == "token-refresher":
+        from webhook.refresher.main import run_token_refresher  # the OAuth client only for the sidecar
+        return run_token_refresher(args)
     if args.command in DEPLOY_COMMANDS:
         return run_deploy_command(args)
     return _apply(args)

@@ -27,6 +27,7 @@ def test_live_mode_cluster_role():
         ("resource.k8s.io", "resourceclaims", ()): READ,
         ("resource.k8s.io", "resourceclaimtemplates", ()): READ | {"create"},
         ("kubeflow.org", "profiles", ()): READ,
+        ("kubeflow.org", "notebooks", ()): READ, ("apps", "statefulsets", ()): READ,  # a team notebook's creator
         ("", "resourcequotas", ()): READ | WRITE | {"delete"},
         ("wgpolicyk8s.io", "policyreports", ()): READ | WRITE | {"delete"},
         ("wgpolicyk8s.io", "clusterpolicyreports", ()): READ | WRITE | {"delete"},

@@ -17,6 +17,8 @@ RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
     ("resource.k8s.io", "v1", "resourceclaims"): ("ResourceClaim", True),
     ("resource.k8s.io", "v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
     ("kubeflow.org", "v1", "profiles"): ("Profile", False),
+    ("apps", "v1", "statefulsets"): ("StatefulSet", True),
+    ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
     ("wgpolicyk8s.io", "v1alpha2", "policyreports"): ("PolicyReport", True),
     ("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports"): ("ClusterPolicyReport", False),
     ("events.k8s.io", "v1", "events"): ("Event", True),

@@ -18,6 +18,7 @@ from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, So
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
+from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
 from webhook.platform.quota.check import Decision, Subject, decide
 from webhook.platform.quota.limits import resolve_limits
 from webhook.platform.quota.objects import ProfileObjects
@@ -63,6 +64,9 @@ class ProfileQuotaPolicy(Battery):
         if limits.unlimited:
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
                                      limits.notes)
+        unknown = self._unknown_accelerators(request, obj)
+        if unknown:
+            return ValidationOutcome((failed(self.id, "accelerators", unknown, self.action),))
         subject, full = _subject_object(request, obj)
         problem = out_of_range(subject.kind, full)
         if problem is not None:
@@ -81,6 +85,12 @@ class ProfileQuotaPolicy(Battery):
                 reservation = ledger.reserve(request.namespace, full, ctx.state, self.settings.reservation_seconds, previous)
                 rollbacks = (functools.partial(ledger.release, reservation),)
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
+
+    def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
+        if request.kind.kind != "Pod" or request.operation != "CREATE":
+            return ""  # a pod's resources are fixed at creation (in-place resize keeps extended resources)
+        names = self.settings.accelerators.unknown(pod_resource_names(obj), self.settings.rules.legacy)
+        return unknown_message(names, "spec.gpus") if names else ""
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
         return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)

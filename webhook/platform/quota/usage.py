@@ -10,6 +10,9 @@ The counting model (docs/quota.md has it as a table):
   controller generated for a pod the state knows (annotation resource.kubernetes.io/pod-claim-name naming
   one of that pod's template entries, controller ownerReference v1 Pod with the stored pod's uid) is
   free once that pod is terminal and no other running pod uses it;
+- a claim the scheduler made for a pod's legacy extended resources (KEP-5004: annotated
+  resource.kubernetes.io/extended-resource-claim, controller ownerReference v1 Pod with the stored pod's uid)
+  is charged only what it holds beyond that pod's legacy limits, which the pod is charged already;
 - a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
   allocated to it, if larger, so shrinking the request after an expansion frees nothing).
 """
@@ -29,6 +32,8 @@ from webhook.platform.quota.settings import CountingRules
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 LEGACY_MEMO_LIMIT = 50_000
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
+# KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
 @dataclass(frozen=True)
@@ -204,7 +209,27 @@ def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], r
             _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod)):
         return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
     amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
+    pod = _extended_resource_pod(objects, claim)
+    if pod is not None and not amount.unbounded:
+        # the same GPUs as the pod's legacy limits, which the pod is charged: once, as the pod's; anything
+        # beyond them (a hand-made claim dressed up as the scheduler's) is still charged to the claim
+        excess = max(ZERO, amount.gpus - _legacy_gpus(pod, rules))
+        return Charge(RESOURCE_CLAIM, name, excess,
+                      notes=(f"the extended resources of pod {_meta(pod).get('name')}, charged to the pod",))
     return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
+
+
+def _extended_resource_pod(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The stored, running pod a KEP-5004 extended-resource claim was made for (uid-checked), or None."""
+    ref = _controller_pod(claim)
+    if ref is None or not _extended_resource_claim(claim):
+        return None
+    pod = objects.get(POD, str(ref.get("name", "")))
+    return pod if pod is not None and _owned_by(claim, pod) and not terminal(pod) else None
+
+
+def _extended_resource_claim(claim: Mapping[str, Any]) -> bool:
+    return str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() == "true"
 
 
 def pvc_spec_storage(spec: Mapping[str, Any], status: Mapping[str, Any] | None, rules: CountingRules) -> Fraction:
