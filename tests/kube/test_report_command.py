@@ -61,9 +61,24 @@ def test_live_namespace_filter_and_json(apiserver, kubeconfig, reports_in_cluste
 def test_live_html_is_one_escaped_page(apiserver, kubeconfig, reports_in_cluster, capsys):
     assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "html"]) == 0
     page = capsys.readouterr().out
-    assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == 1 + 4
+    assert page.startswith("<!DOCTYPE html>") and page.count("<tr data-result=") == 4
     assert "GPU quota exceeded &lt;b&gt;now&lt;/b&gt;" in page and "<b>now</b>" not in page
-    assert '<span class="badge fail">fail</span>' in page
+    assert '<span class="badge fail">fail</span>' in page and '<span class="badge fail">fail (audit)</span>' in page
+
+
+def test_live_yaml_and_fail_on(apiserver, kubeconfig, reports_in_cluster, capsys):
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "yaml", "--fail-on", "fail"]) == 1
+    captured = capsys.readouterr()
+    listed = yaml.safe_load(captured.out)
+    assert listed["kind"] == "List" and len(listed["items"]) == 3
+    for report in listed["items"]:
+        assert_valid_report(report)
+    assert captured.err == "quartermaster report: 2 results at or above 'fail' (--fail-on)\n"
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-n", "jdoe", "--fail-on", "fail"]) == 1
+    capsys.readouterr()
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-n", "nobody", "--fail-on", "warn"]) == 0
+    out = capsys.readouterr().out
+    assert "no results: namespace 'nobody' has no PolicyReport labelled app.kubernetes.io/managed-by=quartermaster" in out
 
 
 def test_standalone_scans_the_state(tmp_path, capsys):
