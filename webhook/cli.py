@@ -1,117 +1,188 @@
-"""`quartermaster`: parse arguments, build settings, run the command."""
+"""`quartermaster`: parse arguments, run the command.
+
+Each subcommand is one `_add_<name>` function that declares its options (each with help) and its
+Examples, and names the function that runs it; that function imports what the command needs only
+when it runs, so `quartermaster --help` and a short command start fast. To add a command, add one
+`_add_<name>` function (or one in the command's own module) and list it in COMMANDS.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from webhook import __version__
-from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
-from webhook.observability.logs import configure_logging
-from webhook.report_command import add_report_command, run_report
+from webhook.commandline import add_command, configure_cli_logging, existing_path, port, seconds
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="quartermaster",
-        description="Admission webhook and policy engine for shared GPU platforms.",
-    )
-    parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    serve = commands.add_parser(
-        "serve", help="serve /mutate and /validate over HTTPS",
-        description="Serve admission webhooks over HTTPS. Without --kubeconfig/--in-cluster it runs standalone: "
-                    "cluster state in memory, seeded from --state. Missing certificates are generated in --cert-dir.")
-    serve.add_argument("--policies", type=Path, default=Path("policies"), help="policy directory or file (default: policies)")
-    serve.add_argument("--state", type=Path, default=None, help="manifests that seed the standalone cluster state")
-    serve.add_argument("--cert-dir", type=Path, default=Path("certs"), help="tls.crt/tls.key, generated with ca.crt if absent (default: certs)")
-    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
-    serve.add_argument("--namespace", default=None, help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+def _add_serve(commands: Any) -> None:
+    serve = add_command(
+        commands, "serve", "serve /mutate and /validate over HTTPS",
+        "Serve admission webhooks over HTTPS. Without --kubeconfig/--in-cluster it runs standalone: cluster state\n"
+        "in memory, seeded from --state. Missing certificates are generated in --cert-dir. Logs are JSON lines on\n"
+        "standard error: one per denied or warned admission (policy, rule, message, user); --log-level debug adds\n"
+        "every admission and each policy's decision.",
+        ["quartermaster serve --state examples/state                  # standalone, https://127.0.0.1:8443",
+         "quartermaster serve --host 0.0.0.0 --port 9443 --policies /etc/quartermaster/policies",
+         "quartermaster serve --kubeconfig ~/.kube/config --scan-interval 600   # live mode",
+         "quartermaster serve --in-cluster --force-audit            # in the chart, audit-only rollout"],
+        _serve)
+    serve.add_argument("--policies", type=Path, default=Path("policies"), metavar="PATH",
+                       help="policy directory or file, reloaded when it changes (default: policies)")
+    serve.add_argument("--allow-empty", action="store_true",
+                       help="no warning when --policies holds no policy (default: warn)")
+    serve.add_argument("--force-audit", action="store_true",
+                       help="run every policy in its audit action: warn and report, never block")
+    serve.add_argument("--state", type=existing_path, default=None, metavar="DIR",
+                       help="standalone: manifests (YAML) that seed the in-memory cluster state")
+    serve.add_argument("--cert-dir", type=Path, default=Path("certs"), metavar="DIR",
+                       help="tls.crt and tls.key, generated with ca.crt if absent (default: certs)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on; 0.0.0.0 for every interface, as in a pod (default: 127.0.0.1)")
+    serve.add_argument("--port", type=port, default=8443, help="HTTPS port, 1-65535 (default: 8443)")
+    serve.add_argument("--namespace", default=None,
+                       help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                       help="debug adds each admission and each policy's decision (default: info)")
     live = serve.add_mutually_exclusive_group()
-    live.add_argument("--kubeconfig", type=Path, default=None, help="run live against the cluster of this kubeconfig")
+    live.add_argument("--kubeconfig", type=existing_path, default=None, metavar="FILE",
+                      help="run live against the cluster of this kubeconfig")
     live.add_argument("--in-cluster", action="store_true", help="run live with the pod's service account")
-    serve.add_argument("--scan-interval", type=float, default=3600.0,
+    serve.add_argument("--scan-interval", type=seconds, default=3600.0, metavar="SECONDS",
                        help="live: seconds between background scans; 0 scans only when policies change (default: 3600)")
     serve.add_argument("--no-quota-backstop", action="store_true", help="live: keep no ResourceQuota per profile")
 
-    apply = commands.add_parser(
-        "apply", help="run admission offline on manifests",
-        description="Run admission offline. Standard output: only YAML, each admitted resource as mutated, then every "
-                    "object the policies would create. A table of rule results goes to standard error. "
-                    "Exit 0 admitted, 1 denied, 2 bad input.")
-    apply.add_argument("--policies", type=Path, required=True, help="policy directory or file")
-    apply.add_argument("--state", type=Path, default=None, help="manifests of the cluster state (namespaces, pods, PVCs, claims)")
+
+def _add_apply(commands: Any) -> None:
+    apply = add_command(
+        commands, "apply", "run admission offline on manifests, like kyverno apply",
+        "Run admission offline. Standard output: only YAML, each admitted resource as mutated, then every object\n"
+        "the policies would create. A table of rule results goes to standard error.\n"
+        "Exit 0 admitted, 1 denied, 2 bad input.",
+        ["quartermaster apply --policies policies --state examples/state examples/gpu-pod.yaml",
+         "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -"],
+        _apply)
+    apply.add_argument("--policies", type=existing_path, required=True, metavar="PATH",
+                       help="policy directory or file")
+    apply.add_argument("--state", type=existing_path, default=None, metavar="DIR",
+                       help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
+    apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
-    add_deploy_commands(commands)  # certs, crds
+
+
+def _add_validate(commands: Any) -> None:
+    validate = add_command(
+        commands, "validate", "check policy files as serve would load them (lint)",
+        "Check every policy document under each PATH as `serve --policies PATH` would load it: schema, CEL,\n"
+        "references between documents. One line per problem (file:line: document N field F: what is wrong) on\n"
+        "standard output, then a summary on standard error. Exit 0 when every PATH loads, 2 on any problem.",
+        ["quartermaster validate policies",
+         "quartermaster validate policies/profile-quota.yaml team-policies/"],
+        _validate)
+    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="policy directory or file")
+    validate.add_argument("--allow-empty", action="store_true", help="a PATH without policies is no warning")
+
+
+def _add_report(commands: Any) -> None:
+    from webhook.report_command import add_report_command
+
     add_report_command(commands)
+
+
+def _add_deploy(commands: Any) -> None:
+    from webhook.deploy.commands import add_deploy_commands
+
+    add_deploy_commands(commands)  # certs, crds
+
+
+COMMANDS = (_add_serve, _add_apply, _add_validate, _add_report, _add_deploy)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quartermaster", description="Admission webhook and policy engine for shared GPU platforms.",
+        epilog="Run `quartermaster COMMAND --help` for a command's options and examples.")
+    parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in COMMANDS:
+        add(commands)
     return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+    from dataclasses import replace
+
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.kube.settings import LiveSetupError, live_settings
+    from webhook.observability.logs import configure_logging
     from webhook.state.memory import StateSeedError
 
+    if not args.policies.exists():  # the default (policies) is not checked by argparse
+        args.parser.error(f"argument --policies: {args.policies}: no such file or directory")
     configure_logging(args.log_level)
+    log = logging.getLogger("quartermaster")
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
                         **({"namespace": args.namespace} if args.namespace else {}))
-    if args.kubeconfig or args.in_cluster:
-        settings = replace(settings, live=live_settings(args, settings.namespace))
     try:
+        if args.kubeconfig or args.in_cluster:
+            settings = replace(settings, live=live_settings(args, settings.namespace))
         qm = Quartermaster.build(settings)
         asyncio.run(qm.serve())
     except (StateSeedError, LiveSetupError) as exc:
-        print(f"quartermaster: {exc}", file=sys.stderr)
+        log.error("not serving: %s", exc)
         return EXIT_BAD_INPUT
-    except PolicyLoadFailed as exc:
-        print(f"quartermaster: policies in {settings.policies} refused:\n{exc}", file=sys.stderr)
+    except PolicyLoadFailed as exc:  # each error was logged with its file when it was found
+        log.error("not serving: %d policy errors in %s (above)", len(exc.result.errors), settings.policies)
         return EXIT_BAD_INPUT
     except OSError as exc:
-        print(f"quartermaster: cannot serve on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        log.error("cannot serve on %s:%d: %s", settings.host, settings.port, exc.strerror or exc)
         return EXIT_BAD_INPUT
     return EXIT_OK
 
 
 def _apply(args: argparse.Namespace) -> int:
+    import asyncio
+
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.apply import BadInput, read_resources, run_apply, write_documents, write_table
     from webhook.state.memory import StateSeedError
 
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    configure_cli_logging("quartermaster apply")
     try:
         resources = read_resources(args.files)
         qm = Quartermaster.build(Settings(policies=args.policies, state=args.state))
-        qm.load_policies()
+        loaded = qm.load_policies()
     except (BadInput, StateSeedError) as exc:
         print(f"quartermaster apply: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PolicyLoadFailed as exc:
         print(f"quartermaster apply: policies refused:\n{exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not loaded.policies and not args.allow_empty:
+        print(f"quartermaster apply: warning: no policy in {args.policies}: every resource is admitted unchanged "
+              "(--allow-empty to silence)", file=sys.stderr)
     report = asyncio.run(run_apply(qm, resources))
     write_documents(report, sys.stdout)
     write_table(report, sys.stderr)
     return EXIT_DENIED if report.denials else EXIT_OK
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from webhook.validate_command import run_validate
+
+    configure_cli_logging("quartermaster validate")
+    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "serve":
-        return _serve(args)
-    if args.command == "report":
-        return run_report(args)
-    if args.command in DEPLOY_COMMANDS:
-        return run_deploy_command(args)
-    return _apply(args)
+    args = build_parser().parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -9,32 +9,40 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from webhook.commandline import add_command, configure_cli_logging, existing_path
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_report_command(commands: Any) -> None:
-    report = commands.add_parser(
-        "report", help="show policy results (PolicyReports) as a table, JSON or HTML",
-        description="Show policy results: policy, rule, resource, result, message. With --kubeconfig/--in-cluster "
-                    "it reads the PolicyReports Quartermaster wrote; otherwise it scans the --state manifests "
-                    "against --policies, as the background scan would.")
+    report = add_command(
+        commands, "report", "show policy results (PolicyReports) as a table, JSON, YAML or HTML",
+        "Show policy results: policy, rule, resource, result, message. With --kubeconfig/--in-cluster it reads the\n"
+        "PolicyReports Quartermaster wrote; otherwise it scans the --state manifests against --policies, as the\n"
+        "background scan would. The HTML page has summaries per policy and namespace, filters and search.",
+        ["quartermaster report --state examples/state",
+         "quartermaster report --state examples/state -o html > report.html",
+         "quartermaster report --kubeconfig ~/.kube/config -n jdoe -o yaml",
+         "quartermaster report --in-cluster --fail-on fail     # exit 1 when anything fails (CI, cron)"],
+        run_report)
     report.add_argument("-n", "--namespace", default="", help="only this namespace (default: all)")
     report.add_argument("-o", "--output", choices=["table", "json", "yaml", "html"], default="table",
                         help="table (default), json or yaml (a List of PolicyReports), or html (one self-contained page)")
     report.add_argument("--fail-on", choices=["fail", "warn"], default=None,
                         help="exit 1 when a result is this bad: fail (a fail or error row) or warn (fail, error or "
                              "warn); audited results count too (default: exit 0 whatever the results)")
-    report.add_argument("--policies", type=Path, default=Path("policies"), help="standalone: policies (default: policies)")
-    report.add_argument("--state", type=Path, default=None, help="standalone: manifests to scan")
+    report.add_argument("--policies", type=Path, default=Path("policies"), metavar="PATH",
+                        help="standalone: policy directory or file (default: policies)")
+    report.add_argument("--state", type=existing_path, default=None, metavar="DIR", help="standalone: manifests to scan")
     live = report.add_mutually_exclusive_group()
-    live.add_argument("--kubeconfig", type=Path, default=None, help="read the reports of this kubeconfig's cluster")
+    live.add_argument("--kubeconfig", type=Path, default=None, metavar="FILE",
+                      help="read the reports of this kubeconfig's cluster")
     live.add_argument("--in-cluster", action="store_true", help="read the reports with the pod's service account")
 
 
@@ -91,7 +99,9 @@ FAILING = {"fail": frozenset({"fail", "error"}), "warn": frozenset({"fail", "err
 def run_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from webhook.reports.render import render, rows
 
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    configure_cli_logging("quartermaster report")
+    if not (args.kubeconfig or args.in_cluster) and not args.policies.exists():
+        args.parser.error(f"argument --policies: {args.policies}: no such file or directory")
     try:
         if args.kubeconfig or args.in_cluster:
             found = live_reports(args.kubeconfig, args.in_cluster, args.namespace)

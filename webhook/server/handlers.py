@@ -66,8 +66,7 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         seconds = time.perf_counter() - started
         outcome = "allowed" if verdict.allowed else "denied"
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
-        for result in verdict.results:
-            services.metrics.rule_result(result.policy, result.rule, result.outcome.value)
+        services.metrics.rule_results(request, verdict.results)
         log.info("%s %s", endpoint, outcome, extra={
             "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace, "object_name": request.object_name,
             "operation": request.operation, "verdict": outcome, "duration_ms": round(seconds * 1000, 2), "endpoint": endpoint})
