@@ -34,7 +34,7 @@ def test_serve_subprocess_answers_over_https(tmp_path):
     policies.mkdir()
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--cert-dir",
-                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port)],
+                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port), "--log-level", "debug"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         ca = tmp_path / "certs" / "ca.crt"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the Examples block as written; shows defaults only where the help text does not already."""
 
     def __init__(self, prog: str) -> None:
@@ -27,7 +27,7 @@ def add_command(commands: Any, name: str, summary: str, description: str, exampl
     `args.run(args)` runs it; `args.parser` is its own parser, for errors found after parsing."""
     epilog = "Examples:\n" + "\n".join(f"  {line}" for line in examples)
     parser = commands.add_parser(name, help=summary, description=description, epilog=epilog,
-                                 formatter_class=_Formatter)
+                                 formatter_class=HelpFormatter)
     parser.set_defaults(run=run, parser=parser)
     return parser
 
@@ -88,9 +88,21 @@ class _NotReportedTwice(logging.Filter):
         return not (record.name == "webhook.policy.source" and record.levelno >= logging.ERROR)
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (callers and tests swap it), never to a stale one."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
+
+
 def configure_cli_logging(prog: str, level: int = logging.WARNING) -> None:
     """Offline commands (apply, report, validate): plain `quartermaster apply: warning: ...` lines on stderr."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _CurrentStderr()
     handler.setFormatter(_CommandFormatter(prog))
     handler.addFilter(_NotReportedTwice())
     root = logging.getLogger()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from webhook.certs.generate import CA_CERT
-from webhook.commandline import add_command, positive_int
+from webhook.commandline import HelpFormatter, add_command, positive_int
 from webhook.certs.inspect import format_inspection, inspect_material
 from webhook.certs.material import CertMaterial, CertMaterialError, read_directory
 from webhook.certs.rotate import RotationError, RotationPlan, RotationPolicy, rotate_directory
@@ -97,7 +97,7 @@ _EXAMPLES = {
 def _sub(sub: argparse._SubParsersAction, name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
     epilog = "Examples:\n" + "\n".join(f"  {line}" for line in _EXAMPLES[name])
     return sub.add_parser(name, help=summary, description=description or summary[0].upper() + summary[1:] + ".",
-                          epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+                          epilog=epilog, formatter_class=HelpFormatter)
 
 
 def _secret_ref(text: str) -> tuple[str, str]:
