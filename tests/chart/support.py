@@ -52,6 +52,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                         "external": {"secretName": "corp-webhook-tls", "caBundle": "Y2E="}}},
     "policy-reports": {"policyReports": {"installCRDs": True}},
     "mutation-ignore": {"webhooks": {"mutate": {"failurePolicy": "Ignore"}}},
+    "existing-configmap": {"policies": {"existingConfigMap": "platform-policies-from-git"}},
+    "grafana-dashboard": {"grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Platform"}}},
 }
 
 
