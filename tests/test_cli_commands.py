@@ -97,3 +97,17 @@ def test_empty_policy_directory_is_a_warning(tmp_path, capsys):
     assert err.count(str(empty)) == 1  # said once
     assert main(["apply", "--allow-empty", "--policies", str(empty), str(pod)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_example_state_reports_pass_and_fail_rows():
+    run = subprocess.run([sys.executable, "-m", "webhook", "report", "--state", "examples/state", "-o", "json"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    import json
+
+    results = {(r["scope"]["kind"], r["scope"]["name"], x["rule"]): x["result"]
+               for r in json.loads(run.stdout)["items"] for x in r["results"]}
+    assert results[("Pod", "trainer-0", "gpu-quota")] == "pass"
+    assert results[("ResourceClaim", "shared-a100", "gpu-quota")] == "pass"
+    assert "fail" in {results[("Pod", "train", "gpu-quota")], results[("Pod", "evaluate", "gpu-quota")]}
+    assert "fail" in {results[("PersistentVolumeClaim", n, "storage-quota")] for n in ("home", "datasets")}
