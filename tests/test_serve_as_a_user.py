@@ -104,3 +104,46 @@ def test_only_the_chart_listens_on_every_interface():
     assert build_parser().parse_args(["serve"]).host == "127.0.0.1"
     (container,) = render().one("Deployment")["spec"]["template"]["spec"]["containers"]
     assert "--host=0.0.0.0" in container["args"]  # the pod must answer the Service on its own IP
+
+
+def run_server(tmp_path: Path, *args: str, reviews: tuple[bytes, ...] = ()) -> tuple[list[dict], list[dict]]:
+    """Start `serve` with these arguments, send the reviews to /validate, stop it: (answers, log lines)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--state", str(REPO / "examples" / "state"),
+                             "--cert-dir", str(tmp_path / "certs"), "--port", str(port), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    ca, answers = tmp_path / "certs" / "ca.crt", []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if ca.exists() and https(f"https://localhost:{port}/readyz", ca)[0] == 200:
+                    break
+            except (OSError, ssl.SSLError):
+                pass
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "server did not become ready"
+            time.sleep(0.2)
+        for body in reviews:
+            answers.append(json.loads(https(f"https://localhost:{port}/validate", ca, body)[1])["response"])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    return answers, [json.loads(line) for line in err.decode().splitlines()]
+
+
+def test_force_audit_warns_instead_of_denying(tmp_path):
+    (answer,), logs = run_server(tmp_path, "--policies", str(REPO / "policies"), "--force-audit",
+                                 reviews=(two_gpu_review(),))
+    assert answer["allowed"] is True and answer["warnings"][0].startswith("profile-quota: ")
+    assert any(e["msg"] == "--force-audit: every policy warns and reports, none blocks" for e in logs)
+    (warned,) = [e for e in logs if e.get("uid") == "too-many-gpus"]
+    assert warned["msg"].startswith("validate warned Pod jdoe/train") and warned["mode"] == "Audit"
+
+
+def test_empty_policy_directory_is_a_warning(tmp_path):
+    (tmp_path / "none").mkdir()
+    _, logs = run_server(tmp_path, "--policies", str(tmp_path / "none"))
+    assert [e["level"] for e in logs if "no policy file in" in e["msg"]] == ["warning"]
+    _, logs = run_server(tmp_path, "--policies", str(tmp_path / "none"), "--allow-empty")
+    assert not [e for e in logs if "no policy file in" in e["msg"]]

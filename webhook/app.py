@@ -49,6 +49,7 @@ class Settings:
     policy_poll_seconds: float = 2.0
     cert_poll_seconds: float = 5.0
     live: LiveSettings | None = None  # set: live cluster mode (informers, API writes) instead of standalone
+    force_audit: bool = False  # every policy takes its audit action (the chart's auditOnly)
 
 
 class PolicyLoadFailed(Exception):
@@ -89,7 +90,7 @@ class Quartermaster:
             state = live.state
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
         sink: ResultSink = live.writer if live is not None else MemoryResultSink()
-        engine = AdmissionEngine(store, state, sink)
+        engine = AdmissionEngine(store, state, sink, force_audit=settings.force_audit)
         if live is not None:
             live.attach(store)
         return cls(settings, state, store, source, engine, metrics, Tracing(), sink, live)

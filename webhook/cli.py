@@ -128,7 +128,11 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     log = logging.getLogger("quartermaster")
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
-                        **({"namespace": args.namespace} if args.namespace else {}))
+                        force_audit=args.force_audit, **({"namespace": args.namespace} if args.namespace else {}))
+    if args.force_audit:
+        log.warning("--force-audit: every policy warns and reports, none blocks")
+    if not args.allow_empty and _holds_no_policy_file(args.policies):
+        log.warning("no policy file in %s: every request is admitted unchanged (--allow-empty to silence)", args.policies)
     try:
         if args.kubeconfig or args.in_cluster:
             settings = replace(settings, live=live_settings(args, settings.namespace))
@@ -144,6 +148,12 @@ def _serve(args: argparse.Namespace) -> int:
         log.error("cannot serve on %s:%d: %s", settings.host, settings.port, exc.strerror or exc)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _holds_no_policy_file(path: Path) -> bool:
+    from webhook.policy.documents import policy_files
+
+    return not policy_files(path)
 
 
 def _apply(args: argparse.Namespace) -> int:

@@ -52,7 +52,8 @@ def _failure(policy: CompiledPolicy, what: str, exc: BaseException) -> RuleResul
 
 class AdmissionEngine:
     def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
-                 on_result: Callable[[RuleResult], None] | None = None) -> None:
+                 on_result: Callable[[RuleResult], None] | None = None, force_audit: bool = False) -> None:
+        self.force_audit = force_audit  # serve --force-audit: every failure is reported and warned, none blocks
         self.store = store
         self.state = state
         self.sink = sink
@@ -166,6 +167,8 @@ class AdmissionEngine:
     # --- verdict -----------------------------------------------------------------------------------
     def _verdict(self, request: AdmissionRequest, out: _Collected) -> Verdict:
         results = tuple(out.results)
+        if self.force_audit:
+            results = tuple(replace(r, action=Action.AUDIT) if r.blocks else r for r in results)
         self._report(request, results)
         blocking = [r for r in results if r.blocks]
         reported = [r for r in results if r.reported]
