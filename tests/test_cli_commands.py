@@ -111,3 +111,20 @@ def test_example_state_reports_pass_and_fail_rows():
     assert results[("ResourceClaim", "shared-a100", "gpu-quota")] == "pass"
     assert "fail" in {results[("Pod", "train", "gpu-quota")], results[("Pod", "evaluate", "gpu-quota")]}
     assert "fail" in {results[("PersistentVolumeClaim", n, "storage-quota")] for n in ("home", "datasets")}
+
+
+def test_readme_policy_error_is_the_real_one(tmp_path):
+    """README shows `quartermaster validate` on the default policies with `gpus: one`: the same lines come out."""
+    import shutil
+
+    shutil.copytree(REPO / "policies", tmp_path / "policies")
+    quota = tmp_path / "policies" / "profile-quota.yaml"
+    lines = quota.read_text().splitlines(keepends=True)
+    assert lines[20].strip() == "gpus: 1"
+    lines[20] = lines[20].replace("gpus: 1", "gpus: one")
+    quota.write_text("".join(lines))
+    run = subprocess.run([sys.executable, "-m", "webhook", "validate", "policies"], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    readme = (REPO / "README.md").read_text()
+    assert run.returncode == 2 and run.stdout.strip() and run.stdout.strip() in readme.splitlines()
+    assert run.stderr.strip() in readme.splitlines()
