@@ -128,3 +128,19 @@ def test_readme_policy_error_is_the_real_one(tmp_path):
     readme = (REPO / "README.md").read_text()
     assert run.returncode == 2 and run.stdout.strip() and run.stdout.strip() in readme.splitlines()
     assert run.stderr.strip() in readme.splitlines()
+
+
+def test_generated_certificates_live_as_long_as_the_docs_say(tmp_path):
+    import datetime as dt
+
+    from cryptography import x509
+
+    from webhook.certs.generate import ensure_certificates
+
+    assert ensure_certificates(tmp_path, ["localhost"])
+    docs = (REPO / "docs" / "deploy.md").read_text()
+    assert "the serving certificate (90 days)" in docs and "the CA (5 years)" in docs
+    for name, days in (("tls.crt", 90), ("ca.crt", 1825)):
+        cert = x509.load_pem_x509_certificate((tmp_path / name).read_bytes())
+        lifetime = cert.not_valid_after_utc - cert.not_valid_before_utc
+        assert abs(lifetime - dt.timedelta(days=days)) < dt.timedelta(minutes=10), name

@@ -24,7 +24,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import NameOID
 
-from webhook.certs.generate import make_ca, make_serving_cert
+from webhook.certs.generate import CA_DAYS, SERVING_DAYS, make_ca, make_serving_cert
 from webhook.certs.material import CertMaterial, PrivateKey, read_directory, write_directory
 from webhook.certs.verify import serving_names, verify_serving
 
@@ -38,9 +38,9 @@ class RotationError(Exception):
 
 @dataclass(frozen=True)
 class RotationPolicy:
-    serving_days: int = 90
+    serving_days: int = SERVING_DAYS
     renew_before_days: int = 30       # a third of the serving lifetime: many daily runs get a chance
-    ca_days: int = 1825
+    ca_days: int = CA_DAYS
     ca_renew_before_days: int = 180
     overlap: dt.timedelta = dt.timedelta(hours=24)  # old and new CA both trusted at least this long
 
