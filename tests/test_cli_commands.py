@@ -144,3 +144,13 @@ def test_generated_certificates_live_as_long_as_the_docs_say(tmp_path):
         cert = x509.load_pem_x509_certificate((tmp_path / name).read_bytes())
         lifetime = cert.not_valid_after_utc - cert.not_valid_before_utc
         assert abs(lifetime - dt.timedelta(days=days)) < dt.timedelta(minutes=10), name
+
+
+def test_certs_rotate_speaks_in_hours(tmp_path, capsys):
+    from webhook.certs.generate import ensure_certificates
+
+    ensure_certificates(tmp_path, ["localhost"])
+    assert main(["certs", "rotate", "--cert-dir", str(tmp_path), "--ca", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("would: CA rollover: new CA ") and "for at least 24 hours;" in out
+    assert "0:00:00" not in out and "day," not in out and "None" not in out
