@@ -27,6 +27,8 @@ def exposed_names() -> set[str]:
     metrics.malformed("validate", 400)
     metrics.report_dropped()
     metrics.policy_load(1, 1)
+    metrics.loop_lag(0.003)
+    metrics.connection_closed("idle")
     text = metrics.exposition().decode()
     return {s.name for family in text_string_to_metric_families(text) for s in family.samples}
 

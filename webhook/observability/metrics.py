@@ -19,6 +19,7 @@ from webhook import __version__
 from webhook.model.results import RuleResult
 from webhook.model.review import AdmissionRequest
 
+LAG_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 PREFIX = "quartermaster"
@@ -66,8 +67,28 @@ class Metrics:
                                 registry=registry)
         self._failing = Gauge(f"{PREFIX}_policy_load_failing",
                               "1 while the last policy load was refused (an older snapshot is serving)", registry=registry)
+        self._loop_lag = Histogram(f"{PREFIX}_event_loop_lag_seconds",
+                                   "How late the event loop ran a timer: the longest any request waited behind other work",
+                                   buckets=LAG_BUCKETS, registry=registry)
+        self._loop_lag_max = 0.0
+        Gauge(f"{PREFIX}_event_loop_lag_max_seconds", "Largest event-loop lag since the previous scrape",
+              registry=registry).set_function(self._take_lag_max)
+        self._connections_closed = _Bound(Counter(
+            f"{PREFIX}_connections_closed", "Connections the server closed, by reason (timeouts, cap)", ["reason"],
+            registry=registry))
         self._generation = Gauge(f"{PREFIX}_policy_snapshot_generation", "Generation of the policy snapshot in service",
                                  registry=registry)
+
+    def _take_lag_max(self) -> float:
+        value, self._loop_lag_max = self._loop_lag_max, 0.0
+        return value
+
+    def loop_lag(self, seconds: float) -> None:
+        self._loop_lag.observe(seconds)
+        self._loop_lag_max = max(self._loop_lag_max, seconds)
+
+    def connection_closed(self, reason: str) -> None:
+        self._connections_closed(reason).inc()
 
     def admission(self, endpoint: str, operation: str, kind: str, verdict: str, seconds: float) -> None:
         self._requests(endpoint, operation, kind, verdict).inc()
