@@ -91,7 +91,7 @@ def test_apply_admits_and_prints_only_yaml(tmp_path, test_kinds, capsys):
     policies.mkdir()
     write(policies / "a.yaml", ADD_ZONE)
     manifest = write(tmp_path / "pod.yaml", yaml.safe_dump(pod("a", labels={"team": "x"})))
-    assert main(["apply", "--policies", str(policies), str(manifest)]) == 0
+    assert main(["apply", "--detailed-results", "--policies", str(policies), str(manifest)]) == 0
     out, err = capsys.readouterr()
     (doc,) = list(yaml.safe_load_all(out))
     assert doc["metadata"]["labels"] == {"team": "x", "example.org/zone~a": "b"}

@@ -61,17 +61,29 @@ def _add_serve(commands: Any) -> None:
 def _add_apply(commands: Any) -> None:
     apply = add_command(
         commands, "apply", "run admission offline on manifests, like kyverno apply",
-        "Run admission offline. Standard output: only YAML, each admitted resource as mutated, then every object\n"
-        "the policies would create. A table of rule results goes to standard error.\n"
-        "Exit 0 admitted, 1 denied, 2 bad input.",
+        "Run admission offline. Standard output: each admitted resource as mutated, then every object the\n"
+        "policies would create (YAML, or a JSON List), or with --policy-report one ClusterPolicyReport of every\n"
+        "result. A table of failures, warnings and skips (every result with --detailed-results) goes to standard\n"
+        "error. A resource without a namespace is in `default`; one whose namespace is not in --state is\n"
+        "reported as a skip, since namespace-selecting policies cannot match it.\n"
+        "Exit 0 admitted, 1 denied (or, with --audit-warn, an audited failure), 2 bad input.",
         ["quartermaster apply --policies policies --state examples/state examples/gpu-pod.yaml",
-         "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -"],
+         "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -",
+         "quartermaster apply --policies policies --state examples/state --policy-report -o json pods/*.yaml",
+         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results pod.yaml"],
         _apply)
     apply.add_argument("--policies", type=existing_path, required=True, metavar="PATH",
                        help="policy directory or file")
     apply.add_argument("--state", type=existing_path, default=None, metavar="DIR",
                        help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
     apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
+    apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
+                       help="format of standard output: yaml documents (default) or one json List")
+    apply.add_argument("--policy-report", action="store_true",
+                       help="print a ClusterPolicyReport of every result instead of the resources")
+    apply.add_argument("--detailed-results", action="store_true", help="the table lists passing results too")
+    apply.add_argument("--audit-warn", action="store_true",
+                       help="exit 1 also when a failure was only audited (admitted with a warning)")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
 
 
@@ -160,7 +172,8 @@ def _apply(args: argparse.Namespace) -> int:
     import asyncio
 
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
-    from webhook.apply import BadInput, read_resources, run_apply, write_documents, write_table
+    from webhook.apply import BadInput, read_resources, run_apply
+    from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
     from webhook.state.memory import StateSeedError
 
     configure_cli_logging("quartermaster apply")
@@ -178,9 +191,28 @@ def _apply(args: argparse.Namespace) -> int:
         print(f"quartermaster apply: warning: no policy in {args.policies}: every resource is admitted unchanged "
               "(--allow-empty to silence)", file=sys.stderr)
     report = asyncio.run(run_apply(qm, resources))
-    write_documents(report, sys.stdout)
-    write_table(report, sys.stderr)
-    return EXIT_DENIED if report.denials else EXIT_OK
+    _notice_unknown_namespaces(args.state, sorted({skip.namespace for skip in report.skips}))
+    if args.policy_report:
+        write_policy_report(report, sys.stdout, args.output)
+    else:
+        write_documents(report, sys.stdout, args.output)
+    write_table(report, sys.stderr, detailed=args.detailed_results)
+    if report.denials:
+        return EXIT_DENIED
+    audited = audited_failures(report)
+    if args.audit_warn and audited:
+        print(f"quartermaster apply: {len(audited)} audited failures (--audit-warn)", file=sys.stderr)
+        return EXIT_DENIED
+    return EXIT_OK
+
+
+def _notice_unknown_namespaces(state: Path | None, namespaces: list[str]) -> None:
+    if not namespaces:
+        return
+    where = "no --state given, so no namespace is known" if state is None else \
+        f"namespace {', '.join(map(repr, namespaces))} is not in {state}"
+    print(f"quartermaster apply: notice: {where}: policies that select namespaces (every platform policy) match "
+          "nothing there; give the Namespace objects with --state (see examples/state)", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
