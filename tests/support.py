@@ -163,15 +163,22 @@ class RunningServer:
 @contextlib.asynccontextmanager
 async def running_server(policies: Path, tmp_path: Path, state: Path | None = None,
                          qm_state: Any = None, registry: Any = None, **settings: Any) -> AsyncIterator[RunningServer]:
-    """The real server (aiohttp, real TLS with generated certificates) on a free loopback port."""
+    """The real server (aiohttp, real TLS with generated certificates) on a free loopback port.
+
+    `registry`: a FamilyRegistry, or a function of the process's ReservationLedgers that builds one."""
     from webhook.app import Quartermaster, Settings
+    from webhook.state.ledger import ReservationLedgers
+
+    ledgers = ReservationLedgers()
+    if callable(registry):
+        registry = registry(ledgers)
 
     cert_dir = tmp_path / "certs"
     port = free_port()
     qm = Quartermaster.build(Settings(policies=policies, state=state, cert_dir=cert_dir, host="127.0.0.1", port=port,
                                       policy_poll_seconds=settings.pop("policy_poll_seconds", 0.2),
                                       cert_poll_seconds=settings.pop("cert_poll_seconds", 0.2), **settings), state=qm_state,
-                            registry=registry)
+                            registry=registry, ledgers=ledgers)
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(qm.serve(ready=ready, stop=stop))
     waiter = asyncio.create_task(ready.wait())
@@ -187,3 +194,10 @@ async def running_server(policies: Path, tmp_path: Path, state: Path | None = No
         await session.close()
         stop.set()
         await asyncio.wait_for(task, 15)
+
+
+def pid(name: str, kind: str = "ProfileQuota", namespace: str = ""):
+    """A policy identity for results built by hand (reports, writers)."""
+    from webhook.model.results import PolicyId
+
+    return PolicyId("quartermaster.dev/v1alpha1", kind, name, namespace)

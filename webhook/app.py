@@ -20,8 +20,9 @@ from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
 from webhook.observability.metrics import Metrics
 from webhook.observability.tracing import Tracing
-from webhook.platform import platform_kinds
-from webhook.policy.kinds import KindRegistry
+from webhook.platform import platform_family
+from webhook.platform.quota.backstop import QuotaPolicyLimits
+from webhook.policy.family import FamilyRegistry
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
@@ -29,6 +30,7 @@ from webhook.reports.sink import MemoryResultSink, ResultSink
 from webhook.server.app import build_app
 from webhook.server.handlers import Services
 from webhook.server.tls import CertificateReloader
+from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
 
 if TYPE_CHECKING:
@@ -58,8 +60,9 @@ class PolicyLoadFailed(Exception):
         self.result = result
 
 
-def build_registry() -> KindRegistry:
-    return KindRegistry(platform_kinds())
+def build_registry(ledgers: ReservationLedgers | None = None) -> FamilyRegistry:
+    """Every policy family this process understands. `ledgers`: the quota reservations, one set per process."""
+    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers())])
 
 
 @dataclass
@@ -74,13 +77,17 @@ class Quartermaster:
     metrics: Metrics
     tracing: Tracing
     sink: ResultSink
+    ledgers: ReservationLedgers
     live: "LiveRuntime | None" = None
 
     @classmethod
-    def build(cls, settings: Settings, state: ClusterState | None = None, registry: KindRegistry | None = None) -> "Quartermaster":
+    def build(cls, settings: Settings, state: ClusterState | None = None, registry: FamilyRegistry | None = None,
+              ledgers: ReservationLedgers | None = None) -> "Quartermaster":
+        """`registry` and `ledgers` for tests: a registry built with other families must share `ledgers`."""
         metrics = Metrics()
         store = PolicyStore()
-        loader = PolicyLoader(registry or build_registry(), CelCompiler())
+        ledgers = ledgers if ledgers is not None else ReservationLedgers()
+        loader = PolicyLoader(registry if registry is not None else build_registry(ledgers), CelCompiler())
         source = DirectoryPolicySource(settings.policies, loader, store, metrics)
         live = None
         if settings.live is not None and state is None:
@@ -92,8 +99,8 @@ class Quartermaster:
         sink: ResultSink = live.writer if live is not None else MemoryResultSink()
         engine = AdmissionEngine(store, state, sink, force_audit=settings.force_audit)
         if live is not None:
-            live.attach(store)
-        return cls(settings, state, store, source, engine, metrics, Tracing(), sink, live)
+            live.attach(store, QuotaPolicyLimits(store, state))
+        return cls(settings, state, store, source, engine, metrics, Tracing(), sink, ledgers, live)
 
     def load_policies(self) -> LoadResult:
         """The first load must succeed: there is no previous snapshot to fall back on."""

@@ -1,14 +1,13 @@
-"""`quartermaster apply`: admission offline, as `kyverno apply` does it.
+"""`quartermaster apply`: admission offline, as `kyverno apply` does it; only the command's I/O lives here.
 
-Each resource is sent through the same engine as a CREATE review: mutate, then validate the
-mutated object. Admitted objects are recorded in the state, so later resources in the same run
+Each resource goes through webhook.engine.offline.admit_offline as a CREATE: mutate, then validate
+the mutated object. Admitted objects are recorded in the state, so later resources in the same run
 see them (a second GPU pod meets the first one's quota usage).
 """
 
 from __future__ import annotations
 
 import sys
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, TextIO
@@ -16,9 +15,9 @@ from typing import Any, Mapping, TextIO
 import yaml
 
 from webhook.app import Quartermaster
-from webhook.model.results import RuleResult
-from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
+from webhook.engine.offline import admit_offline
 from webhook.model.cluster import ObjectKey
+from webhook.model.results import RuleResult
 
 
 class BadInput(Exception):
@@ -72,46 +71,20 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
     return resources
 
 
-def review_for(resource: Mapping[str, Any]) -> AdmissionRequest:
-    api_version = resource["apiVersion"]
-    group, _, version = api_version.rpartition("/")
-    meta = resource.get("metadata") or {}
-    kind = resource["kind"]
-    namespace = "" if kind in ("Namespace", "Profile") else meta.get("namespace") or "default"
-    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
-    return AdmissionRequest(
-        uid=str(uuid.uuid4()), kind=GroupVersionKind(group, version, kind), resource=plural, sub_resource="",
-        namespace=namespace, name=meta.get("name", ""), operation="CREATE", object=resource, old_object=None,
-        dry_run=False, user=UserInfo("quartermaster-apply", ("system:authenticated",)),
-    )
-
-
-def describe(resource: Mapping[str, Any]) -> str:
-    return str(ObjectKey.of(resource)) if (resource.get("metadata") or {}).get("namespace") else \
-        f"{resource.get('kind')} {(resource.get('metadata') or {}).get('name', '')}"
-
-
 async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]]) -> ApplyReport:
     report = ApplyReport()
     for resource in resources:
-        request = review_for(resource)
+        result = await admit_offline(qm.engine, resource)
+        request = result.request
         label = f"{request.kind.kind} {request.namespace + '/' if request.namespace else ''}{request.object_name}"
         report.resources[label] = (resource, request.namespace)
         if request.namespace and qm.state.get("Namespace", "", request.namespace) is None:
             report.skips.append(Skip(label, request.namespace))
-        mutated = await qm.engine.mutate(request)
-        report.rows.extend((label, r) for r in mutated.verdict.results)
-        if not mutated.verdict.allowed:
-            report.denials.append((label, mutated.verdict.message))
+        report.rows.extend((label, r) for r in result.results)
+        if not result.allowed:
+            report.denials.append((label, result.message))
             continue
-        final = dict(mutated.object or resource)
-        validate_request = AdmissionRequest(**{**request.__dict__, "object": final})
-        verdict = await qm.engine.validate(validate_request)
-        report.rows.extend((label, r) for r in verdict.results)
-        if not verdict.allowed:
-            report.denials.append((label, verdict.message))
-            continue
-        report.admitted.append(final)
-        for obj in mutated.created:
+        report.admitted.append(dict(result.object or resource))
+        for obj in result.created + result.generated:
             report.created.setdefault(ObjectKey.of(obj), obj)
     return report

@@ -38,8 +38,7 @@ def write_documents(report: ApplyReport, out: TextIO, fmt: str = "yaml") -> None
 
 
 def _name(result: RuleResult) -> str:
-    policy = result.policy
-    return str(getattr(policy, "qualified_name", policy))
+    return result.policy.qualified_name
 
 
 def _reference(resource: Mapping[str, Any], namespace: str) -> dict[str, str]:
@@ -61,7 +60,7 @@ def policy_report(report: ApplyReport, now: float | None = None) -> dict[str, An
                                  "result": result.outcome.value, "scored": True,
                                  "timestamp": {"seconds": seconds, "nanos": 0},
                                  "resources": [_reference(resource, namespace)],
-                                 "properties": {"mode": result.action.value}}
+                                 "properties": {"mode": result.action.value, "policyKind": result.policy.kind}}
         if result.message:
             entry["message"] = result.message[:MESSAGE_LIMIT]
         results.append(entry)

@@ -72,7 +72,7 @@ def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> R
 
 def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Reports:
     from webhook.app import Quartermaster, Settings
-    from webhook.kube.scan import scan
+    from webhook.engine.scan import scan
     from webhook.reports.policyreport import PolicyMeta, reports_from_entries
     from webhook.reports.sink import MemoryResultSink
 
@@ -80,7 +80,7 @@ def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Re
     qm.load_policies()
     sink = MemoryResultSink()
     asyncio.run(scan(qm.store, qm.state, sink, namespace=namespace))
-    metas = {name: PolicyMeta.of(a) for name, a in qm.store.snapshot.annotations.items()}
+    metas = {pid: PolicyMeta.of(a) for pid, a in qm.store.snapshot.annotations.items()}
     return Reports(reports_from_entries(sink.entries, metas), _standalone_reason(policies, state, namespace))
 
 

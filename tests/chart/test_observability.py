@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.chart.support import VARIANTS, render
 from tests.kinds import pod
-from tests.support import REPO, review
+from tests.support import REPO, pid, review
 from webhook.model.results import Action, failed
 from webhook.model.review import parse_review
 from webhook.observability.metrics import Metrics
@@ -23,7 +23,7 @@ def exposed_names() -> set[str]:
     metrics = Metrics()
     request = parse_review(json.dumps(review(pod())).encode())
     metrics.admission("validate", "CREATE", "Pod", "denied", 0.01)
-    metrics.rule_results(request, [failed("p", "r", "no", Action.AUDIT)])
+    metrics.rule_results(request, [failed(pid("p"), "r", "no", Action.AUDIT)])
     metrics.malformed("validate", 400)
     metrics.report_dropped()
     metrics.policy_load(1, 1)

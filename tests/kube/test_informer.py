@@ -162,3 +162,19 @@ def test_a_quiet_watch_without_bookmarks_is_renewed_not_stalled(apiserver, live_
     assert state.synced and not informer.status().stalled and informer.relists == 1
     apiserver.put(pod("late"))
     eventually(lambda: state.get("Pod", "jdoe", "late") is not None)
+
+
+def test_policies_look_up_what_the_informers_hold_and_nothing_else(apiserver, live_state):
+    import pytest
+
+    from webhook.model.lookups import LookupRefused
+
+    seed(apiserver)
+    state = live_state()
+    state.start()
+    eventually(lambda: state.synced)
+    assert state.lookups.get("v1", "Pod", "jdoe", "a")["metadata"]["name"] == "a"
+    assert [p["metadata"]["name"] for p in state.lookups.list("v1", "PersistentVolumeClaim", "jdoe")] == ["data"]
+    with pytest.raises(LookupRefused, match="live cluster cache .* holds no ConfigMap objects"):
+        state.lookups.get("v1", "ConfigMap", "jdoe", "settings")
+    assert not any(s.plural == "configmaps" for s in apiserver.seen("GET"))  # refused, never fetched

@@ -107,8 +107,6 @@ async def test_a_hung_api_server_denies_clearly_within_the_deadline(apiserver, k
 
 
 async def test_quota_reservations_are_released_when_the_informer_shows_the_pod(apiserver, kubeconfig, tmp_path):
-    from webhook.state.ledger import ledger_for
-
     policies = tmp_path / "policies"
     policies.mkdir()
     shutil.copy(REPO / "policies" / "profile-quota.yaml", policies)
@@ -121,7 +119,7 @@ async def test_quota_reservations_are_released_when_the_informer_shows_the_pod(a
 
     async with running_server(policies, tmp_path, live=live(kubeconfig)) as server:
         await async_eventually(lambda: server.qm.state.synced)
-        ledger = ledger_for(server.qm.state, "profile-quota")
+        ledger = server.qm.ledgers.for_policy("profile-quota")
         first = gpu_pod("first", "uid-1")
         assert (await server.admit("/validate", review(first)))["allowed"]
         assert ledger.count("jdoe") == 1  # held: the informer does not show the pod yet
@@ -164,6 +162,6 @@ async def test_an_audited_admission_is_reported_with_the_events_the_policy_asks_
             lambda: apiserver.get("wgpolicyk8s.io/v1alpha2", "PolicyReport", "jdoe", "pod-extra"))
         events = await async_eventually(lambda: apiserver.list("events.k8s.io/v1", "Event", "jdoe"))
     gpu = next(r for r in report["results"] if r["rule"] == "gpu-quota")
-    assert gpu["result"] == "fail" and gpu["properties"] == {"mode": "Audit"} and gpu["severity"] == "high"
+    assert gpu["result"] == "fail" and gpu["properties"] == {"mode": "Audit", "policyKind": "ProfileQuota"} and gpu["severity"] == "high"
     assert report["metadata"]["ownerReferences"][0]["uid"] == "uid-extra"
     assert [e["regarding"]["name"] for e in events] == ["extra"] and events[0]["reason"] == "PolicyViolation"

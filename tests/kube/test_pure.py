@@ -3,11 +3,11 @@
 from fractions import Fraction
 
 from webhook.kube.backstop import quantity_text, quota_object, same_hard
-from webhook.kube.backstop_limits import quota_keys
+from webhook.platform.quota.backstop import quota_keys
 from webhook.kube.informer import backoff_delay
 from webhook.kube.resources import resource_for
-from webhook.platform.quota_limits import Limit, ProfileLimits
-from webhook.platform.quota_policy import compile_settings
+from webhook.platform.quota.limits import Limit, ProfileLimits
+from webhook.platform.quota.settings import compile_settings
 from tests.support import assert_valid_k8s
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from tests.kube.objects import namespace, pod
 from tests.kube.policyreport_schema import assert_valid_report
-from tests.support import REPO, free_port
+from tests.support import pid, REPO, free_port
 from webhook.cli import main
 from webhook.model.results import Action, failed, passed
 from webhook.reports.policyreport import build_report, result_entry
@@ -27,12 +27,12 @@ def stored_report(kind, ns, name, *results):
 
 @pytest.fixture
 def reports_in_cluster(apiserver):
-    apiserver.put(stored_report("Pod", "jdoe", "train", failed("profile-quota", "gpu-quota", "GPU quota exceeded <b>now</b>"),
-                                passed("profile-quota", "storage-quota")))
+    apiserver.put(stored_report("Pod", "jdoe", "train", failed(pid("profile-quota"), "gpu-quota", "GPU quota exceeded <b>now</b>"),
+                                passed(pid("profile-quota"), "storage-quota")))
     apiserver.put(stored_report("PersistentVolumeClaim", "ml-team", "data",
-                                failed("labels", "team", "add the label team", Action.AUDIT)))
-    apiserver.put(stored_report("Namespace", "", "jdoe", passed("profiles", "owner")))
-    foreign = stored_report("Pod", "jdoe", "other", failed("kyverno-policy", "r", "not ours"))
+                                failed(pid("labels"), "team", "add the label team", Action.AUDIT)))
+    apiserver.put(stored_report("Namespace", "", "jdoe", passed(pid("profiles"), "owner")))
+    foreign = stored_report("Pod", "jdoe", "other", failed(pid("kyverno-policy"), "r", "not ours"))
     foreign["metadata"]["name"] = "kyverno-report"
     foreign["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "kyverno"}
     apiserver.put(foreign)

@@ -10,7 +10,7 @@ import pytest
 from tests.kube.conftest import FAST, async_eventually, eventually
 from tests.kube.objects import namespace, pod
 from tests.kube.policyreport_schema import assert_valid_report
-from tests.support import assert_valid_k8s
+from tests.support import pid, assert_valid_k8s
 from webhook.kube.report_writer import PolicyReportWriter
 from webhook.kube.runtime import resolver
 from webhook.model.results import Action, errored, failed, passed
@@ -37,7 +37,7 @@ def cluster(apiserver, live_state):
 
 @contextlib.asynccontextmanager
 async def writer_for(state, kube_api, calls, metrics=None, start=True, **overrides):
-    metas = {"audited": PolicyMeta(events="fail", severity="high", category="GPU")}
+    metas = {pid("audited"): PolicyMeta(events="fail", severity="high", category="GPU")}
     writer = PolicyReportWriter(kube_api, calls, replace(FAST, **overrides), metrics or Metrics(),
                                 lambda name: metas.get(name, PolicyMeta()), lambda: POLICIES, resolver(state))
     task = asyncio.create_task(writer.run()) if start else None
@@ -56,8 +56,8 @@ def report(apiserver, name="pod-a"):
 async def test_one_report_per_resource_owned_by_it(apiserver, kube_api, calls, cluster):
     state, pods = cluster
     async with writer_for(state, kube_api, calls) as writer:
-        writer.submit(ref("a"), (passed("quota", "gpu-quota", "1 of 1 GPU in use"),
-                                 failed("labels", "team-label", "add the label team", Action.AUDIT)))
+        writer.submit(ref("a"), (passed(pid("quota"), "gpu-quota", "1 of 1 GPU in use"),
+                                 failed(pid("labels"), "team-label", "add the label team", Action.AUDIT)))
         written = await async_eventually(lambda: report(apiserver))
     assert_valid_report(written)
     assert written["metadata"]["ownerReferences"] == [
@@ -66,16 +66,16 @@ async def test_one_report_per_resource_owned_by_it(apiserver, kube_api, calls, c
                                 "uid": pods["a"]["metadata"]["uid"]}
     assert written["summary"] == {"pass": 1, "fail": 1, "warn": 0, "error": 0, "skip": 0}
     by_rule = {r["rule"]: r for r in written["results"]}
-    assert by_rule["team-label"]["result"] == "fail" and by_rule["team-label"]["properties"] == {"mode": "Audit"}
+    assert by_rule["team-label"]["result"] == "fail" and by_rule["team-label"]["properties"] == {"mode": "Audit", "policyKind": "ProfileQuota"}
     assert by_rule["gpu-quota"]["message"] == "1 of 1 GPU in use" and by_rule["gpu-quota"]["source"] == "quartermaster"
 
 
 async def test_newer_results_replace_older_ones_of_the_same_rule(apiserver, kube_api, calls, cluster):
     state, _ = cluster
     async with writer_for(state, kube_api, calls) as writer:
-        writer.submit(ref("a"), (failed("labels", "team-label", "add the label team", Action.AUDIT),))
+        writer.submit(ref("a"), (failed(pid("labels"), "team-label", "add the label team", Action.AUDIT),))
         await async_eventually(lambda: report(apiserver))
-        writer.submit(ref("a"), (passed("labels", "team-label"), passed("quota", "gpu-quota")))
+        writer.submit(ref("a"), (passed(pid("labels"), "team-label"), passed(pid("quota"), "gpu-quota")))
         await async_eventually(lambda: report(apiserver)["summary"]["pass"] == 2)
     assert report(apiserver)["summary"] == {"pass": 2, "fail": 0, "warn": 0, "error": 0, "skip": 0}
     assert len(apiserver.seen("POST", "policyreports")) == 1 and len(apiserver.seen("PUT", "policyreports")) == 1
@@ -84,9 +84,9 @@ async def test_newer_results_replace_older_ones_of_the_same_rule(apiserver, kube
 async def test_denied_requests_and_resources_that_never_appear_leave_no_report(apiserver, kube_api, calls, cluster):
     state, _ = cluster
     async with writer_for(state, kube_api, calls, report_resolve_seconds=0.3) as writer:
-        writer.submit(ref("b"), (failed("quota", "gpu-quota", "GPU quota exceeded"),))  # enforced: the request was denied
-        writer.submit(ref("ghost"), (passed("labels", "team-label"),))  # mutated, then denied by someone else
-        writer.submit(ref("a"), (passed("labels", "team-label"),))
+        writer.submit(ref("b"), (failed(pid("quota"), "gpu-quota", "GPU quota exceeded"),))  # enforced: the request was denied
+        writer.submit(ref("ghost"), (passed(pid("labels"), "team-label"),))  # mutated, then denied by someone else
+        writer.submit(ref("a"), (passed(pid("labels"), "team-label"),))
         await async_eventually(lambda: report(apiserver))
         await async_eventually(lambda: not writer._pending)
     assert report(apiserver, "pod-b") is None and report(apiserver, "pod-ghost") is None
@@ -101,7 +101,7 @@ async def test_a_flood_is_bounded_dropped_counted_and_batched(apiserver, kube_ap
     async with writer_for(state, kube_api, calls, metrics, start=False, report_queue=100) as writer:
         for round_ in range(100):  # 1000 submissions while nothing drains the queue
             for index in range(10):
-                writer.submit(ref(f"p{index}"), (passed("quota", "gpu-quota", f"round {round_}"),))
+                writer.submit(ref(f"p{index}"), (passed(pid("quota"), "gpu-quota", f"round {round_}"),))
         assert writer.queued == 100 and writer.dropped == 900
         assert b"quartermaster_reports_dropped_total 900.0" in metrics.exposition()
         await writer.flush()
@@ -117,10 +117,10 @@ async def test_submit_never_waits_for_a_hung_api_server(apiserver, kube_api, cal
     state, _ = cluster
     apiserver.hang = lambda method, plural, query: plural == "policyreports"
     async with writer_for(state, kube_api, calls, report_queue=50, api_timeout=0.5, report_attempts=2) as writer:
-        writer.submit(ref("a"), (passed("quota", "gpu-quota"),))
+        writer.submit(ref("a"), (passed(pid("quota"), "gpu-quota"),))
         await async_eventually(lambda: writer.queued == 0)  # taken by the writer, now stuck on the API
         for index in range(200):
-            writer.submit(ref("b"), (passed("quota", f"rule-{index}"),))
+            writer.submit(ref("b"), (passed(pid("quota"), f"rule-{index}"),))
         assert writer.queued == 50 and writer.dropped == 150
         apiserver.hang = None
         await async_eventually(lambda: report(apiserver, "pod-b") is not None)
@@ -129,13 +129,13 @@ async def test_submit_never_waits_for_a_hung_api_server(apiserver, kube_api, cal
 async def test_conflicting_writes_of_two_replicas_are_merged(apiserver, kube_api, calls, cluster):
     state, _ = cluster
     async with writer_for(state, kube_api, calls) as writer:
-        writer.submit(ref("a"), (passed("quota", "gpu-quota"),))
+        writer.submit(ref("a"), (passed(pid("quota"), "gpu-quota"),))
         first = await async_eventually(lambda: report(apiserver))
         # another replica adds its result meanwhile (our cached copy is now stale)
         other = dict(first, results=first["results"] + [{"policy": "other-replica", "rule": "r", "result": "warn",
                                                           "source": "quartermaster", "scored": True}])
         apiserver.put(other)
-        writer.submit(ref("a"), (passed("labels", "team-label"),))
+        writer.submit(ref("a"), (passed(pid("labels"), "team-label"),))
         await async_eventually(lambda: len(report(apiserver)["results"]) == 3)
     merged = report(apiserver)
     assert {r["policy"] for r in merged["results"]} == {"quota", "labels", "other-replica"}
@@ -146,8 +146,8 @@ async def test_conflicting_writes_of_two_replicas_are_merged(apiserver, kube_api
 async def test_events_for_policies_that_ask(apiserver, kube_api, calls, cluster):
     state, pods = cluster
     async with writer_for(state, kube_api, calls) as writer:
-        writer.submit(ref("a"), (failed("audited", "gpu-model", "pick a GPU model", Action.AUDIT),
-                                 passed("audited", "gpu-memory"), errored("labels", "x", "boom", Action.AUDIT)))
+        writer.submit(ref("a"), (failed(pid("audited"), "gpu-model", "pick a GPU model", Action.AUDIT),
+                                 passed(pid("audited"), "gpu-memory"), errored(pid("labels"), "x", "boom", Action.AUDIT)))
         events = await async_eventually(lambda: apiserver.list("events.k8s.io/v1", "Event", "jdoe"))
         await async_eventually(lambda: report(apiserver))
     assert len(events) == 1  # only the failing result of the policy that asks for events

@@ -25,8 +25,10 @@ import yaml
 
 from tests.support import REPO, apply_patch, case_state, load_yaml, review
 from webhook.app import Quartermaster, Settings
-from webhook.engine.dispatch import MutateResult
-from webhook.model.review import parse_review
+from webhook.engine.offline import OfflineResult, admit_offline
+from webhook.model.review import UserInfo
+
+USER = UserInfo("jdoe@example.org", ("system:authenticated",))  # as tests.support.review sends it
 
 CASES = REPO / "tests" / "cases" / "dra"
 DEFAULT_POLICY = REPO / "policies" / "device-claim-rewrite.yaml"
@@ -37,7 +39,7 @@ class CaseRun:
     resource: dict[str, Any]
     options: dict[str, Any]
     qm: Quartermaster
-    result: MutateResult
+    result: OfflineResult  # mutate, then validate: the one offline admission path
     patched: dict[str, Any]
 
 
@@ -66,18 +68,20 @@ async def run_case(case: Path) -> CaseRun:
     resource = read_one(case / "resource.yaml")
     options = read_one(case / "request.yaml", {})
     qm = build(case)
-    result = await qm.engine.mutate(parse_review(review_body(resource, options)))
-    patched = apply_patch(resource, list(result.verdict.patch))
+    old = resource if options.get("oldObject") == "resource" else None
+    result = await admit_offline(qm.engine, resource, operation=options.get("operation", "CREATE"), old=old,
+                                 user=USER, dry_run=bool(options.get("dryRun", False)))
+    patched = apply_patch(resource, list(result.patch))
     return CaseRun(resource, options, qm, result, patched)
 
 
 def results_of(run: CaseRun) -> list[dict[str, str]]:
-    return [{"rule": r.rule, "outcome": r.outcome.value, "message": r.message} for r in run.result.verdict.results]
+    return [{"rule": r.rule, "outcome": r.outcome.value, "message": r.message} for r in run.result.results]
 
 
 def observed(run: CaseRun) -> dict[str, Any]:
     """What the expected.yaml of this run says; the test compares field by field."""
-    verdict = run.result.verdict
+    verdict = run.result
     out: dict[str, Any] = {"allowed": verdict.allowed}
     if not verdict.allowed:
         out["message"] = verdict.message

@@ -11,10 +11,13 @@ import yaml
 
 from webhook.app import Quartermaster, Settings
 from webhook.cel import CelCompiler
-from webhook.model.policy import SourceRef
 from webhook.model.review import AdmissionRequest, parse_review
-from webhook.platform.quota import KIND, ProfileQuotaPolicy, compile_quota
-from webhook.policy.kinds import KindRegistry
+from webhook.platform import platform_family
+from webhook.policy.documents import Document
+from webhook.platform.quota.policy import ProfileQuotaPolicy, compile_quota
+from webhook.policy.family import CompileEnv, FamilyRegistry
+from webhook.policy.perdocument import PerDocumentFamily, PolicyHeader
+from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
 from tests.kinds import REQUIRE_LABEL
 from tests.support import REPO, load_yaml, review
@@ -150,12 +153,16 @@ def policy_text(name: str = "profile-quota", **spec: Any) -> str:
     return yaml.safe_dump(policy_doc(name, **spec), sort_keys=False)
 
 
-def compiled(**spec: Any) -> ProfileQuotaPolicy:
-    return compile_quota(policy_doc(**spec), SourceRef("test.yaml", 0), CelCompiler())
+def compiled(ledgers: ReservationLedgers | None = None, **spec: Any) -> ProfileQuotaPolicy:
+    """One compiled policy; policies given the same `ledgers` share their reservations (as across a reload)."""
+    doc = policy_doc(**spec)
+    header = PolicyHeader.of(Document("test.yaml", 0, doc, None))
+    return compile_quota(doc, header, CompileEnv(CelCompiler()), ledgers or ReservationLedgers())
 
 
-def registry() -> KindRegistry:
-    return KindRegistry([KIND, REQUIRE_LABEL])
+def registry(ledgers: ReservationLedgers) -> FamilyRegistry:
+    """The batteries and the test kind RequireLabel (for a second validating policy)."""
+    return FamilyRegistry([platform_family(ledgers), PerDocumentFamily("test", [REQUIRE_LABEL])])
 
 
 def seeded_state(*objects: dict[str, Any]) -> InMemoryClusterState:
@@ -168,7 +175,9 @@ def build(tmp_path: Path, *texts: str, state: InMemoryClusterState | None = None
     directory.mkdir(parents=True, exist_ok=True)
     for index, text in enumerate(texts or (policy_text(),)):
         (directory / f"{index}.yaml").write_text(text)
-    qm = Quartermaster.build(Settings(policies=directory), state=state or seeded_state(), registry=registry())
+    ledgers = ReservationLedgers()
+    qm = Quartermaster.build(Settings(policies=directory), state=state or seeded_state(), registry=registry(ledgers),
+                             ledgers=ledgers)
     qm.load_policies()
     return qm
 

@@ -12,7 +12,7 @@ import pytest
 from tests.platform.dra_case_runner import CASES, CaseRun, observed, read_one, review_body, run_case
 from tests.support import assert_valid_k8s
 from webhook.model.review import parse_review
-from webhook.platform.dra_templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE, content_name
+from webhook.platform.dra.templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE, content_name
 
 CASE_NAMES = sorted(p.name for p in CASES.iterdir() if (p / "resource.yaml").exists())
 ADMITTED = [n for n in CASE_NAMES if read_one(CASES / n / "expected.yaml")["allowed"]]
@@ -72,12 +72,12 @@ async def test_case(name: str):
     got = json.loads(json.dumps(observed(run)))
     for key in ("allowed", "message", "object", "templates", "results", "warnings"):
         assert got.get(key) == expected.get(key), f"{name}: {key} differs"
-    if not run.result.verdict.allowed:
-        assert run.result.verdict.patch == () and run.result.created == ()
+    if not run.result.allowed:
+        assert run.result.patch == () and run.result.created == ()
         return
     assert_valid_k8s(run.patched)
     _check_templates(run)
-    if run.result.verdict.patch:
+    if run.result.patch:
         _check_rewritten_pod(run)
 
 

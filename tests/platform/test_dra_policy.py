@@ -13,9 +13,8 @@ from webhook.cel import CelCompiler
 from webhook.model.policy import Phase
 from webhook.model.results import Action
 from webhook.platform import platform_kinds
-from webhook.platform.dra_config import InitClaims, Strategy
-from webhook.platform.dra_policy import KIND
-from webhook.policy.kinds import KindRegistry
+from webhook.platform.dra.config import InitClaims, Strategy
+from webhook.app import build_registry
 from webhook.policy.loader import PolicyLoader
 
 MINIMAL = """\
@@ -33,7 +32,7 @@ spec:
 def load(tmp_path: Path, text: str):
     path = tmp_path / "policy.yaml"
     path.write_text(text)
-    return PolicyLoader(KindRegistry([KIND]), CelCompiler()).load(path)
+    return PolicyLoader(build_registry(), CelCompiler()).load(path)
 
 
 def only_error(tmp_path: Path, text: str):
@@ -47,10 +46,10 @@ def test_registered_with_the_platform_kinds():
 
 
 def test_default_policy_compiles_to_the_documented_settings():
-    result = PolicyLoader(KindRegistry([KIND]), CelCompiler()).load(REPO / "policies" / "device-claim-rewrite.yaml")
+    result = PolicyLoader(build_registry(), CelCompiler()).load(REPO / "policies" / "device-claim-rewrite.yaml")
     assert result.ok, result.errors
     (policy,) = result.policies
-    assert policy.phase is Phase.MUTATE and policy.action is Action.ENFORCE
+    assert policy.phases == {Phase.MUTATE} and policy.action is Action.ENFORCE
     assert policy.match.kinds == {"Pod"} and policy.match.operations == {"CREATE"}
     assert policy.match.namespace_selector.matches({"app.kubernetes.io/part-of": "kubeflow-profile"})
     assert not policy.match.namespace_selector.matches({"kubernetes.io/metadata.name": "default"})

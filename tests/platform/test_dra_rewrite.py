@@ -8,12 +8,12 @@ import pytest
 
 from tests.support import assert_valid_k8s
 from webhook.cel import CelCompiler
-from webhook.platform.dra_choices import resolve_choices
-from webhook.platform.dra_config import ModelOption, RewriteConfig, TemplateSettings, UserChoices
-from webhook.platform.dra_legacy import LegacyError, legacy_uses
-from webhook.platform.dra_policy import compile_config
-from webhook.platform.dra_rewrite import plan_rewrite
-from webhook.platform.dra_templates import DeviceRequest, build_template, claim_spec
+from webhook.platform.dra.choices import resolve_choices
+from webhook.platform.dra.config import ModelOption, RewriteConfig, TemplateSettings, UserChoices
+from webhook.platform.dra.legacy import LegacyError, legacy_uses
+from webhook.platform.dra.compile import compile_config
+from webhook.platform.dra.rewrite import plan_rewrite
+from webhook.platform.dra.templates import DeviceRequest, build_template, claim_spec
 
 SPEC = {"devices": [{"resourceName": "nvidia.com/gpu", "deviceClassName": "gpu.nvidia.com", "userChoices": True},
                     {"resourcePrefix": "nvidia.com/mig-", "deviceClassName": "mig.nvidia.com",

@@ -32,7 +32,8 @@ import yaml
 from tests.support import REPO, apply_patch, case_state, assert_valid_k8s, load_yaml, review
 from webhook.app import Quartermaster, Settings
 from webhook.engine.dispatch import MutateResult
-from webhook.model.review import parse_review
+from webhook.engine.offline import OfflineResult, admit_offline
+from webhook.model.review import UserInfo, parse_review
 
 CASES = REPO / "tests" / "cases" / "notebook"
 DEFAULT_POLICY = REPO / "policies" / "notebook-injection.yaml"
@@ -42,7 +43,7 @@ DEFAULT_POLICY = REPO / "policies" / "notebook-injection.yaml"
 class CaseRun:
     resource: dict[str, Any]
     qm: Quartermaster
-    result: MutateResult
+    result: OfflineResult  # mutate, then validate: the one offline admission path
     patched: dict[str, Any]
 
 
@@ -86,18 +87,18 @@ async def mutate(qm: Quartermaster, resource: dict[str, Any]) -> MutateResult:
 async def run_case(case: Path, tmp: Path) -> CaseRun:
     resource = load_yaml(case / "resource.yaml")[0]
     qm = build(case, tmp)
-    result = await mutate(qm, resource)
-    return CaseRun(resource, qm, result, apply_patch(resource, list(result.verdict.patch)))
+    result = await admit_offline(qm.engine, resource, user=UserInfo("jdoe@example.org", ("system:authenticated",)))
+    return CaseRun(resource, qm, result, apply_patch(resource, list(result.patch)))
 
 
 def observed(run: CaseRun) -> dict[str, Any]:
-    verdict = run.result.verdict
+    verdict = run.result
     out: dict[str, Any] = {"allowed": verdict.allowed}
     if not verdict.allowed:
         out["message"] = verdict.message
     elif verdict.patch:
         out["object"] = run.patched
-    out["results"] = [{"policy": r.policy, "rule": r.rule, "outcome": r.outcome.value, "message": r.message}
+    out["results"] = [{"policy": r.policy.name, "rule": r.rule, "outcome": r.outcome.value, "message": r.message}
                       for r in verdict.results]
     if verdict.warnings:
         out["warnings"] = list(verdict.warnings)
@@ -119,8 +120,8 @@ async def test_case(name: str, tmp_path: Path) -> None:
     assert got.get("warnings") == expected.get("warnings")
     assert got.get("object") == expected.get("object")
     assert got["allowed"] == expected["allowed"]
-    if not run.result.verdict.allowed:
-        assert run.result.verdict.code == 403
+    if not run.result.allowed:
+        assert run.result.code == 403
         return
     assert run.patched == run.result.object  # what the API server computes is what the engine meant
     assert_valid_k8s(run.patched)

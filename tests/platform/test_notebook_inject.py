@@ -10,9 +10,9 @@ import pytest
 from tests.platform.test_notebook_cases import CASES, merge_patch
 from tests.support import REPO, assert_valid_k8s, load_yaml
 from webhook.platform.base import profile_info
-from webhook.platform.notebook_config import NotebookSpec, compile_spec
-from webhook.platform.notebook_inject import inject
-from webhook.platform.notebook_render import InvalidOwner, render
+from webhook.platform.notebook.config import NotebookSpec, compile_spec
+from webhook.platform.notebook.inject import inject
+from webhook.platform.notebook.render import InvalidOwner, render
 
 DEFAULT = load_yaml(REPO / "policies" / "notebook-injection.yaml")[0]["spec"]
 POD = load_yaml(REPO / "examples" / "notebook-pod.yaml")[0]

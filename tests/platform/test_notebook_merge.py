@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.platform.notebook_config import Strategy
-from webhook.platform.notebook_merge import MergeLog, covers, merge_mount, merge_named, merge_scalar
+from webhook.platform.notebook.config import Strategy
+from webhook.platform.notebook.merge import MergeLog, covers, merge_mount, merge_named, merge_scalar
 
 HOME_VOLUME = {"name": "home", "hostPath": {"path": "/eos/user/j/jdoe", "type": "Directory"}}
 

@@ -15,18 +15,18 @@ from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import FailurePolicy, Phase
 from webhook.model.results import Action
-from webhook.platform.notebook_config import SidecarMode, Strategy
-from webhook.platform.notebook_policy import KIND, NotebookInjection
-from webhook.policy.kinds import KindRegistry
+from webhook.platform.notebook.config import SidecarMode, Strategy
+from webhook.platform.notebook.policy import NotebookInjection
+from webhook.policy.family import FamilyRegistry
 from webhook.policy.loader import PolicyLoader
 
 DEFAULT = load_yaml(REPO / "policies" / "notebook-injection.yaml")[0]
 
 
-def load(tmp_path: Path, doc: Any, registry: KindRegistry | None = None) -> NotebookInjection | PolicyLoadError:
+def load(tmp_path: Path, doc: Any, registry: FamilyRegistry | None = None) -> NotebookInjection | PolicyLoadError:
     path = tmp_path / "policy.yaml"
     path.write_text(doc if isinstance(doc, str) else yaml.safe_dump(doc, sort_keys=False))
-    result = PolicyLoader(registry or KindRegistry([KIND]), CelCompiler()).load(path)
+    result = PolicyLoader(registry or build_registry(), CelCompiler()).load(path)
     if result.errors:
         assert len(result.errors) == 1, result.errors
         return result.errors[0]
@@ -58,7 +58,7 @@ def error(tmp_path: Path, doc: Any) -> PolicyLoadError:
 def test_the_default_policy_loads_with_the_registered_kinds(tmp_path: Path) -> None:
     policy = load(tmp_path, DEFAULT, build_registry())
     assert isinstance(policy, NotebookInjection)
-    assert policy.phase is Phase.MUTATE and policy.failure_policy is FailurePolicy.FAIL
+    assert policy.phases == {Phase.MUTATE} and policy.failure_policy is FailurePolicy.FAIL
     assert policy.action is Action.ENFORCE
     assert policy.match.kinds == {"Pod"} and policy.match.operations == {"CREATE"}
     assert policy.match.namespace_selector.matches({"app.kubernetes.io/part-of": "kubeflow-profile"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from webhook.model.errors import PolicyCompileError
-from webhook.platform.notebook_template import OWNER_PLACEHOLDERS, compile_template, compile_tree
+from webhook.platform.notebook.template import OWNER_PLACEHOLDERS, compile_template, compile_tree
 
 OWNER = {"user": "jdoe", "user_initial": "j", "namespace": "jdoe-team"}
 

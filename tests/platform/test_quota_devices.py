@@ -7,7 +7,7 @@ import pytest
 from tests.platform.quota_builders import (claim, claim_spec, compiled, container, device_request, first_available, pod,
                                            template)
 from tests.support import assert_valid_k8s
-from webhook.platform.quota_devices import claim_spec_gpus, effective_requests, legacy_gpus
+from webhook.platform.quota.devices import claim_spec_gpus, effective_requests, legacy_gpus
 
 RULES = compiled().settings.rules
 

@@ -9,7 +9,7 @@ from webhook.app import build_registry
 from webhook.cel import CelCompiler
 from webhook.model.policy import Phase
 from webhook.policy.loader import PolicyLoader
-from webhook.platform.quota_limits import resolve_limits
+from webhook.platform.quota.limits import resolve_limits
 from webhook.state.memory import InMemoryClusterState
 from tests.platform.quota_builders import DEFAULT_POLICY, compiled, kf_profile, namespace, policy_text
 from tests.support import assert_valid_k8s
@@ -27,7 +27,7 @@ def test_the_default_policy_loads_with_the_platform_registry():
     result = PolicyLoader(build_registry(), CelCompiler()).load(DEFAULT_POLICY)
     assert result.ok, result.errors
     (policy,) = result.policies
-    assert policy.kind == "ProfileQuota" and policy.phase is Phase.VALIDATE
+    assert policy.id.kind == "ProfileQuota" and policy.phases == {Phase.VALIDATE}
     assert policy.match.kinds == {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
     assert policy.match.operations == {"CREATE", "UPDATE"}
     assert policy.settings.classes["personal"].gpus == 1 and policy.settings.classes["personal"].storage == 30 * GI

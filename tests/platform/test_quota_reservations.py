@@ -3,7 +3,7 @@
 import asyncio
 
 from webhook.model.policy import EvalContext
-from webhook.state.ledger import ledger_for
+from webhook.state.ledger import ReservationLedgers
 from tests.kinds import REQUIRE_TEAM
 from tests.platform.quota_builders import build, compiled, pod, policy_text, request, seeded_state
 from tests.state.test_ledger import FakeClock
@@ -31,7 +31,7 @@ async def test_an_admitted_pod_is_held_until_the_state_shows_it():
     assert blocked(second)
     assert "(Pod a (being admitted): 1)" in second.results[0].message
     state.record_admitted({**pod("a", gpus=1)}, "CREATE")  # the API server persisted it
-    assert ledger_for(state, policy.name).pending("jdoe", state) == ()
+    assert policy.ledger.pending("jdoe", state) == ()
     assert blocked(await check(policy, state, pod("b", gpus=1)))  # now counted from the state
 
 
@@ -45,7 +45,7 @@ async def test_a_rollback_releases_the_reservation():
 async def test_a_reservation_that_never_appears_expires():
     policy, state = compiled(reservationSeconds=5), seeded_state()
     clock = FakeClock()
-    ledger_for(state, policy.name).clock = clock
+    policy.ledger.clock = clock
     await check(policy, state, pod("a", gpus=1))
     assert blocked(await check(policy, state, pod("b", gpus=1)))
     clock.now += 5
@@ -56,13 +56,13 @@ async def test_dry_run_reserves_nothing():
     policy, state = compiled(), seeded_state()
     outcome = await check(policy, state, pod("a", gpus=1), dry_run=True)
     assert not blocked(outcome) and outcome.rollbacks == ()
-    assert ledger_for(state, policy.name).count() == 0
+    assert policy.ledger.count() == 0
 
 
 async def test_a_reload_keeps_the_reservations():
-    state = seeded_state()
-    await check(compiled(), state, pod("a", gpus=1))
-    reloaded = compiled(reservationSeconds=10)  # a new policy object, as after a policy file change
+    state, ledgers = seeded_state(), ReservationLedgers()  # one per process, built by the composition root
+    await check(compiled(ledgers), state, pod("a", gpus=1))
+    reloaded = compiled(ledgers, reservationSeconds=10)  # a new policy object, as after a policy file change
     assert blocked(await check(reloaded, state, pod("b", gpus=1)))
 
 
@@ -70,13 +70,13 @@ async def test_when_another_policy_denies_the_engine_rolls_the_reservation_back(
     qm = build(tmp_path, policy_text(), REQUIRE_TEAM)
     denied = await qm.engine.validate(request(pod("a", gpus=1)))
     assert not denied.allowed and "add the label team" in denied.message
-    assert ledger_for(qm.state, "profile-quota").count() == 0
+    assert qm.ledgers.for_policy("profile-quota").count() == 0
     assert (await qm.engine.validate(request(pod("b", gpus=1, labels={"team": "x"})))).allowed
 
 
 async def test_profiles_do_not_wait_for_each_other():
     policy, state = compiled(), seeded_state()
-    ledger = ledger_for(state, policy.name)
+    ledger = policy.ledger
     async with ledger.lock("jdoe"):  # a decision for jdoe is in progress
         waiting = asyncio.create_task(check(policy, state, pod("a", gpus=1)))
         other = await asyncio.wait_for(check(policy, state, pod("x", "alice", gpus=1)), 10)

@@ -5,7 +5,6 @@ import uuid
 
 import pytest
 
-from webhook.state.ledger import ledger_for
 from tests.platform.quota_builders import policy_text, pod, pvc, registry, seeded_state
 from tests.kinds import REQUIRE_TEAM
 from tests.support import assert_valid_k8s, review, running_server
@@ -38,20 +37,20 @@ async def burst(server, objects):
 
 async def test_simultaneous_gpu_pods_admit_exactly_what_fits(policies, tmp_path):
     state = seeded_state()
-    async with running_server(policies, tmp_path, qm_state=state, registry=registry()) as server:
+    async with running_server(policies, tmp_path, qm_state=state, registry=registry) as server:
         team = [labelled(pod(f"w{i:02d}", "ml-team", gpus=1)) for i in range(24)]
         personal = [labelled(pod(f"nb{i:02d}", "jdoe", gpus=1)) for i in range(10)]
         allowed, denied = await burst(server, team + personal)
         assert len(allowed) == 8 + 1 and len(denied) == 16 + 9
         assert len(state.list("Pod", "ml-team")) == 8 and len(state.list("Pod", "jdoe")) == 1
         assert all("GPU quota exceeded" in r["status"]["message"] for r in denied)
-        ledger = ledger_for(state, "profile-quota")
+        ledger = server.qm.ledgers.for_policy("profile-quota")
         assert ledger.pending("ml-team", state) == () and ledger.pending("jdoe", state) == ()  # all reflected
 
 
 async def test_simultaneous_volumes_admit_exactly_what_fits(policies, tmp_path):
     state = seeded_state()
-    async with running_server(policies, tmp_path, qm_state=state, registry=registry()) as server:
+    async with running_server(policies, tmp_path, qm_state=state, registry=registry) as server:
         volumes = [labelled(pvc(f"data{i}", "jdoe", size="10Gi")) for i in range(12)]
         allowed, denied = await burst(server, volumes)
         assert len(allowed) == 3 and len(state.list("PersistentVolumeClaim", "jdoe")) == 3
@@ -63,7 +62,7 @@ async def test_denial_over_https_explains_and_audit_mode_warns(tmp_path):
     directory.mkdir()
     (directory / "quota.yaml").write_text(policy_text(mode="Audit"))
     state = seeded_state(pod("nb-a", gpus=1))
-    async with running_server(directory, tmp_path, qm_state=state, registry=registry()) as server:
+    async with running_server(directory, tmp_path, qm_state=state, registry=registry) as server:
         response = await server.admit("/validate", review(pod("train", gpus=1)))
         assert response["allowed"] is True
         assert response["warnings"][0].startswith("profile-quota: GPU quota exceeded in profile 'jdoe'")

@@ -1,7 +1,7 @@
 """What each object of a profile is charged: terminal pods, shared and generated claims, volumes."""
 
-from webhook.platform.quota_objects import ProfileObjects
-from webhook.platform.quota_usage import measure
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.usage import measure
 from webhook.state.memory import InMemoryClusterState
 from tests.platform.quota_builders import claim, compiled, device_request, pod, pvc, template
 from tests.support import assert_valid_k8s

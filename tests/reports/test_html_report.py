@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.browser import Browser
-from tests.support import REPO
+from tests.support import REPO, pid
 from webhook.cli import main
 from webhook.model.results import Action, Outcome, RuleResult, failed, passed
 from webhook.reports.policyreport import PolicyMeta, build_report, result_entry
@@ -29,12 +29,12 @@ def report(kind, ns, name, *results):
 
 
 REPORTS = [
-    report("Pod", "jdoe", "train", (failed("profile-quota", "gpu-quota", "over GPU quota in 'jdoe' (1 in use + 1 > 1)"), QUOTA),
-           (passed("profile-quota", "storage-quota"), QUOTA)),
-    report("Pod", "ml-team", LONG, (passed("profile-quota", "gpu-quota"), QUOTA),
-           (failed("require-labels", "team", "add the label team", Action.AUDIT), LABELS)),
-    report("PersistentVolumeClaim", "ml-team", "data", (RuleResult("require-labels", "team", Outcome.WARN, "label <team> missing"), LABELS)),
-    report("Namespace", "", "jdoe", (passed("profiles", "owner"), PolicyMeta(category="Profiles"))),
+    report("Pod", "jdoe", "train", (failed(pid("profile-quota"), "gpu-quota", "over GPU quota in 'jdoe' (1 in use + 1 > 1)"), QUOTA),
+           (passed(pid("profile-quota"), "storage-quota"), QUOTA)),
+    report("Pod", "ml-team", LONG, (passed(pid("profile-quota"), "gpu-quota"), QUOTA),
+           (failed(pid("require-labels"), "team", "add the label team", Action.AUDIT), LABELS)),
+    report("PersistentVolumeClaim", "ml-team", "data", (RuleResult(pid("require-labels"), "team", Outcome.WARN, "label <team> missing"), LABELS)),
+    report("Namespace", "", "jdoe", (passed(pid("profiles"), "owner"), PolicyMeta(category="Profiles"))),
 ]
 
 

@@ -5,7 +5,7 @@ import json
 import yaml
 
 from tests.kube.policyreport_schema import assert_valid_report
-from tests.support import assert_valid_k8s
+from tests.support import pid, assert_valid_k8s
 from webhook.model.results import Action, errored, failed, passed, skipped
 from webhook.reports.events import event_for
 from webhook.reports.policyreport import (PolicyMeta, build_report, merge_results, report_name, reports_from_entries,
@@ -41,15 +41,15 @@ def test_policy_meta_from_annotations():
                           "policies.kyverno.io/category": "GPU"})
     assert meta == PolicyMeta("fail", "high", "GPU")
     assert PolicyMeta.of({"quartermaster.dev/events": "sometimes", "policies.kyverno.io/severity": "urgent"}) == PolicyMeta()
-    assert meta.wants_event(failed("p", "r", "m").outcome) and not meta.wants_event(passed("p", "r").outcome)
-    assert PolicyMeta(events="all").wants_event(skipped("p", "r").outcome)
+    assert meta.wants_event(failed(pid("p"), "r", "m").outcome) and not meta.wants_event(passed(pid("p"), "r").outcome)
+    assert PolicyMeta(events="all").wants_event(skipped(pid("p"), "r").outcome)
 
 
 def test_report_objects_validate_against_the_crd_schema():
-    entries = [ReportEntry(POD, failed("quota", "gpu", "over", Action.AUDIT), 1700000000.25),
-               ReportEntry(POD, passed("quota", "storage"), 1700000001.0),
-               ReportEntry(ResourceRef("v1", "Namespace", "", "jdoe", ""), errored("owners", "owner", "no owner"), 1.0)]
-    reports = reports_from_entries(entries, {"quota": PolicyMeta(severity="medium")})
+    entries = [ReportEntry(POD, failed(pid("quota"), "gpu", "over", Action.AUDIT), 1700000000.25),
+               ReportEntry(POD, passed(pid("quota"), "storage"), 1700000001.0),
+               ReportEntry(ResourceRef("v1", "Namespace", "", "jdoe", ""), errored(pid("owners"), "owner", "no owner"), 1.0)]
+    reports = reports_from_entries(entries, {pid("quota"): PolicyMeta(severity="medium")})
     assert [r["kind"] for r in reports] == ["ClusterPolicyReport", "PolicyReport"]
     for report in reports:
         assert_valid_report(report)
@@ -64,24 +64,24 @@ def test_report_objects_validate_against_the_crd_schema():
 
 
 def test_long_messages_are_cut():
-    entry = result_entry(ReportEntry(POD, failed("p", "r", "x" * 5000), 1.0))
+    entry = result_entry(ReportEntry(POD, failed(pid("p"), "r", "x" * 5000), 1.0))
     assert len(entry["message"]) == 1024
 
 
 def test_events_are_valid_and_bounded():
-    event = event_for(POD, failed("quota", "gpu", "over " * 400, Action.AUDIT), "replica-a")
+    event = event_for(POD, failed(pid("quota"), "gpu", "over " * 400, Action.AUDIT), "replica-a")
     assert_valid_k8s(event)
     assert event["type"] == "Warning" and event["reason"] == "PolicyViolation" and len(event["note"]) == 1024
     assert event["note"].startswith("quota/gpu fail (audit): over")
-    cluster = event_for(ResourceRef("v1", "Namespace", "", "jdoe", "u"), passed("p", "r"), "replica-a")
+    cluster = event_for(ResourceRef("v1", "Namespace", "", "jdoe", "u"), passed(pid("p"), "r"), "replica-a")
     assert_valid_k8s(cluster)
     assert cluster["metadata"]["namespace"] == "default" and cluster["type"] == "Normal"
     assert "namespace" not in cluster["regarding"]
 
 
 def test_rendering_every_format():
-    entries = [ReportEntry(POD, passed("quota", "storage", "fine"), 1.0),
-               ReportEntry(POD, failed("quota", "gpu", "over\nthe limit", Action.AUDIT), 1.0)]
+    entries = [ReportEntry(POD, passed(pid("quota"), "storage", "fine"), 1.0),
+               ReportEntry(POD, failed(pid("quota"), "gpu", "over\nthe limit", Action.AUDIT), 1.0)]
     reports = reports_from_entries(entries)
     assert [(r.rule, r.result, r.message) for r in rows(reports)] == [("gpu", "fail", "over the limit"),
                                                                      ("storage", "pass", "fine")]
@@ -96,3 +96,11 @@ def test_rendering_every_format():
     assert "No policy results: no report holds any result." in render([], "html")
     assert render([], "table", reason="nothing scanned").endswith(
         "no results: nothing scanned\n0 reports: 0 pass, 0 fail, 0 warn, 0 error, 0 skip\n")
+
+
+def test_same_named_policies_of_two_kinds_keep_their_own_rows():
+    entries = [ReportEntry(POD, failed(pid("team", "RequireLabel"), "check", "no"), 1.0),
+               ReportEntry(POD, passed(pid("team", "ProfileQuota"), "check"), 1.0)]
+    (report,) = reports_from_entries(entries)
+    assert sorted((r["properties"]["policyKind"], r["result"]) for r in report["results"]) == \
+        [("ProfileQuota", "pass"), ("RequireLabel", "fail")]

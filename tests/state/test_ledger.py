@@ -3,7 +3,7 @@
 import asyncio
 
 from webhook.model.cluster import ObjectKey
-from webhook.state.ledger import ReservationLedger, ledger_for, reflected
+from webhook.state.ledger import ReservationLedger, ReservationLedgers, reflected
 from webhook.state.memory import InMemoryClusterState
 
 
@@ -111,8 +111,8 @@ async def test_one_scope_serializes_and_other_scopes_do_not_wait():
     assert order == ["a1 in", "b in", "a1 out", "a2 in"]
 
 
-def test_ledger_for_is_one_per_state_and_name():
-    state, other = InMemoryClusterState(), InMemoryClusterState()
-    assert ledger_for(state, "q") is ledger_for(state, "q")
-    assert ledger_for(state, "q") is not ledger_for(state, "r")
-    assert ledger_for(state, "q") is not ledger_for(other, "q")
+def test_ledgers_are_one_per_policy_name():
+    ledgers, other = ReservationLedgers(), ReservationLedgers()
+    assert ledgers.for_policy("q") is ledgers.for_policy("q")
+    assert ledgers.for_policy("q") is not ledgers.for_policy("r")
+    assert ledgers.for_policy("q") is not other.for_policy("q")

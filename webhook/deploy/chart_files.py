@@ -20,7 +20,7 @@ from typing import Iterable
 import yaml
 
 from webhook.deploy.crds import GeneratedCrd, generate_crds
-from webhook.policy.kinds import PolicyKind
+from webhook.policy.family import PolicyKind
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "quartermaster"

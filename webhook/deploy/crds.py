@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from webhook.deploy.openapi import Conversion, SchemaConversionError, to_structural
 from webhook.deploy.structural import structural_problems
-from webhook.policy.kinds import PolicyKind
+from webhook.policy.family import PolicyKind
 
 CATEGORY = "quartermaster"
 MANAGED_BY = {"app.kubernetes.io/part-of": "quartermaster"}

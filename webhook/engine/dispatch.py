@@ -1,7 +1,7 @@
 """Run the matching policies of one phase and turn their outcomes into a verdict.
 
-The failure policy is applied here and only here: a policy that raises, times out or whose
-condition cannot be evaluated yields an `error` result, enforced when the policy says Fail
+The failure policy is applied here and only here: a policy that raises, times out, whose matcher
+cannot decide, or that did not compile yields an `error` result, enforced when the policy says Fail
 and reported when it says Ignore.
 """
 
@@ -13,15 +13,16 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from webhook.engine.match import activation, matches_conditions, matches_statically
+from webhook.engine.verdicts import report_ref, verdict_of
 from webhook.model import patch as jsonpatch
 from webhook.model.cluster import ClusterState, ObjectKey
-from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy
+from webhook.model.lookups import NO_LOOKUPS, Lookups
+from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
-from webhook.model.verdict import Verdict, annotation_key, clean_warning, deny
+from webhook.model.verdict import Verdict, deny
 from webhook.policy.snapshot import PolicyStore
-from webhook.reports.sink import ResourceRef, ResultSink
+from webhook.reports.sink import ResultSink
 
 log = logging.getLogger(__name__)
 
@@ -42,36 +43,46 @@ class _Collected:
     warnings: list[str] = field(default_factory=list)
     rollbacks: list[Callable[[], None]] = field(default_factory=list)
     creates: list[Mapping[str, Any]] = field(default_factory=list)
+    generates: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def _action(policy: CompiledPolicy) -> Action:
+    return Action.ENFORCE if policy.failure_policy is FailurePolicy.FAIL else Action.AUDIT
 
 
 def _failure(policy: CompiledPolicy, what: str, exc: BaseException) -> RuleResult:
-    action = Action.ENFORCE if policy.failure_policy is FailurePolicy.FAIL else Action.AUDIT
     reason = "timed out" if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) else f"{type(exc).__name__}: {exc}"
-    return errored(policy.name, what, f"policy {policy.kind}/{policy.name} could not be evaluated ({reason})", action)
+    return errored(policy.id, what, f"policy {policy.id} could not be evaluated ({reason})", _action(policy))
+
+
+def _broken(policy: CompiledPolicy) -> RuleResult:
+    return errored(policy.id, "compile", f"policy {policy.id} does not compile ({policy.error}); fix it in "
+                                         f"{policy.source}", _action(policy))
 
 
 class AdmissionEngine:
     def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
-                 on_result: Callable[[RuleResult], None] | None = None, force_audit: bool = False) -> None:
+                 on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None,
+                 force_audit: bool = False) -> None:
         self.force_audit = force_audit  # serve --force-audit: every failure is reported and warned, none blocks
         self.store = store
         self.state = state
         self.sink = sink
         self.on_result = on_result
+        self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
     def _context(self, request: AdmissionRequest) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
-        return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run)
+        return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
+                           request=request)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
                  ctx: EvalContext, out: _Collected) -> bool:
-        if not matches_statically(policy.match, request, obj, ctx.namespace):
+        if policy.error is not None:
+            out.results.append(_broken(policy))
             return False
-        if not policy.match.conditions:
-            return True
         try:
-            # built only here: most policies have no conditions, and the mutate loop changes obj per policy
-            return matches_conditions(policy.match, activation(request, obj, ctx.namespace))
+            return policy.matches(request, obj, ctx)
         except Exception as exc:
             out.results.append(_failure(policy, "match", exc))
             return False
@@ -80,19 +91,19 @@ class AdmissionEngine:
     async def mutate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET) -> MutateResult:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
-        snapshot = self.store.snapshot
-        if request.object is None or not snapshot.mutators:
+        policies = self.store.snapshot.policies_for(Phase.MUTATE)
+        if request.object is None or not policies:
             return MutateResult(Verdict(allowed=True), request.object)
         ctx = self._context(request)
         obj: dict[str, Any] = copy.deepcopy(dict(request.object))
         out = _Collected()
-        for policy in snapshot.mutators:
+        for policy in policies:
             if not self._applies(policy, request, obj, ctx, out):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
             except Exception as exc:
-                log.warning("mutating policy %s failed: %s", policy.name, exc, extra={"uid": request.uid, "policy": policy.name})
+                log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
                 out.results.append(_failure(policy, "mutate", exc))
                 continue
             obj = dict(outcome.object)
@@ -122,32 +133,52 @@ class AdmissionEngine:
         return None
 
     # --- validate ----------------------------------------------------------------------------------
-    async def validate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET) -> Verdict:
+    async def validate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET, *,
+                       background: bool = False) -> Verdict:
+        """`background`: a scan of an existing object; only policies that take part in background scans run."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
-        snapshot = self.store.snapshot
+        policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
         ctx = self._context(request)
         out = _Collected()
-        for policy in snapshot.validators:
+        for policy in policies:
+            if background and not policy.background:
+                continue
             if not self._applies(policy, request, request.object, ctx, out):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.validate(request, obj or {}, ctx), max(0.0, deadline - loop.time()))
             except Exception as exc:
-                log.warning("validating policy %s failed: %s", policy.name, exc, extra={"uid": request.uid, "policy": policy.name})
+                log.warning("validating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
                 out.results.append(_failure(policy, "validate", exc))
                 continue
             out.results.extend(outcome.results)
             out.warnings.extend(outcome.warnings)
             out.rollbacks.extend(outcome.rollbacks)
+            out.generates.extend(outcome.generates)
         verdict = self._verdict(request, out)
         if not verdict.allowed:
             for rollback in out.rollbacks:
                 rollback()
-        elif not request.dry_run:
-            self._record(request)
-        return verdict
+            return verdict
+        if request.dry_run:
+            return verdict
+        self._record(request)
+        return replace(verdict, generated=await self._generate(request, out.generates, deadline))
+
+    async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
+                        deadline: float) -> tuple[Mapping[str, Any], ...]:
+        """After admission: a failure cannot undo the admitted request, so it is logged, not denied."""
+        loop = asyncio.get_running_loop()
+        done = []
+        for obj in objects:
+            try:
+                created = await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
+                done.append(created.object)
+            except Exception as exc:
+                log.error("could not create generated %s: %s", ObjectKey.of(obj), exc, extra={"uid": request.uid})
+        return tuple(done)
 
     def _record(self, request: AdmissionRequest) -> None:
         if request.operation == "DELETE":
@@ -170,23 +201,11 @@ class AdmissionEngine:
         if self.force_audit:
             results = tuple(replace(r, action=Action.AUDIT) if r.blocks else r for r in results)
         self._report(request, results)
-        blocking = [r for r in results if r.blocks]
-        reported = [r for r in results if r.reported]
-        warnings = [clean_warning(w) for w in out.warnings]
-        warnings += [clean_warning(f"{r.policy}: {r.message}") for r in reported]
-        annotations = {annotation_key(r.policy, r.rule): r.message for r in reported}
-        verdict = Verdict(True, warnings=tuple(dict.fromkeys(warnings)), audit_annotations=annotations, results=results)
-        if blocking:
-            message = "; ".join(f"[{r.policy}/{r.rule}] {r.message}" for r in blocking)
-            return replace(verdict, allowed=False, code=403, reason="Forbidden", message=message)
-        return verdict
+        return verdict_of(results, out.warnings)
 
     def _report(self, request: AdmissionRequest, results: tuple[RuleResult, ...]) -> None:
         if self.on_result:
             for r in results:
                 self.on_result(r)
         if self.sink and results:
-            meta = request.subject.get("metadata") or {}
-            ref = ResourceRef(request.kind.api_version, request.kind.kind, request.namespace,
-                              request.name or meta.get("name", ""), str(meta.get("uid", "")))
-            self.sink.submit(ref, results)
+            self.sink.submit(report_ref(request), results)

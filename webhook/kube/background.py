@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from webhook.kube.backstop import BackstopResult, QuotaBackstop
 from webhook.kube.lease import LeaderElector
-from webhook.kube.scan import ScanSummary, scan
+from webhook.engine.scan import ScanSummary, scan
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import NAMESPACE, PROFILE, ClusterState
 from webhook.policy.snapshot import PolicyStore

@@ -11,11 +11,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from webhook.kube.backstop_limits import LimitsSource
 from webhook.kube.calls import BlockingCalls
 from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.resources import RESOURCE_QUOTAS
@@ -31,6 +30,14 @@ SELECTOR = ",".join(f"{k}={v}" for k, v in LABELS.items())
 NOTE = ("Backstop for Quartermaster's ProfileQuota policy, enforced by the API server after the webhook. "
         "Managed by Quartermaster: edits are overwritten; change the policy instead.")
 _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+
+class LimitsSource(Protocol):
+    """Each profile's hard limits, from the quota policies (the composition root hands in the quota battery's)."""
+
+    def hard_limits(self, namespace: Mapping[str, Any]) -> dict[str, Fraction] | None:
+        """ResourceQuota `spec.hard` for a namespace (amounts), or None when it is no limited profile."""
 
 
 def quantity_text(amount: Fraction) -> str:

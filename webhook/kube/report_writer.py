@@ -26,7 +26,7 @@ from webhook.kube.calls import BlockingCalls
 from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.resources import CLUSTER_POLICY_REPORTS, EVENTS, POLICY_REPORTS
 from webhook.kube.settings import LiveSettings
-from webhook.model.results import RuleResult
+from webhook.model.results import PolicyId, RuleResult
 from webhook.observability.metrics import Metrics
 from webhook.reports.events import event_for
 from webhook.reports.policyreport import (PolicyMeta, build_report, merge_results, report_name, result_entry,
@@ -60,7 +60,7 @@ Resolver = Callable[[ResourceRef], tuple[Resolution, ResourceRef]]
 
 class PolicyReportWriter:
     def __init__(self, api: KubeApi, calls: BlockingCalls, settings: LiveSettings, metrics: Metrics,
-                 policy_meta: Callable[[str], PolicyMeta], known_policies: Callable[[], frozenset[str]],
+                 policy_meta: Callable[[PolicyId], PolicyMeta], known_policies: Callable[[], frozenset[str]],
                  resolve: Resolver, clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
         self.calls = calls

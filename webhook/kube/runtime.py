@@ -13,8 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from webhook.kube.background import BackgroundWork
-from webhook.kube.backstop import QuotaBackstop
-from webhook.kube.backstop_limits import QuotaPolicyLimits
+from webhook.kube.backstop import LimitsSource, QuotaBackstop
 from webhook.kube.calls import BlockingCalls
 from webhook.kube.client import KubeApi
 from webhook.kube.lease import LeaderElector
@@ -22,6 +21,7 @@ from webhook.kube.report_writer import PolicyReportWriter, Resolution
 from webhook.kube.resources import watched
 from webhook.kube.settings import LiveSettings
 from webhook.kube.state import LiveClusterState
+from webhook.model.results import PolicyId
 from webhook.observability.metrics import Metrics
 from webhook.policy.snapshot import PolicyStore
 from webhook.reports.policyreport import PolicyMeta
@@ -52,34 +52,36 @@ class LiveRuntime:
         self.calls = BlockingCalls()
         self.state = LiveClusterState(self.api, settings, self.calls)
         self.store: PolicyStore | None = None
-        self._metas: tuple[int, dict[str, PolicyMeta]] = (-1, {})
+        self._metas: tuple[int, dict[PolicyId, PolicyMeta]] = (-1, {})
         self.writer = PolicyReportWriter(self.api, self.calls, settings, metrics, self.policy_meta, self.known_policies,
                                          resolver(self.state))
         self.elector = LeaderElector(self.api, self.calls, settings)
         self.background: BackgroundWork | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
-    def attach(self, store: PolicyStore) -> None:
+    def attach(self, store: PolicyStore, limits: LimitsSource | None = None) -> None:
+        """`limits`: the quota policies' per-profile limits for the ResourceQuota backstop (None: no backstop)."""
         self.store = store
-        backstop = QuotaBackstop(self.api, self.calls, self.state, QuotaPolicyLimits(store, self.state),
-                                 self.settings) if self.settings.backstop else None
+        backstop = QuotaBackstop(self.api, self.calls, self.state, limits, self.settings) \
+            if self.settings.backstop and limits is not None else None
         self.background = BackgroundWork(self.writer.background_sink(), self.state, store, self.elector, backstop,
                                          self.settings)
         self.state.add_listener(self.background.notify)
 
     # --- what reports need of the policies -------------------------------------------------------
-    def policy_meta(self, policy: str) -> PolicyMeta:
+    def policy_meta(self, policy: PolicyId) -> PolicyMeta:
         if self.store is None:
             return PolicyMeta()
         snapshot = self.store.snapshot
         generation, metas = self._metas
         if generation != snapshot.generation:
-            metas = {name: PolicyMeta.of(annotations) for name, annotations in snapshot.annotations.items()}
+            metas = {pid: PolicyMeta.of(annotations) for pid, annotations in snapshot.annotations.items()}
             self._metas = (snapshot.generation, metas)
         return metas.get(policy, PolicyMeta())
 
     def known_policies(self) -> frozenset[str]:
-        return frozenset(p.name for p in self.store.snapshot.policies) if self.store else frozenset()
+        """As PolicyReport results name them (webhook.reports.policyreport.result_entry)."""
+        return frozenset(p.id.qualified_name for p in self.store.snapshot.policies) if self.store else frozenset()
 
     # --- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

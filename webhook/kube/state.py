@@ -25,6 +25,7 @@ from webhook.kube.informer import EventHook, Informer, InformerStatus, backoff_d
 from webhook.kube.resources import WATCHED, ResourceType, resource_for
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateUnavailable
+from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,9 @@ class LiveClusterState:
         self.caches = {r.kind: ObjectCache(r.namespaced) for r in resources}
         self.informers = {r.kind: Informer(api, r, self.caches[r.kind], settings, self._event) for r in resources}
         self._listeners: list[EventHook] = []
+        # policies may look up what the informers hold; other kinds are refused, never fetched per request
+        self.lookups = StateLookups(self.get, self.list, lambda kind: kind in self.caches,
+                                    "the live cluster cache (informers for " + ", ".join(sorted(self.caches)) + ")")
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -81,6 +85,10 @@ class LiveClusterState:
     def list(self, kind: str, namespace: str = "") -> list[Mapping[str, Any]]:
         cache = self.caches.get(kind)
         return cache.list(namespace) if cache else []
+
+    def kinds(self) -> list[str]:
+        """The kinds the informers hold (background scans look at all of them)."""
+        return list(self.caches)
 
     @property
     def synced(self) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
+from webhook.model.lookups import Lookups
+
 # Kinds the state holds, by their API kind; every key below is one of these.
 NAMESPACE = "Namespace"
 POD = "Pod"
@@ -47,6 +49,9 @@ class StateUnavailable(Exception):
 
 
 class ClusterState(Protocol):
+    # what policies may look up (by apiVersion and kind); the engine hands it to them in EvalContext
+    lookups: Lookups
+
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
     def list(self, kind: str, namespace: str = "") -> list[Mapping[str, Any]]: ...

@@ -1,15 +1,23 @@
-"""The compiled-policy interfaces the engine dispatches to, and what an evaluation returns."""
+"""The compiled-policy interface the engine dispatches to, and what an evaluation returns.
+
+Every policy family (the platform batteries, CEL admission policies, Kyverno policies) compiles its
+documents into objects of this shape; the engine knows nothing else about them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Mapping, Protocol
 
+from webhook.model.activation import admission_activation, request_variable
 from webhook.model.cluster import ClusterState
-from webhook.model.results import RuleResult
+from webhook.model.lookups import NO_LOOKUPS, Lookups
+from webhook.model.results import PolicyId, RuleResult
 from webhook.model.review import AdmissionRequest
-from webhook.model.selectors import MATCH_ALL, LabelSelector
+
+__all__ = ["PolicyId", "Phase", "FailurePolicy", "SourceRef", "Condition", "EvalContext", "MutationOutcome",
+           "ValidationOutcome", "CompiledPolicy"]
 
 
 class Phase(str, Enum):
@@ -39,26 +47,28 @@ class Condition(Protocol):
     def __call__(self, activation: Mapping[str, Any]) -> bool: ...
 
 
-@dataclass(frozen=True)
-class MatchSpec:
-    """Cheap checks first: kind and operation, then selectors, then CEL conditions."""
-
-    kinds: frozenset[str]  # "Pod", "PersistentVolumeClaim", "*"
-    operations: frozenset[str]
-    namespace_selector: LabelSelector = MATCH_ALL
-    object_selector: LabelSelector = MATCH_ALL
-    namespaces: frozenset[str] = frozenset()  # empty: any
-    exclude_namespaces: frozenset[str] = frozenset()
-    conditions: tuple[Condition, ...] = ()
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EvalContext:
     """Everything a policy may read for one request; built once per request by the dispatcher."""
 
     state: ClusterState
     namespace: Mapping[str, Any] | None  # the request's Namespace object, if known
     dry_run: bool
+    lookups: Lookups = NO_LOOKUPS  # objects, global context, HTTP, images: what the cluster state can answer
+    request: AdmissionRequest | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)  # the `request` variable, built on first use
+
+    def activation(self, obj: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The Kubernetes-shaped CEL variables for `obj` (the object as this policy sees it; mutation changes it).
+
+        The `request` part is built once per request, and only if some policy asks for it.
+        """
+        if self.request is None:
+            raise ValueError("this evaluation context has no admission request")
+        request_var = self._cache.get("request")
+        if request_var is None:
+            request_var = self._cache["request"] = request_variable(self.request)
+        return admission_activation(self.request, request_var, obj, self.namespace)
 
 
 @dataclass(frozen=True)
@@ -75,20 +85,27 @@ class ValidationOutcome:
     warnings: tuple[str, ...] = ()
     # undone when the request is denied after all, e.g. a quota reservation made moot by another policy
     rollbacks: tuple[Callable[[], None], ...] = ()
+    # objects to create once the request is admitted (never on dryRun): standalone and `apply` record
+    # and print them, live mode creates them through the API
+    generates: tuple[Mapping[str, Any], ...] = ()
 
 
 class CompiledPolicy(Protocol):
-    name: str
-    kind: str
+    id: PolicyId
     source: SourceRef
-    phase: Phase
+    phases: frozenset[Phase]  # a policy may take part in both
     failure_policy: FailurePolicy
-    match: MatchSpec
+    # a compile error kept as a value: the dispatcher turns it into an `error` result governed by
+    # failure_policy, and never calls matches/mutate/validate
+    error: str | None
+    annotations: Mapping[str, str]  # metadata.annotations (reports read severity, category)
+    background: bool  # evaluated by background scans and `report`
 
+    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        """The family's own matcher; may raise, which is an `error` result under failure_policy."""
 
-class Mutator(CompiledPolicy, Protocol):
-    async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome: ...
+    async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
+        """Called only if Phase.MUTATE is in phases; `obj` is the policy's own copy."""
 
-
-class Validator(CompiledPolicy, Protocol):
-    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome: ...
+    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        """Called only if Phase.VALIDATE is in phases."""

@@ -6,6 +6,24 @@ from dataclasses import dataclass
 from enum import Enum
 
 
+@dataclass(frozen=True, order=True)
+class PolicyId:
+    """The full identity of a policy: two kinds may use the same name, a namespaced kind repeats names per namespace."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""  # namespaced policy kinds only
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
+
+    @property
+    def qualified_name(self) -> str:
+        """What users call it in messages and reports: "name", or "namespace/name" for a namespaced policy."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
 class Outcome(str, Enum):
     PASS = "pass"
     FAIL = "fail"
@@ -23,7 +41,7 @@ class Action(str, Enum):
 
 @dataclass(frozen=True)
 class RuleResult:
-    policy: str
+    policy: PolicyId
     rule: str
     outcome: Outcome
     message: str = ""
@@ -39,17 +57,22 @@ class RuleResult:
         return self.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.WARN) and not self.blocks
 
 
-def passed(policy: str, rule: str, message: str = "") -> RuleResult:
+def passed(policy: PolicyId, rule: str, message: str = "") -> RuleResult:
     return RuleResult(policy, rule, Outcome.PASS, message)
 
 
-def failed(policy: str, rule: str, message: str, action: Action = Action.ENFORCE) -> RuleResult:
+def failed(policy: PolicyId, rule: str, message: str, action: Action = Action.ENFORCE) -> RuleResult:
     return RuleResult(policy, rule, Outcome.FAIL, message, action)
 
 
-def skipped(policy: str, rule: str, message: str = "") -> RuleResult:
+def skipped(policy: PolicyId, rule: str, message: str = "") -> RuleResult:
     return RuleResult(policy, rule, Outcome.SKIP, message)
 
 
-def errored(policy: str, rule: str, message: str, action: Action = Action.ENFORCE) -> RuleResult:
+def errored(policy: PolicyId, rule: str, message: str, action: Action = Action.ENFORCE) -> RuleResult:
     return RuleResult(policy, rule, Outcome.ERROR, message, action)
+
+
+def warned(policy: PolicyId, rule: str, message: str) -> RuleResult:
+    """A rule that asks only for a warning (Kyverno's warn, a Warn validation action): never blocks."""
+    return RuleResult(policy, rule, Outcome.WARN, message, Action.AUDIT)

@@ -26,9 +26,18 @@ class GroupVersionKind:
 
 
 @dataclass(frozen=True)
+class GroupVersionResource:
+    group: str
+    version: str
+    resource: str
+
+
+@dataclass(frozen=True)
 class UserInfo:
     username: str = ""
     groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,17 @@ class AdmissionRequest:
     old_object: Mapping[str, Any] | None
     dry_run: bool
     user: UserInfo = field(default_factory=UserInfo)
+    # as sent by the API server; None: the same as kind/resource/sub_resource (no conversion happened)
+    request_kind: GroupVersionKind | None = None
+    request_resource: GroupVersionResource | None = None
+    request_sub_resource: str | None = None
+    options: Mapping[str, Any] | None = None  # CreateOptions, UpdateOptions, DeleteOptions
+    resource_group_version: tuple[str, str] | None = None  # request.resource's group and version; None: the kind's
+
+    @property
+    def gvr(self) -> GroupVersionResource:
+        group, version = self.resource_group_version or (self.kind.group, self.kind.version)
+        return GroupVersionResource(group, version, self.resource)
 
     @property
     def subject(self) -> Mapping[str, Any]:
@@ -75,6 +95,36 @@ def _optional_object(req: Mapping[str, Any], key: str) -> Mapping[str, Any] | No
     return value
 
 
+def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
+    value = req.get(key)
+    if value is None:
+        return None
+    _require(isinstance(value, dict) and all(isinstance(value.get(k, ""), str) for k in ("group", "version", "kind")),
+             f"request.{key} must be an object with string group, version and kind")
+    return GroupVersionKind(value.get("group", ""), value.get("version", ""), value.get("kind", ""))
+
+
+def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
+    value = req.get(key)
+    if value is None:
+        return None
+    _require(isinstance(value, dict) and all(isinstance(value.get(k, ""), str) for k in ("group", "version", "resource")),
+             f"request.{key} must be an object with string group, version and resource")
+    return GroupVersionResource(value.get("group", ""), value.get("version", ""), value.get("resource", ""))
+
+
+def _user(req: Mapping[str, Any]) -> UserInfo:
+    user = req.get("userInfo") or {}
+    _require(isinstance(user, dict), "request.userInfo must be an object")
+    groups = user.get("groups") or []
+    _require(isinstance(groups, list) and all(isinstance(g, str) for g in groups), "request.userInfo.groups must be a list of strings")
+    extra = user.get("extra") or {}
+    _require(isinstance(extra, dict) and all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in extra.values()),
+             "request.userInfo.extra must map names to lists of strings")
+    return UserInfo(str(user.get("username", "")), tuple(groups), str(user.get("uid", "") or ""),
+                    {str(k): tuple(v) for k, v in extra.items()})
+
+
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode an AdmissionReview body; every way it can be wrong raises MalformedReview with a reason."""
     try:
@@ -99,10 +149,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
     _require(isinstance(resource, dict), "request.resource must be an object")
     dry_run = req.get("dryRun", False)
     _require(dry_run is None or isinstance(dry_run, bool), "request.dryRun must be a boolean")
-    user = req.get("userInfo") or {}
-    _require(isinstance(user, dict), "request.userInfo must be an object")
-    groups = user.get("groups") or []
-    _require(isinstance(groups, list) and all(isinstance(g, str) for g in groups), "request.userInfo.groups must be a list of strings")
+    user = _user(req)
     obj = _optional_object(req, "object")
     old = _optional_object(req, "oldObject")
     _require(operation == "DELETE" or obj is not None, f"request.object is required for {operation}")
@@ -117,7 +164,13 @@ def parse_review(body: bytes) -> AdmissionRequest:
         object=obj,
         old_object=old,
         dry_run=bool(dry_run),
-        user=UserInfo(str(user.get("username", "")), tuple(groups)),
+        user=user,
+        request_kind=_gvk(req, "requestKind"),
+        request_resource=_gvr(req, "requestResource"),
+        request_sub_resource=req.get("requestSubResource") if isinstance(req.get("requestSubResource"), str) else None,
+        options=_optional_object(req, "options"),
+        resource_group_version=(str(resource.get("group", "")), str(resource.get("version", "")))
+        if resource.get("version") else None,
     )
 
 

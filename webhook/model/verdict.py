@@ -22,6 +22,8 @@ class Verdict:
     warnings: tuple[str, ...] = ()
     audit_annotations: Mapping[str, str] = field(default_factory=dict)
     results: tuple[RuleResult, ...] = ()
+    # objects the policies generate once the request is admitted (created in the state, never on dryRun)
+    generated: tuple[Mapping[str, Any], ...] = ()
 
 
 def clean_warning(text: str) -> str:

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from webhook.model.review import AdmissionRequest
     from webhook.model.verdict import Verdict
 
-_EXTRA_FIELDS = ("uid", "kind", "namespace", "object_name", "operation", "verdict", "policy", "rule", "result", "mode",
-                 "user", "file", "duration_ms", "endpoint")
+_EXTRA_FIELDS = ("uid", "kind", "namespace", "object_name", "operation", "verdict", "policy", "policy_kind", "rule",
+                 "result", "mode", "user", "file", "duration_ms", "endpoint")
 SHORT_MESSAGE = 200  # a log line names the problem; the PolicyReport keeps the whole message
 
 
@@ -65,8 +65,9 @@ def log_admission(log: logging.Logger, endpoint: str, request: "AdmissionRequest
         if not (flagged or debug):
             continue
         effect = "denied" if result.blocks else ("warned" if flagged else result.outcome.value)
-        fields = {**base, "policy": str(result.policy), "rule": result.rule, "result": result.outcome.value,
+        fields = {**base, "policy": result.policy.qualified_name, "policy_kind": result.policy.kind, "rule": result.rule,
+                  "result": result.outcome.value,
                   "mode": result.action.value}
         log.log(logging.INFO if flagged else logging.DEBUG, "%s %s %s %s by %s: %s/%s: %s", endpoint, effect,
-                request.kind.kind, where, request.user.username or "(unknown user)", result.policy, result.rule,
+                request.kind.kind, where, request.user.username or "(unknown user)", result.policy.qualified_name, result.rule,
                 _short(result.message) or result.outcome.value, extra=fields)

@@ -57,7 +57,7 @@ class Metrics:
             ["endpoint"], buckets=LATENCY_BUCKETS, registry=registry))
         self._rule_results = _Bound(Counter(
             f"{PREFIX}_policy_results", "Policy rule results of admissions, labelled as Kyverno labels its own",
-            ["policy", "rule", "result", "mode", "resource_kind", "resource_namespace"], registry=registry))
+            ["policy", "policy_kind", "rule", "result", "mode", "resource_kind", "resource_namespace"], registry=registry))
         self._load_errors = Counter(f"{PREFIX}_policy_load_errors", "Policy documents refused on load or reload",
                                     registry=registry)
         self._malformed = _Bound(Counter(
@@ -95,14 +95,11 @@ class Metrics:
         self._latency(endpoint).observe(seconds)
 
     def rule_results(self, request: AdmissionRequest, results: Iterable[RuleResult]) -> None:
-        """One count per rule result of an admission: `mode` is enforce or audit (what a failure does)."""
+        """One count per rule result of an admission. `policy` as users name it ("name" or "namespace/name"),
+        `policy_kind` tells same-named kinds apart; `mode` is enforce or audit (what a failure does)."""
         for r in results:
-            self._rule_results(str(r.policy), r.rule, r.outcome.value, r.action.value.lower(),
+            self._rule_results(r.policy.qualified_name, r.policy.kind, r.rule, r.outcome.value, r.action.value.lower(),
                                request.kind.kind, request.namespace).inc()
-
-    def rule_result(self, policy: str, rule: str, result: str, mode: str = "enforce", resource_kind: str = "",
-                    resource_namespace: str = "") -> None:
-        self._rule_results(policy, rule, result, mode, resource_kind, resource_namespace).inc()
 
     def policy_load(self, errors: int, generation: int) -> None:
         if errors:

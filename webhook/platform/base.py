@@ -1,16 +1,12 @@
-"""What every platform policy kind shares: the document envelope, match fields, modes, profiles."""
+"""What the platform batteries share: their document envelope, the profile conventions, the policy mixin."""
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webhook.cel import CelCompiler, CelError
-from webhook.model.errors import PolicyCompileError
-from webhook.model.policy import FailurePolicy, MatchSpec
-from webhook.model.results import Action
-from webhook.model.selectors import LabelSelector, parse_selector
+from webhook.policy.common import SpecMatched
+from webhook.policy.common import document_schema as _document_schema
 
 API_VERSION = "quartermaster.dev/v1alpha1"
 PROFILE_LABEL = "app.kubernetes.io/part-of"
@@ -19,110 +15,22 @@ DEFAULT_PROFILE_SELECTOR = {"matchLabels": {PROFILE_LABEL: PROFILE_LABEL_VALUE}}
 OWNER_ANNOTATION = "owner"
 CLASS_LABEL = "quartermaster.dev/profile-class"
 
-# --- schema fragments (JSON Schema 2020-12; also the CRD openAPIV3Schema in the Helm chart) -------
-LABEL_SELECTOR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-        "matchExpressions": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["key", "operator"],
-                "properties": {
-                    "key": {"type": "string", "minLength": 1},
-                    "operator": {"type": "string", "enum": ["In", "NotIn", "Exists", "DoesNotExist"]},
-                    "values": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        },
-    },
-}
 
-MATCH_CONDITIONS_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["name", "expression"],
-        "properties": {"name": {"type": "string", "minLength": 1}, "expression": {"type": "string", "minLength": 1}},
-    },
-}
-
-COMMON_SPEC_PROPERTIES: dict[str, Any] = {
-    "namespaceSelector": LABEL_SELECTOR_SCHEMA,
-    "objectSelector": LABEL_SELECTOR_SCHEMA,
-    "matchConditions": MATCH_CONDITIONS_SCHEMA,
-    "failurePolicy": {"type": "string", "enum": ["Fail", "Ignore"]},
-    "mode": {"type": "string", "enum": ["Enforce", "Audit"]},
-}
+def document_schema(kind: str, spec_properties: Mapping[str, Any], required: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """A battery's whole document (quartermaster.dev/v1alpha1), with the common match fields in its spec."""
+    return _document_schema(API_VERSION, kind, spec_properties, required)
 
 
-def document_schema(kind: str, spec_properties: Mapping[str, Any], required: list[str] = ()) -> dict[str, Any]:
-    """The whole policy document: apiVersion/kind fixed, a named metadata, a spec with the common fields."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "apiVersion": {"const": API_VERSION},
-            "kind": {"const": kind},
-            "metadata": {
-                "type": "object",
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"},
-                    "namespace": {"type": "string"},
-                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-                },
-            },
-            "spec": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": list(required),
-                "properties": {**copy.deepcopy(COMMON_SPEC_PROPERTIES), **spec_properties},
-            },
-        },
-    }
+class Battery(SpecMatched):
+    """The CompiledPolicy attributes every battery has alike; each battery is a frozen dataclass with
+    `id`, `source`, `match`, `failure_policy`, `action`, `annotations` and declares its `phases`."""
 
+    error: str | None = None  # batteries refuse the set on compile errors, so a loaded one never has one
+    background: bool = True  # background scans and `report` evaluate the validating batteries
 
-# --- compiling the common fields -------------------------------------------------------------------
-def compile_selector(raw: Mapping[str, Any] | None, field: str) -> LabelSelector:
-    try:
-        return parse_selector(raw)
-    except ValueError as exc:
-        raise PolicyCompileError(field, str(exc)) from None
-
-
-def compile_match(spec: Mapping[str, Any], cel: CelCompiler, kinds: frozenset[str], operations: frozenset[str],
-                  default_namespace_selector: Mapping[str, Any] | None = None) -> MatchSpec:
-    """Kinds and operations are the kind's own; selectors and CEL conditions come from the YAML."""
-    conditions = []
-    for index, condition in enumerate(spec.get("matchConditions") or []):
-        try:
-            conditions.append(cel.compile(condition["expression"]))
-        except CelError as exc:
-            raise PolicyCompileError(f"spec.matchConditions[{index}].expression", str(exc)) from None
-    namespace_selector = spec.get("namespaceSelector", default_namespace_selector)
-    return MatchSpec(
-        kinds=kinds,
-        operations=operations,
-        namespace_selector=compile_selector(namespace_selector, "spec.namespaceSelector"),
-        object_selector=compile_selector(spec.get("objectSelector"), "spec.objectSelector"),
-        conditions=tuple(conditions),
-    )
-
-
-def failure_policy(spec: Mapping[str, Any], default: FailurePolicy = FailurePolicy.FAIL) -> FailurePolicy:
-    return FailurePolicy(spec["failurePolicy"]) if "failurePolicy" in spec else default
-
-
-def action(spec: Mapping[str, Any]) -> Action:
-    return Action(spec.get("mode", "Enforce"))
+    @property
+    def name(self) -> str:
+        return self.id.name  # type: ignore[attr-defined]
 
 
 # --- profiles --------------------------------------------------------------------------------------

@@ -1,102 +1,102 @@
-"""Read every policy document under a path, validate it against its kind's schema, compile it."""
+"""Read every policy document under a path, check it against its kind's schema, and let each family
+compile all of its documents at once.
+
+What refuses the whole set (the previous snapshot keeps serving): an unreadable file or a YAML syntax
+error, a document that is no mapping or has no apiVersion/kind, an unknown kind, a schema violation
+of a kind that has a schema, two policies with the same full identity, and any set-level error a
+family reports (the platform batteries report their compile errors so). A family may instead keep
+a broken policy whose identity it knows, with `.error` set: the dispatcher then applies that
+policy's failure policy on each request. See docs/architecture.md.
+"""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import best_match
 
 from webhook.cel import CelCompiler
-from webhook.model.errors import PolicyCompileError, PolicyLoadError
-from webhook.model.policy import CompiledPolicy, SourceRef
+from webhook.model.errors import PolicyLoadError
+from webhook.model.policy import CompiledPolicy, PolicyId
 from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
-from webhook.policy.kinds import KindRegistry
+from webhook.policy.errors import schema_error
+from webhook.policy.family import CompileEnv, FamilyRegistry, PolicyFamily
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class LoadResult:
-    policies: tuple[CompiledPolicy, ...]
+    policies: tuple[CompiledPolicy, ...]  # in load order (file order, then document order)
     errors: tuple[PolicyLoadError, ...]
     files: tuple[str, ...]
-    # metadata.annotations of each loaded policy, by policy name (reports read severity, category, events)
-    annotations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.errors
 
-
-def field_path(path: Sequence[str | int]) -> str:
-    out = ""
-    for step in path:
-        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
-    return out
+    @property
+    def annotations(self) -> Mapping[PolicyId, Mapping[str, str]]:
+        """metadata.annotations of each loaded policy (reports read severity, category, events)."""
+        return {p.id: p.annotations for p in self.policies}
 
 
-def _parse_field(text: str) -> list[str | int]:
-    """Inverse of field_path, to find the line of a compiler's field."""
-    steps: list[str | int] = []
-    for part in text.replace("]", "").split("."):
-        head, *indexes = part.split("[")
-        if head:
-            steps.append(head)
-        steps.extend(int(i) for i in indexes if i.isdigit())
-    return steps
-
-
-def _schema_error(doc: Document, error: ValidationError) -> PolicyLoadError:
-    path = list(error.absolute_path)
-    message = error.message
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = error.schema.get("properties", {})
-        unexpected = sorted(k for k in error.instance if k not in allowed)
-        if unexpected:
-            path = path + [unexpected[0]]
-        message = f"unknown field {', '.join(map(repr, unexpected))}; allowed fields: {', '.join(sorted(allowed))}"
-    elif error.validator == "required":
-        missing = message.split("'")[1] if "'" in message else message
-        path = path + [missing]
-        message = f"required field {missing!r} is missing"
-    return PolicyLoadError(doc.file, doc.index, doc.line_of(path), field_path(path), message)
+@dataclass
+class _Gathered:
+    documents: list[Document] = field(default_factory=list)
+    errors: list[PolicyLoadError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
 
 
 class PolicyLoader:
-    def __init__(self, registry: KindRegistry, cel: CelCompiler) -> None:
+    def __init__(self, registry: FamilyRegistry, cel: CelCompiler) -> None:
         self.registry = registry
-        self.cel = cel
+        self.env = CompileEnv(cel=cel)
 
     def load(self, root: Path) -> LoadResult:
         if not root.exists():
             err = PolicyLoadError(str(root), 0, None, "", "policy path does not exist")
             return LoadResult((), (err,), ())
-        files = policy_files(root)
+        gathered = self._read(root)
+        by_family: dict[str, list[Document]] = {f.name: [] for f in self.registry.families}
+        errors = list(gathered.errors)
+        for doc in gathered.documents:
+            problem = self.check_document(doc)
+            if problem is not None:
+                errors.append(problem)
+            else:
+                family = self.registry.owner(doc.data["apiVersion"], doc.data["kind"])
+                by_family[family.name].append(doc)  # type: ignore[union-attr]
         policies: list[CompiledPolicy] = []
-        errors: list[PolicyLoadError] = []
-        annotations: dict[str, Mapping[str, str]] = {}
+        for family in self.registry.families:
+            if by_family[family.name]:
+                compiled, family_errors = self._compile(family, by_family[family.name])
+                policies.extend(compiled)
+                errors.extend(family_errors)
+        order = {(d.file, d.index): n for n, d in enumerate(gathered.documents)}
+        policies.sort(key=lambda p: order.get((p.source.file, p.source.document), len(order)))
+        errors.extend(_duplicates(policies))
+        return LoadResult(tuple(policies), tuple(errors), tuple(gathered.files))
+
+    def _read(self, root: Path) -> _Gathered:
+        out = _Gathered()
         base = root if root.is_dir() else root.parent
-        for path in files:
+        for path in policy_files(root):
+            out.files.append(str(path))
             display = str(path.relative_to(base)) if path != root else path.name
             try:
-                documents = list(read_documents(path, display))
+                out.documents.extend(read_documents(path, display))
             except DocumentError as exc:
-                errors.append(PolicyLoadError(exc.file, exc.index, exc.line, "", exc.message))
-                continue
+                out.errors.append(PolicyLoadError(exc.file, exc.index, exc.line, "", exc.message))
             except (OSError, UnicodeDecodeError) as exc:
-                errors.append(PolicyLoadError(display, 0, None, "", f"cannot read: {exc}"))
-                continue
-            for doc in documents:
-                compiled = self.compile_document(doc)
-                if isinstance(compiled, PolicyLoadError):
-                    errors.append(compiled)
-                else:
-                    policies.append(compiled)
-                    annotations[compiled.name] = dict((doc.data.get("metadata") or {}).get("annotations") or {})
-        errors.extend(self._duplicates(policies))
-        return LoadResult(tuple(policies), tuple(errors), tuple(str(f) for f in files), annotations)
+                out.errors.append(PolicyLoadError(display, 0, None, "", f"cannot read: {exc}"))
+        return out
 
-    def compile_document(self, doc: Document) -> CompiledPolicy | PolicyLoadError:
+    def check_document(self, doc: Document) -> PolicyLoadError | None:
+        """The envelope and, when the kind has one, the schema; None when a family may compile it."""
         data: Any = doc.data
         if not isinstance(data, dict):
             return PolicyLoadError(doc.file, doc.index, doc.line_of([]), "", "a policy document must be a mapping")
@@ -104,28 +104,33 @@ class PolicyLoader:
         if not isinstance(api_version, str) or not isinstance(kind, str):
             return PolicyLoadError(doc.file, doc.index, doc.line_of([]), "apiVersion" if not isinstance(api_version, str) else "kind",
                                    "apiVersion and kind must be strings")
-        policy_kind = self.registry.lookup(api_version, kind)
-        if policy_kind is None:
+        if self.registry.owner(api_version, kind) is None:
             return PolicyLoadError(doc.file, doc.index, doc.line_of(["kind"]), "kind",
                                    f"unknown policy kind {api_version} {kind}; known kinds: {', '.join(self.registry.known())}")
-        error = best_match(self.registry.validator(policy_kind).iter_errors(data))
-        if error is not None:
-            return _schema_error(doc, error)
-        try:
-            return policy_kind.compile(data, SourceRef(doc.file, doc.index), self.cel)
-        except PolicyCompileError as exc:
-            return PolicyLoadError(doc.file, doc.index, doc.line_of(_parse_field(exc.field)), exc.field, exc.message)
+        validator = self.registry.validator(api_version, kind)
+        error = best_match(validator.iter_errors(data)) if validator is not None else None
+        return schema_error(doc, error) if error is not None else None
 
-    @staticmethod
-    def _duplicates(policies: Sequence[CompiledPolicy]) -> list[PolicyLoadError]:
-        seen: dict[tuple[str, str], CompiledPolicy] = {}
-        errors = []
-        for policy in policies:
-            key = (policy.kind, policy.name)
-            if key in seen:
-                first = seen[key]
-                errors.append(PolicyLoadError(policy.source.file, policy.source.document, None, "metadata.name",
-                                              f"{policy.kind} {policy.name!r} is already defined in {first.source}"))
-            else:
-                seen[key] = policy
-        return errors
+    def _compile(self, family: PolicyFamily, documents: Sequence[Document]) -> tuple[Sequence[CompiledPolicy], Sequence[PolicyLoadError]]:
+        try:
+            result = family.compile(documents, self.env)
+        except Exception as exc:  # a family bug must not take the server down: refuse the set, say where
+            log.exception("policy family %s failed to compile", family.name)
+            first = documents[0]
+            return (), (PolicyLoadError(first.file, first.index, None, "",
+                                        f"the {family.name} policy family failed: {type(exc).__name__}: {exc}"),)
+        return result.policies, result.errors
+
+
+def _duplicates(policies: Sequence[CompiledPolicy]) -> list[PolicyLoadError]:
+    seen: dict[PolicyId, CompiledPolicy] = {}
+    errors = []
+    for policy in policies:
+        if policy.id in seen:
+            first = seen[policy.id]
+            name = f"{policy.id.namespace}/{policy.id.name}" if policy.id.namespace else policy.id.name
+            errors.append(PolicyLoadError(policy.source.file, policy.source.document, None, "metadata.name",
+                                          f"{policy.id.kind} {name!r} is already defined in {first.source}"))
+        else:
+            seen[policy.id] = policy
+    return errors

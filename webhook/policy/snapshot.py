@@ -6,31 +6,37 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from webhook.model.errors import PolicyLoadError
-from webhook.model.policy import CompiledPolicy, Mutator, Phase, Validator
+from webhook.model.policy import CompiledPolicy, Phase, PolicyId
 
 
 @dataclass(frozen=True)
 class PolicySnapshot:
-    mutators: tuple[Mutator, ...] = ()
-    validators: tuple[Validator, ...] = ()
+    policies: tuple[CompiledPolicy, ...] = ()  # load order
     generation: int = 0
     fingerprint: str = ""
-    annotations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # policy name -> metadata.annotations
+    _by_phase: Mapping[Phase, tuple[CompiledPolicy, ...]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "",
-           annotations: Mapping[str, Mapping[str, str]] | None = None) -> "PolicySnapshot":
-        return cls(
-            mutators=tuple(p for p in policies if p.phase is Phase.MUTATE),  # type: ignore[misc]
-            validators=tuple(p for p in policies if p.phase is Phase.VALIDATE),  # type: ignore[misc]
-            generation=generation,
-            fingerprint=fingerprint,
-            annotations=dict(annotations or {}),
-        )
+    def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "") -> "PolicySnapshot":
+        by_phase = {phase: tuple(p for p in policies if phase in p.phases) for phase in Phase}
+        return cls(tuple(policies), generation, fingerprint, by_phase)
+
+    def policies_for(self, phase: Phase) -> tuple[CompiledPolicy, ...]:
+        """The policies taking part in `phase`, in load order (a policy in both phases is in both)."""
+        return self._by_phase.get(phase, ())
 
     @property
-    def policies(self) -> tuple[CompiledPolicy, ...]:
-        return self.mutators + self.validators
+    def mutators(self) -> tuple[CompiledPolicy, ...]:
+        return self.policies_for(Phase.MUTATE)
+
+    @property
+    def validators(self) -> tuple[CompiledPolicy, ...]:
+        return self.policies_for(Phase.VALIDATE)
+
+    @property
+    def annotations(self) -> Mapping[PolicyId, Mapping[str, str]]:
+        """metadata.annotations by full policy identity (reports read severity, category, events)."""
+        return {p.id: p.annotations for p in self.policies}
 
 
 @dataclass(frozen=True)

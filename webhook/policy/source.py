@@ -45,14 +45,15 @@ class DirectoryPolicySource:
         self._fingerprint = fingerprint
         if result.ok:
             self._generation += 1
-            self.store.publish(PolicySnapshot.of(result.policies, self._generation, fingerprint, result.annotations))
+        if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
+            self.metrics.policy_load(len(result.errors), self._generation)
+        if result.ok:
+            self.store.publish(PolicySnapshot.of(result.policies, self._generation, fingerprint))
             log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
         else:
             self.store.refuse(result.errors)
             for error in result.errors:
                 log.error("policy refused: %s", error, extra={"file": error.file})
-        if self.metrics:
-            self.metrics.policy_load(len(result.errors), self._generation)
         return result
 
     async def watch(self, interval: float = 2.0) -> None:

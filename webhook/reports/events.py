@@ -20,7 +20,7 @@ def event_for(resource: ResourceRef, result: RuleResult, instance: str, action: 
     now = now or datetime.now(timezone.utc)
     warning = result.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.WARN)
     mode = "" if result.outcome is Outcome.PASS or result.blocks else f" ({result.action.value.lower()})"
-    note = f"{result.policy}/{result.rule} {result.outcome.value}{mode}: {result.message}".rstrip(": ")
+    note = f"{result.policy.qualified_name}/{result.rule} {result.outcome.value}{mode}: {result.message}".rstrip(": ")
     regarding = {"apiVersion": resource.api_version, "kind": resource.kind, "name": resource.name}
     if resource.namespace:
         regarding["namespace"] = resource.namespace

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from webhook.model.results import Outcome, RuleResult
+from webhook.model.results import Outcome, PolicyId, RuleResult
 from webhook.reports.sink import ReportEntry, ResourceRef
 
 API_VERSION = "wgpolicyk8s.io/v1alpha2"
@@ -69,12 +69,13 @@ def result_entry(entry: ReportEntry, meta: PolicyMeta = PolicyMeta()) -> dict[st
     seconds = int(entry.timestamp)
     out: dict[str, Any] = {
         "source": SOURCE,
-        "policy": r.policy,
+        "policy": r.policy.qualified_name,
         "rule": r.rule,
         "result": r.outcome.value,
         "scored": True,
         "timestamp": {"seconds": seconds, "nanos": int((entry.timestamp - seconds) * 1e9)},
-        "properties": {"mode": r.action.value},
+        # `policy` is the name users know; the kind tells apart policies of two kinds with one name
+        "properties": {"mode": r.action.value, "policyKind": r.policy.kind},
     }
     if r.message:
         out["message"] = r.message[:MESSAGE_LIMIT]
@@ -88,11 +89,12 @@ def result_entry(entry: ReportEntry, meta: PolicyMeta = PolicyMeta()) -> dict[st
 def merge_results(existing: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]],
                   known_policies: frozenset[str] | None = None) -> list[dict[str, Any]]:
     """Newer (policy, rule) results replace older ones; results of unknown policies are dropped."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
     for result in list(existing) + list(new):
         if known_policies is not None and result.get("policy") not in known_policies:
             continue
-        merged[(str(result.get("policy", "")), str(result.get("rule", "")))] = dict(result)
+        kind = str((result.get("properties") or {}).get("policyKind", ""))
+        merged[(str(result.get("policy", "")), kind, str(result.get("rule", "")))] = dict(result)
     return [merged[key] for key in sorted(merged)]
 
 
@@ -136,7 +138,7 @@ def build_report(resource: ResourceRef, results: list[dict[str, Any]],
             "scope": scope_of(resource), "summary": summary(results), "results": results}
 
 
-def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[str, PolicyMeta] | None = None) -> list[dict[str, Any]]:
+def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[PolicyId, PolicyMeta] | None = None) -> list[dict[str, Any]]:
     """Standalone mode: the results kept in memory, as the reports live mode would have written."""
     metas = metas or {}
     grouped: dict[tuple[str, str, str, str], tuple[ResourceRef, list[dict[str, Any]]]] = {}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -118,19 +117,19 @@ class ReservationLedger:
         return sum(len(held) for held in self._reservations.values())
 
 
-# One ledger per (cluster state, policy name). Keyed on the state object, which the composition root
-# builds once per process: a policy reload compiles a new policy object, and its in-flight
-# reservations must survive that. Weak keys let a test's state and its ledgers go together.
-_LEDGERS: "weakref.WeakKeyDictionary[Any, dict[str, ReservationLedger]]" = weakref.WeakKeyDictionary()
-_UNWEAKABLE: dict[int, dict[str, ReservationLedger]] = {}
+class ReservationLedgers:
+    """One ledger per quota policy name, for the life of the process.
 
+    The composition root creates it once and hands it to the quota battery: a policy reload compiles
+    new policy objects, and their in-flight reservations must survive that.
+    """
 
-def ledger_for(state: ClusterState, name: str) -> ReservationLedger:
-    try:
-        ledgers = _LEDGERS.setdefault(state, {})
-    except TypeError:  # a state type without weak reference support: keep it for the process lifetime
-        ledgers = _UNWEAKABLE.setdefault(id(state), {})
-    ledger = ledgers.get(name)
-    if ledger is None:
-        ledger = ledgers[name] = ReservationLedger()
-    return ledger
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._ledgers: dict[str, ReservationLedger] = {}
+
+    def for_policy(self, name: str) -> ReservationLedger:
+        ledger = self._ledgers.get(name)
+        if ledger is None:
+            ledger = self._ledgers[name] = ReservationLedger(self.clock)
+        return ledger

@@ -1,4 +1,8 @@
-"""Standalone cluster state: in memory, seeded from manifests, fed by the admissions it answers."""
+"""Standalone cluster state: in memory, seeded from manifests, fed by the admissions it answers.
+
+It holds any kind (ConfigMaps for params, Deployments for lookups...), Secrets without their data:
+policies may read a Secret's metadata, never its content.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from webhook.model.cluster import CLUSTER_SCOPED, TRACKED_KINDS, CreateResult, ObjectKey
+from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
+from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,7 @@ class InMemoryClusterState:
         self._scopes: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._resource_version = 0
+        self.lookups = StateLookups(self.get, self.list, lambda kind: True, "the standalone state (--state)")
         for obj in objects:
             self._put(obj)
 
@@ -52,9 +58,6 @@ class InMemoryClusterState:
                 for item in _items(doc):
                     if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
                         raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
-                    if item["kind"] not in TRACKED_KINDS:
-                        log.warning("state seed %s: kind %s is not tracked, skipped", path, item["kind"])
-                        continue
                     objects.append(item)
         return cls(objects)
 
@@ -67,6 +70,10 @@ class InMemoryClusterState:
             return list(self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).values())
         scopes = [objs for (k, _), objs in list(self._scopes.items()) if k == kind]  # a copy: writers may run in another thread
         return [obj for objs in scopes for obj in list(objs.values())]
+
+    def kinds(self) -> list[str]:
+        """Every kind held (background scans and `report` look at all of them)."""
+        return sorted({kind for kind, _ in list(self._scopes)})
 
     @property
     def synced(self) -> bool:
@@ -82,8 +89,6 @@ class InMemoryClusterState:
             return CreateResult(created=True, object=self._put(obj, locked=True))
 
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
-        if obj.get("kind") not in TRACKED_KINDS:
-            return
         self._put(obj)
 
     def record_deleted(self, kind: str, namespace: str, name: str) -> None:
@@ -93,6 +98,9 @@ class InMemoryClusterState:
     def _put(self, obj: Mapping[str, Any], locked: bool = False) -> dict[str, Any]:
         """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time."""
         stored = copy.deepcopy(dict(obj))
+        if stored.get("kind") == "Secret":
+            stored.pop("data", None)
+            stored.pop("stringData", None)
         meta = stored.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]

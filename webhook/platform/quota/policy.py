@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from webhook.cel import CelCompiler
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
-from webhook.model.policy import EvalContext, FailurePolicy, MatchSpec, Phase, SourceRef, ValidationOutcome
+from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
-from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, action, compile_match, failure_policy
-from webhook.platform.quota_check import Decision, Subject, decide
-from webhook.platform.quota_limits import resolve_limits
-from webhook.platform.quota_objects import ProfileObjects
-from webhook.platform.quota_policy import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
-from webhook.policy.kinds import PolicyKind
-from webhook.state.ledger import ledger_for
+from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
+from webhook.platform.quota.check import Decision, Subject, decide
+from webhook.platform.quota.limits import resolve_limits
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
+from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
+from webhook.policy.family import CompileEnv, PolicyKind
+from webhook.policy.perdocument import DocumentKind, PolicyHeader
+from webhook.state.ledger import ReservationLedger, ReservationLedgers
 
 # templates too: creating one that pending pods already reference charges those pods
 KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE})
@@ -43,26 +44,27 @@ def _subject_object(request: AdmissionRequest, obj: Mapping[str, Any]) -> tuple[
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: the settings hold mappings
-class ProfileQuotaPolicy:
-    name: str
+class ProfileQuotaPolicy(Battery):
+    id: PolicyId
     source: SourceRef
     match: MatchSpec
     failure_policy: FailurePolicy
     action: Action
     settings: QuotaSettings
-    kind: str = KIND_NAME
-    phase: Phase = Phase.VALIDATE
+    ledger: ReservationLedger  # outlives this policy object: reloads keep the reservations in flight
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    phases = frozenset({Phase.VALIDATE})
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         if request.operation not in OPERATIONS or not request.namespace:
             return ValidationOutcome()
         limits = resolve_limits(self.settings, ctx.namespace, request.namespace, ctx.state)
         if limits.unlimited:
-            return ValidationOutcome((skipped(self.name, "quota", f"profile {request.namespace!r} has no limits"),),
+            return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
                                      limits.notes)
         subject, full = _subject_object(request, obj)
         previous = request.old_object if request.operation == "UPDATE" else None
-        ledger = ledger_for(ctx.state, self.name)
+        ledger = self.ledger
         async with ledger.lock(request.namespace):
             view = ProfileObjects.read(ctx.state, request.namespace, ledger.pending(request.namespace, ctx.state))
             before = view if request.operation == "UPDATE" and previous is None else \
@@ -77,20 +79,27 @@ class ProfileQuotaPolicy:
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
-        return tuple(failed(self.name, o.rule, o.message, self.action) if o.exceeded else passed(self.name, o.rule, o.message)
+        return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)
                      for o in decision.outcomes)
 
 
-def compile_quota(doc: Mapping[str, Any], source: SourceRef, cel: CelCompiler) -> ProfileQuotaPolicy:
+def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
+                  ledgers: ReservationLedgers) -> ProfileQuotaPolicy:
     spec = doc["spec"]
     return ProfileQuotaPolicy(
-        name=doc["metadata"]["name"],
-        source=source,
-        match=compile_match(spec, cel, KINDS, OPERATIONS, default_namespace_selector=DEFAULT_PROFILE_SELECTOR),
+        id=header.id,
+        source=header.source,
+        match=compile_match(spec, env.cel, KINDS, OPERATIONS, default_namespace_selector=DEFAULT_PROFILE_SELECTOR),
         failure_policy=failure_policy(spec),
         action=action(spec),
         settings=compile_settings(spec),
+        ledger=ledgers.for_policy(header.id.name),
+        annotations=header.annotations,
     )
 
 
-KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA, compile_quota)
+KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA)
+
+
+def document_kind(ledgers: ReservationLedgers) -> DocumentKind:
+    return DocumentKind(KIND, functools.partial(compile_quota, ledgers=ledgers))

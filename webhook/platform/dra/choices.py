@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Mapping
 
 from webhook.model.quantity import format_bytes, parse_quantity
-from webhook.platform.dra_config import MEMORY, ModelOption, UserChoices, fill
+from webhook.platform.dra.config import MEMORY, ModelOption, UserChoices, fill
 
 
 @dataclass(frozen=True)

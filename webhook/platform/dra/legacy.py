@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from webhook.model.quantity import parse_quantity
-from webhook.platform.dra_config import RewriteConfig
+from webhook.platform.dra.config import RewriteConfig
 
 CONTAINERS = "containers"
 INIT_CONTAINERS = "initContainers"

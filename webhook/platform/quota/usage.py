@@ -19,9 +19,9 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
-from webhook.platform.quota_devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
-from webhook.platform.quota_objects import ProfileObjects
-from webhook.platform.quota_policy import CountingRules
+from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.settings import CountingRules
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 LEGACY_MEMO_LIMIT = 50_000

@@ -11,10 +11,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webhook.platform.notebook_config import HomeSpec, NotebookSpec, SidecarMode
-from webhook.platform.notebook_merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
+from webhook.platform.notebook.config import HomeSpec, NotebookSpec, SidecarMode
+from webhook.platform.notebook.merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
                                              same_path)
-from webhook.platform.notebook_render import Desired
+from webhook.platform.notebook.render import Desired
 
 # Kubernetes' own annotation: which container `kubectl exec/logs` pick when none is named.
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from webhook.model.cluster import PROFILE, ClusterState
 from webhook.model.quantity import parse_quantity
 from webhook.platform.base import profile_info
-from webhook.platform.quota_policy import LimitSpec, QuotaSettings
+from webhook.platform.quota.settings import LimitSpec, QuotaSettings
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from webhook.platform.dra_config import InitClaims, RewriteConfig
-from webhook.platform.dra_legacy import ContainerRef, LegacyUse
-from webhook.platform.dra_templates import DeviceRequest, build_template
+from webhook.platform.dra.config import InitClaims, RewriteConfig
+from webhook.platform.dra.legacy import ContainerRef, LegacyUse
+from webhook.platform.dra.templates import DeviceRequest, build_template
 
 MAX_LABEL = 63
 

@@ -6,18 +6,19 @@ rewrite idempotent, since a rewritten pod has no legacy keys left (reinvocationP
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from webhook.model.policy import EvalContext, FailurePolicy, MatchSpec, MutationOutcome, Phase, SourceRef
+from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
 from webhook.model.results import Action, Outcome, RuleResult, failed, passed
 from webhook.model.review import AdmissionRequest
-from webhook.platform.dra_choices import ChoiceOutcome, asked_for, resolve_choices
-from webhook.platform.dra_config import RewriteConfig, Strategy
-from webhook.platform.dra_legacy import LegacyError, LegacyUse, legacy_uses
-from webhook.platform.dra_rewrite import RewritePlan, plan_rewrite
-from webhook.platform.dra_schema import KIND_NAME
-from webhook.platform.dra_templates import KIND as TEMPLATE_KIND, same_template
+from webhook.policy.common import MatchSpec
+from webhook.platform.dra.choices import ChoiceOutcome, asked_for, resolve_choices
+from webhook.platform.dra.config import RewriteConfig, Strategy
+from webhook.platform.dra.legacy import LegacyError, LegacyUse, legacy_uses
+from webhook.platform.dra.rewrite import RewritePlan, plan_rewrite
+from webhook.platform.base import Battery
+from webhook.platform.dra.templates import KIND as TEMPLATE_KIND, same_template
 
 RULE_REWRITE = "rewrite"
 RULE_LEGACY = "legacy-resources"
@@ -31,18 +32,18 @@ def _legacy_text(uses: list[LegacyUse]) -> str:
 
 
 @dataclass(frozen=True)
-class DeviceClaimRewrite:
-    name: str
+class DeviceClaimRewrite(Battery):
+    id: PolicyId
     source: SourceRef
     match: MatchSpec
     failure_policy: FailurePolicy
     action: Action
     config: RewriteConfig
-    kind: str = KIND_NAME
-    phase: Phase = Phase.MUTATE
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    phases = frozenset({Phase.MUTATE})
 
     def _refuse(self, obj: dict[str, Any], rule: str, message: str) -> MutationOutcome:
-        return MutationOutcome(obj, (failed(self.name, rule, message, self.action),))
+        return MutationOutcome(obj, (failed(self.id, rule, message, self.action),))
 
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         try:
@@ -67,9 +68,9 @@ class DeviceClaimRewrite:
         summary = plan.summary() + (f" (asked for {', '.join(choice.asked)})" if choice.asked else "")
         if self.action is Action.AUDIT:
             # report and warn, change nothing: the pod keeps its legacy limits
-            note = RuleResult(self.name, RULE_REWRITE, Outcome.WARN, f"audit mode, would rewrite {summary}", Action.AUDIT)
+            note = RuleResult(self.id, RULE_REWRITE, Outcome.WARN, f"audit mode, would rewrite {summary}", Action.AUDIT)
             return MutationOutcome(obj, (note,))
-        return MutationOutcome(plan.pod, (passed(self.name, RULE_REWRITE, f"rewrote {summary}"),), creates=plan.templates)
+        return MutationOutcome(plan.pod, (passed(self.id, RULE_REWRITE, f"rewrote {summary}"),), creates=plan.templates)
 
     def _choose(self, uses: list[LegacyUse], annotations: Mapping[str, str]) -> ChoiceOutcome:
         choice = resolve_choices(annotations, self.config.choices)
@@ -90,7 +91,7 @@ class DeviceClaimRewrite:
             return self._refuse(obj, RULE_CHOICE, f"{', '.join(asked)}: GPUs are assigned by the DeviceClass here "
                                                   f"(passthrough), so a model or memory cannot be chosen; remove it")
         message = f"passthrough, left for the DeviceClass extendedResourceName: {_legacy_text(uses)}"
-        return MutationOutcome(obj, (passed(self.name, RULE_PASSTHROUGH, message),))
+        return MutationOutcome(obj, (passed(self.id, RULE_PASSTHROUGH, message),))
 
     def _conflict(self, plan: RewritePlan, ctx: EvalContext) -> str:
         for template in plan.templates:

@@ -1,7 +1,8 @@
 """Background scan: existing resources evaluated against the validating policies, as a dry run.
 
 Each object goes through an engine on the same policies and state as admission, as a CREATE review
-with dryRun set: nothing is created, recorded or reserved, mutating policies never run. Its results
+with dryRun set: nothing is created, recorded or reserved, mutating policies never run, and only
+policies that take part in background scans (`CompiledPolicy.background`) are evaluated. Its results
 go to the sink given (in live mode, the report writer's background entry: an enforced failure
 found by a scan denied nothing, the resource exists and its report must say so). No `kubernetes` import: standalone
 `quartermaster report` scans the in-memory state with it too.
@@ -10,20 +11,18 @@ found by a scan denied nothing, the resource exists and its report must say so).
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
-from webhook.engine import AdmissionEngine
+from webhook.engine.dispatch import AdmissionEngine
+from webhook.engine.offline import admit_offline
 from webhook.model.cluster import CLUSTER_SCOPED, TRACKED_KINDS, ClusterState
-from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
+from webhook.model.results import Outcome
+from webhook.model.review import UserInfo
 from webhook.policy.snapshot import PolicyStore
 from webhook.reports.sink import ResultSink
 
 SCAN_USER = UserInfo("system:serviceaccount:quartermaster:background-scan", ("system:serviceaccounts",))
-PLURALS = {"PersistentVolumeClaim": "persistentvolumeclaims", "ResourceClaim": "resourceclaims",
-           "ResourceClaimTemplate": "resourceclaimtemplates", "Namespace": "namespaces", "Pod": "pods",
-           "Profile": "profiles"}
 
 
 @dataclass(frozen=True)
@@ -33,21 +32,14 @@ class ScanSummary:
     failures: int  # fail or error results (enforced or audited)
 
 
-def scan_request(obj: Mapping[str, Any]) -> AdmissionRequest:
-    kind = str(obj.get("kind", ""))
-    group, _, version = str(obj.get("apiVersion", "v1")).rpartition("/")
-    meta = obj.get("metadata") or {}
-    namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace", ""))
-    return AdmissionRequest(
-        uid=str(uuid.uuid4()), kind=GroupVersionKind(group, version, kind),
-        resource=PLURALS.get(kind, kind.lower() + "s"), sub_resource="", namespace=namespace,
-        name=str(meta.get("name", "")), operation="CREATE", object=obj, old_object=None, dry_run=True, user=SCAN_USER)
-
-
-async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds: Sequence[str] = TRACKED_KINDS,
+async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds: Sequence[str] | None = None,
                namespace: str = "") -> ScanSummary:
-    """Evaluate every object of `kinds` (in `namespace`, or everywhere); never mutates anything."""
+    """Evaluate every object of `kinds` (default: every kind the state holds) in `namespace`, or everywhere;
+    never mutates anything."""
     engine = AdmissionEngine(store, state, sink)
+    if kinds is None:
+        held = getattr(state, "kinds", None)
+        kinds = held() if callable(held) else TRACKED_KINDS
     resources = results = failures = 0
     for kind in kinds:
         if kind in CLUSTER_SCOPED and namespace:
@@ -55,9 +47,9 @@ async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds:
         else:
             objects = state.list(kind, namespace)
         for obj in objects:
-            verdict = await engine.validate(scan_request(obj))
+            checked = await admit_offline(engine, obj, user=SCAN_USER, dry_run=True, background=True)
             resources += 1
-            results += len(verdict.results)
-            failures += sum(1 for r in verdict.results if r.outcome.value in ("fail", "error"))
+            results += len(checked.results)
+            failures += sum(1 for r in checked.results if r.outcome in (Outcome.FAIL, Outcome.ERROR))
             await asyncio.sleep(0)  # admissions come first: let them in between objects
     return ScanSummary(resources, results, failures)

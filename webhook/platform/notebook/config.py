@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
-from webhook.platform.notebook_template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, Template, TemplateTree,
+from webhook.platform.notebook.template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, Template, TemplateTree,
                                                 compile_template, compile_tree)
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from webhook.platform.dra_config import DriverConfig, TemplateSettings
+from webhook.platform.dra.config import DriverConfig, TemplateSettings
 
 API_VERSION = "resource.k8s.io/v1"
 KIND = "ResourceClaimTemplate"

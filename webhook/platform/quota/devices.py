@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import parse_quantity
-from webhook.platform.quota_policy import WeightTable
+from webhook.platform.quota.settings import WeightTable
 
 ZERO = Fraction(0)
 

@@ -10,15 +10,16 @@ from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.model.errors import PolicyCompileError
-from webhook.model.policy import SourceRef
 from webhook.model.quantity import parse_quantity
-from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, action, compile_match, failure_policy
-from webhook.platform.dra_config import (MEMORY, PROFILE, DeviceMapping, DriverConfig, InitClaims, ModelOption,
+from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR
+from webhook.platform.dra.config import (MEMORY, PROFILE, DeviceMapping, DriverConfig, InitClaims, ModelOption,
                                          RewriteConfig, Strategy, TemplateSettings, UserChoices, dns_label, fill)
-from webhook.platform.dra_mutator import DeviceClaimRewrite
-from webhook.platform.dra_schema import KIND_NAME, SCHEMA
-from webhook.platform.dra_templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from webhook.policy.kinds import PolicyKind
+from webhook.platform.dra.mutator import DeviceClaimRewrite
+from webhook.platform.dra.schema import KIND_NAME, SCHEMA
+from webhook.platform.dra.templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from webhook.policy.common import action, compile_match, failure_policy
+from webhook.policy.family import CompileEnv, PolicyKind
+from webhook.policy.perdocument import DocumentKind, PolicyHeader
 
 DEFAULT_DRIVER = "gpu.nvidia.com"
 DEFAULT_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
@@ -177,12 +178,13 @@ def compile_config(spec: Mapping[str, Any], cel: CelCompiler) -> RewriteConfig:
     )
 
 
-def compile_policy(doc: Mapping[str, Any], source: SourceRef, cel: CelCompiler) -> DeviceClaimRewrite:
+def compile_policy(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv) -> DeviceClaimRewrite:
     spec = doc["spec"]
     # Pods only, CREATE only: a pod's containers and resource claims are immutable after creation
-    match = compile_match(spec, cel, frozenset({"Pod"}), frozenset({"CREATE"}), DEFAULT_PROFILE_SELECTOR)
-    return DeviceClaimRewrite(name=doc["metadata"]["name"], source=source, match=match,
-                              failure_policy=failure_policy(spec), action=action(spec), config=compile_config(spec, cel))
+    match = compile_match(spec, env.cel, frozenset({"Pod"}), frozenset({"CREATE"}), DEFAULT_PROFILE_SELECTOR)
+    return DeviceClaimRewrite(id=header.id, source=header.source, match=match, failure_policy=failure_policy(spec),
+                              action=action(spec), config=compile_config(spec, env.cel), annotations=header.annotations)
 
 
-KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA, compile_policy)
+KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA)
+DOCUMENT_KIND = DocumentKind(KIND, compile_policy)

@@ -8,34 +8,34 @@ either way a failing pod is left exactly as it came.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from webhook.cel import CelCompiler
-from webhook.model.policy import EvalContext, FailurePolicy, MatchSpec, MutationOutcome, Phase, SourceRef
+from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
 from webhook.model.results import Action, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
-from webhook.platform.base import (API_VERSION, DEFAULT_PROFILE_SELECTOR, action, compile_match, failure_policy,
-                                   profile_info)
-from webhook.platform.notebook_config import NotebookSpec, compile_spec
-from webhook.platform.notebook_inject import inject
-from webhook.platform.notebook_merge import Conflict
-from webhook.platform.notebook_render import InvalidOwner, render
-from webhook.platform.notebook_schema import KIND as KIND_NAME
-from webhook.platform.notebook_schema import SCHEMA
-from webhook.policy.kinds import PolicyKind
+from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, profile_info
+from webhook.platform.notebook.config import NotebookSpec, compile_spec
+from webhook.platform.notebook.inject import inject
+from webhook.platform.notebook.merge import Conflict
+from webhook.platform.notebook.render import InvalidOwner, render
+from webhook.platform.notebook.schema import KIND as KIND_NAME
+from webhook.platform.notebook.schema import SCHEMA
+from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
+from webhook.policy.family import CompileEnv, PolicyKind
+from webhook.policy.perdocument import DocumentKind, PolicyHeader
 
 
 @dataclass(frozen=True)
-class NotebookInjection:
-    name: str
+class NotebookInjection(Battery):
+    id: PolicyId
     source: SourceRef
     match: MatchSpec
     failure_policy: FailurePolicy
     action: Action
     spec: NotebookSpec
-    kind: str = KIND_NAME
-    phase: Phase = Phase.MUTATE
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    phases = frozenset({Phase.MUTATE})
 
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         profile = profile_info(ctx.namespace, request.namespace)
@@ -43,19 +43,19 @@ class NotebookInjection:
             desired = render(self.spec, profile)
         except InvalidOwner as exc:
             if self.spec.owner.deny_invalid:
-                return MutationOutcome(obj, (failed(self.name, "owner", str(exc), self.action),))
-            return MutationOutcome(obj, (skipped(self.name, "owner", f"not injected: {exc}"),))
+                return MutationOutcome(obj, (failed(self.id, "owner", str(exc), self.action),))
+            return MutationOutcome(obj, (skipped(self.id, "owner", f"not injected: {exc}"),))
         result = inject(self.spec, desired, obj)
         if not result.containers:
-            return MutationOutcome(obj, (skipped(self.name, "inject", "the pod has no notebook container"),))
+            return MutationOutcome(obj, (skipped(self.id, "inject", "the pod has no notebook container"),))
         warnings = tuple(f"{self.name}: {note}" for note in result.kept)
         if result.conflicts:
-            outcome = failed(self.name, "merge", conflict_message(result.conflicts), self.action)
+            outcome = failed(self.id, "merge", conflict_message(result.conflicts), self.action)
             return MutationOutcome(obj, (outcome,), warnings=warnings)
         if not result.changed:
-            return MutationOutcome(obj, (passed(self.name, "inject", "already injected"),), warnings=warnings)
+            return MutationOutcome(obj, (passed(self.id, "inject", "already injected"),), warnings=warnings)
         message = f"injected for {desired.user} into {', '.join(result.containers)}"
-        return MutationOutcome(dict(result.pod), (passed(self.name, "inject", message),), warnings=warnings)
+        return MutationOutcome(dict(result.pod), (passed(self.id, "inject", message),), warnings=warnings)
 
 
 def conflict_message(conflicts: tuple[Conflict, ...]) -> str:
@@ -67,16 +67,18 @@ def conflict_message(conflicts: tuple[Conflict, ...]) -> str:
             f"or ask the platform team about {settings}")
 
 
-def compile_notebook_injection(doc: Mapping[str, Any], source: SourceRef, cel: CelCompiler) -> NotebookInjection:
+def compile_notebook_injection(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv) -> NotebookInjection:
     spec = doc["spec"]
     compiled = compile_spec(spec)
     label = compiled.containers.notebook_label
     # notebook pods are the ones carrying the notebook label, unless the YAML selects them otherwise
     match_spec = spec if "objectSelector" in spec else {
         **spec, "objectSelector": {"matchExpressions": [{"key": label, "operator": "Exists"}]}}
-    match = compile_match(match_spec, cel, frozenset({"Pod"}), frozenset({"CREATE"}),
+    match = compile_match(match_spec, env.cel, frozenset({"Pod"}), frozenset({"CREATE"}),
                           default_namespace_selector=DEFAULT_PROFILE_SELECTOR)
-    return NotebookInjection(doc["metadata"]["name"], source, match, failure_policy(spec), action(spec), compiled)
+    return NotebookInjection(header.id, header.source, match, failure_policy(spec), action(spec), compiled,
+                             header.annotations)
 
 
-KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA, compile_notebook_injection)
+KIND = PolicyKind(API_VERSION, KIND_NAME, SCHEMA)
+DOCUMENT_KIND = DocumentKind(KIND, compile_notebook_injection)

@@ -12,25 +12,20 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping
 
 from webhook.model.cluster import ClusterState
-from webhook.model.policy import MatchSpec
 from webhook.model.results import Action
-from webhook.platform.quota import ProfileQuotaPolicy
-from webhook.platform.quota_limits import ProfileLimits, resolve_limits
-from webhook.platform.quota_policy import QuotaSettings
+from webhook.platform.quota.policy import ProfileQuotaPolicy
+from webhook.platform.quota.limits import ProfileLimits, resolve_limits
+from webhook.platform.quota.settings import QuotaSettings
+from webhook.policy.common import MatchSpec
 from webhook.policy.snapshot import PolicyStore
 
 DEVICE_CLASS_KEY = "{name}.deviceclass.resource.k8s.io/devices"
 EXTENDED_KEY = "requests.{name}"
 STORAGE_KEY = "requests.storage"
 STORAGE_CLASS_KEY = "{name}.storageclass.storage.k8s.io/requests.storage"
-
-
-class LimitsSource(Protocol):
-    def hard_limits(self, namespace: Mapping[str, Any]) -> dict[str, Fraction] | None:
-        """ResourceQuota `spec.hard` for a namespace (amounts), or None when it is no limited profile."""
 
 
 def quota_keys(limits: ProfileLimits, settings: QuotaSettings) -> dict[str, Fraction]:
@@ -54,16 +49,13 @@ def quota_keys(limits: ProfileLimits, settings: QuotaSettings) -> dict[str, Frac
 
 def _namespace_matches(match: MatchSpec, namespace: Mapping[str, Any]) -> bool:
     meta = namespace.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    if match.namespaces and name not in match.namespaces:
-        return False
-    if name in match.exclude_namespaces:
-        return False
-    return match.namespace_selector.matches(meta.get("labels"))
+    return match.matches_namespace_name(str(meta.get("name", ""))) and match.namespace_selector.matches(meta.get("labels"))
 
 
 class QuotaPolicyLimits:
-    """The enforcing ProfileQuota policies of the current snapshot; the tightest wins per key."""
+    """The enforcing ProfileQuota policies of the current snapshot; the tightest wins per key.
+
+    The live runtime's backstop reads it (as its LimitsSource); the composition root builds it."""
 
     def __init__(self, store: PolicyStore, state: ClusterState) -> None:
         self.store = store

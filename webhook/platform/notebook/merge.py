@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import parse_quantity
-from webhook.platform.notebook_config import Strategy
+from webhook.platform.notebook.config import Strategy
 
 _QUANTITY_PARENTS = frozenset({"requests", "limits"})  # maps of resource name to quantity
 _QUANTITY_KEYS = frozenset({"sizeLimit"})

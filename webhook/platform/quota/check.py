@@ -13,10 +13,10 @@ from typing import Callable
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quantity import format_bytes, format_count
-from webhook.platform.quota_limits import Limit, ProfileLimits
-from webhook.platform.quota_objects import ProfileObjects
-from webhook.platform.quota_policy import ADVICE_FIELDS, QuotaSettings
-from webhook.platform.quota_usage import Charge, Usage, measure
+from webhook.platform.quota.limits import Limit, ProfileLimits
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.settings import ADVICE_FIELDS, QuotaSettings
+from webhook.platform.quota.usage import Charge, Usage, measure
 
 GPU_RULE = "gpu-quota"
 STORAGE_RULE = "storage-quota"

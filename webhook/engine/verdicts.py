@@ -1,0 +1,31 @@
+"""From rule results to a verdict: what blocks, what warns, what becomes an audit annotation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+from webhook.model.results import RuleResult
+from webhook.model.review import AdmissionRequest
+from webhook.model.verdict import Verdict, annotation_key, clean_warning
+from webhook.reports.sink import ResourceRef
+
+
+def verdict_of(results: tuple[RuleResult, ...], warnings: Iterable[str] = ()) -> Verdict:
+    """Messages name policies as users know them (their name); reports and metrics keep the full identity."""
+    blocking = [r for r in results if r.blocks]
+    reported = [r for r in results if r.reported]
+    texts = [clean_warning(w) for w in warnings]
+    texts += [clean_warning(f"{r.policy.qualified_name}: {r.message}") for r in reported]
+    annotations = {annotation_key(r.policy.qualified_name, r.rule): r.message for r in reported}
+    verdict = Verdict(True, warnings=tuple(dict.fromkeys(texts)), audit_annotations=annotations, results=results)
+    if blocking:
+        message = "; ".join(f"[{r.policy.qualified_name}/{r.rule}] {r.message}" for r in blocking)
+        return replace(verdict, allowed=False, code=403, reason="Forbidden", message=message)
+    return verdict
+
+
+def report_ref(request: AdmissionRequest) -> ResourceRef:
+    meta = request.subject.get("metadata") or {}
+    return ResourceRef(request.kind.api_version, request.kind.kind, request.namespace,
+                       request.name or meta.get("name", ""), str(meta.get("uid", "")))

@@ -1,0 +1,62 @@
+"""A family whose kinds compile one document at a time, each into one policy (the platform batteries).
+
+Compile errors of such a family refuse the whole set (strict), as schema errors do: these are the
+platform team's own policies, checked by `quartermaster validate` in CI, and a refused set keeps
+the previous snapshot serving rather than turning one typo into an `error` on every request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from webhook.model.errors import PolicyCompileError, PolicyLoadError
+from webhook.model.policy import CompiledPolicy, PolicyId, SourceRef
+from webhook.policy.documents import Document
+from webhook.policy.errors import compile_error
+from webhook.policy.family import CompileEnv, FamilyResult, PolicyKind
+
+
+@dataclass(frozen=True)
+class PolicyHeader:
+    """What every compiled policy carries from its document's envelope."""
+
+    id: PolicyId
+    source: SourceRef
+    annotations: Mapping[str, str]
+
+    @classmethod
+    def of(cls, doc: Document, namespaced: bool = False) -> "PolicyHeader":
+        data = doc.data
+        meta = data.get("metadata") or {}
+        namespace = str(meta.get("namespace", "")) if namespaced else ""
+        policy_id = PolicyId(str(data.get("apiVersion", "")), str(data.get("kind", "")), str(meta.get("name", "")), namespace)
+        return cls(policy_id, SourceRef(doc.file, doc.index), dict(meta.get("annotations") or {}))
+
+
+Compile = Callable[[Mapping[str, Any], PolicyHeader, CompileEnv], CompiledPolicy]
+
+
+@dataclass(frozen=True)
+class DocumentKind:
+    kind: PolicyKind
+    compile: Compile  # raises PolicyCompileError for what the schema cannot catch
+
+
+class PerDocumentFamily:
+    def __init__(self, name: str, kinds: Sequence[DocumentKind]) -> None:
+        self.name = name
+        self.document_kinds = tuple(kinds)
+        self.kinds = tuple(k.kind for k in kinds)
+        self._compilers = {k.kind.key: k.compile for k in kinds}
+
+    def compile(self, documents: Sequence[Document], env: CompileEnv) -> FamilyResult:
+        policies: list[CompiledPolicy] = []
+        errors: list[PolicyLoadError] = []
+        for doc in documents:
+            compiler = self._compilers[(doc.data["apiVersion"], doc.data["kind"])]
+            try:
+                policies.append(compiler(doc.data, PolicyHeader.of(doc), env))
+            except PolicyCompileError as exc:
+                errors.append(compile_error(doc, exc))
+        return FamilyResult(tuple(policies), tuple(errors))
