@@ -71,10 +71,10 @@ class AdmissionEngine:
         self.on_result = on_result
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
-    def _context(self, request: AdmissionRequest) -> EvalContext:
+    def _context(self, request: AdmissionRequest, background: bool = False) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
         return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
-                           request=request)
+                           request=request, background=background)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
                  ctx: EvalContext, out: _Collected) -> bool:
@@ -140,7 +140,7 @@ class AdmissionEngine:
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
-        ctx = self._context(request)
+        ctx = self._context(request, background)
         out = _Collected()
         for policy in policies:
             if background and not policy.background:

@@ -46,6 +46,13 @@ class RuleResult:
     outcome: Outcome
     message: str = ""
     action: Action = Action.ENFORCE
+    # a short form for the warning kubectl prints (under 120 characters with the policy name); the
+    # message keeps the whole text for denials, reports and logs
+    summary: str = ""
+
+    @property
+    def warning(self) -> str:
+        return f"{self.policy.qualified_name}: {self.summary or self.message}"
 
     @property
     def blocks(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
@@ -67,10 +67,15 @@ class ProfileQuotaPolicy(Battery):
         ledger = self.ledger
         async with ledger.lock(request.namespace):
             view = ProfileObjects.read(ctx.state, request.namespace, ledger.pending(request.namespace, ctx.state))
+            whole = None
+            if ctx.background and view.get(subject.kind, subject.name) is not None:
+                # a scan re-checks what exists: judged against older objects only, so the excess of an
+                # over-quota profile is blamed once, on the newest objects, not on every object in turn
+                whole, view = view, view.created_before(subject.kind, subject.name)
             before = view if request.operation == "UPDATE" and previous is None else \
                 view.with_object(subject.kind, subject.name, previous)
             after = view.with_object(subject.kind, subject.name, full)
-            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject)
+            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
             rollbacks = ()
             admitted = not decision.exceeded or self.action is Action.AUDIT
             if admitted and decision.adds and not ctx.dry_run:
@@ -79,8 +84,8 @@ class ProfileQuotaPolicy(Battery):
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
-        return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)
-                     for o in decision.outcomes)
+        return tuple(replace(failed(self.id, o.rule, o.message, self.action), summary=o.summary) if o.exceeded
+                     else passed(self.id, o.rule, o.message) for o in decision.outcomes)
 
 
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
