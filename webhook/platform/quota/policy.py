@@ -18,7 +18,8 @@ from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, So
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
-from webhook.platform.quota.check import Decision, Subject, decide
+from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide
+from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
 from webhook.platform.quota.limits import resolve_limits
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
@@ -27,8 +28,9 @@ from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 from webhook.state.ledger import ReservationLedger, ReservationLedgers
 
-# templates too: creating one that pending pods already reference charges those pods
-KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE})
+# templates too: creating one that pending pods already reference charges those pods; controllers are
+# checked (never charged) so that a pod template that can never fit is refused up front
+KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE}) | CONTROLLER_KINDS
 OPERATIONS = frozenset({"CREATE", "UPDATE"})
 
 
@@ -63,6 +65,11 @@ class ProfileQuotaPolicy(Battery):
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
                                      limits.notes)
         subject, full = _subject_object(request, obj)
+        if subject.kind in CONTROLLER_KINDS:
+            view = ProfileObjects.read(ctx.state, request.namespace)
+            outcomes = await asyncio.to_thread(judge_controller, self.settings, limits, view, subject.kind, subject.name,
+                                               full)
+            return ValidationOutcome(self._outcome_results(outcomes), limits.notes)
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
         async with ledger.lock(request.namespace):
@@ -84,8 +91,11 @@ class ProfileQuotaPolicy(Battery):
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
+        return self._outcome_results(decision.outcomes)
+
+    def _outcome_results(self, outcomes: tuple[RuleOutcome, ...]) -> tuple[RuleResult, ...]:
         return tuple(replace(failed(self.id, o.rule, o.message, self.action), summary=o.summary) if o.exceeded
-                     else passed(self.id, o.rule, o.message) for o in decision.outcomes)
+                     else passed(self.id, o.rule, o.message) for o in outcomes)
 
 
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
