@@ -87,14 +87,17 @@ class Quartermaster:
         metrics = Metrics()
         store = PolicyStore()
         ledgers = ledgers if ledgers is not None else ReservationLedgers()
-        loader = PolicyLoader(registry if registry is not None else build_registry(ledgers), CelCompiler())
-        source = DirectoryPolicySource(settings.policies, loader, store, metrics)
+        registry = registry if registry is not None else build_registry(ledgers)
+        loader = PolicyLoader(registry, CelCompiler())
         live = None
         if settings.live is not None and state is None:
             from webhook.kube.runtime import LiveRuntime  # standalone never loads the kubernetes client
 
-            live = LiveRuntime(settings.live, metrics)
+            live = LiveRuntime(settings.live, metrics, known_policy_kind=lambda av, k: registry.owner(av, k) is not None)
             state = live.state
+        # live mode: policy objects of the cluster load beside the directory (files win on conflicts)
+        source = DirectoryPolicySource(settings.policies, loader, store, metrics,
+                                       objects=live.policy_objects if live is not None else None)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
         sink: ResultSink = live.writer if live is not None else MemoryResultSink()
         engine = AdmissionEngine(store, state, sink, force_audit=settings.force_audit)

@@ -56,6 +56,10 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument("--scan-interval", type=seconds, default=3600.0, metavar="SECONDS",
                        help="live: seconds between background scans; 0 scans only when policies change (default: 3600)")
     serve.add_argument("--no-quota-backstop", action="store_true", help="live: keep no ResourceQuota per profile")
+    serve.add_argument("--policy-objects", default="quartermaster.dev", metavar="GROUP,...",
+                       help="live: read the policy objects of these API groups beside --policies (files win on a "
+                            "name conflict); add kyverno.io,policies.kyverno.io only where Kyverno does not run; "
+                            "none: files only (default: quartermaster.dev)")
 
 
 def _add_apply(commands: Any) -> None:
