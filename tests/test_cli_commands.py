@@ -120,8 +120,8 @@ def test_readme_policy_error_is_the_real_one(tmp_path):
     shutil.copytree(REPO / "policies", tmp_path / "policies")
     quota = tmp_path / "policies" / "profile-quota.yaml"
     lines = quota.read_text().splitlines(keepends=True)
-    assert lines[20].strip() == "gpus: 1"
-    lines[20] = lines[20].replace("gpus: 1", "gpus: one")
+    (index,) = [i for i, line in enumerate(lines) if line.strip() == "gpus: 1"]
+    lines[index] = lines[index].replace("gpus: 1", "gpus: one")
     quota.write_text("".join(lines))
     run = subprocess.run([sys.executable, "-m", "webhook", "validate", "policies"], capture_output=True, text=True,
                          timeout=60, cwd=tmp_path)
