@@ -74,12 +74,17 @@ def _add_apply(commands: Any) -> None:
         ["quartermaster apply --policies policies --state examples/state examples/gpu-pod.yaml",
          "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -",
          "quartermaster apply --policies policies --state examples/state --policy-report -o json pods/*.yaml",
-         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results pod.yaml"],
+         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results pod.yaml",
+         "quartermaster apply --policies policies --kubeconfig ~/.kube/config train.yaml   # state of a live cluster"],
         _apply)
     apply.add_argument("--policies", type=existing_path, required=True, metavar="PATH",
                        help="policy directory or file")
-    apply.add_argument("--state", type=existing_path, default=None, metavar="DIR",
-                       help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
+    source = apply.add_mutually_exclusive_group()
+    source.add_argument("--state", type=existing_path, default=None, metavar="DIR",
+                        help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
+    source.add_argument("--kubeconfig", type=existing_path, default=None, metavar="FILE",
+                        help="read the cluster state once from this kubeconfig's cluster (nothing is written there)")
+    source.add_argument("--in-cluster", action="store_true", help="read the cluster state with the pod's service account")
     apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
     apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
                        help="format of standard output: yaml documents (default) or one json List")
@@ -183,9 +188,12 @@ def _apply(args: argparse.Namespace) -> int:
     configure_cli_logging("quartermaster apply")
     try:
         resources = read_resources(args.files)
-        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state))
+        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state), state=_cluster_state(args))
         loaded = qm.load_policies()
     except (BadInput, StateSeedError) as exc:
+        print(f"quartermaster apply: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ClusterUnreadable as exc:
         print(f"quartermaster apply: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PolicyLoadFailed as exc:
@@ -195,7 +203,7 @@ def _apply(args: argparse.Namespace) -> int:
         print(f"quartermaster apply: warning: no policy in {args.policies}: every resource is admitted unchanged "
               "(--allow-empty to silence)", file=sys.stderr)
     report = asyncio.run(run_apply(qm, resources))
-    _notice_unknown_namespaces(args.state, sorted({skip.namespace for skip in report.skips}))
+    _notice_unknown_namespaces(args, sorted({skip.namespace for skip in report.skips}))
     if args.policy_report:
         write_policy_report(report, sys.stdout, args.output)
     else:
@@ -210,11 +218,30 @@ def _apply(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _notice_unknown_namespaces(state: Path | None, namespaces: list[str]) -> None:
+class ClusterUnreadable(Exception):
+    pass
+
+
+def _cluster_state(args: argparse.Namespace) -> Any:
+    """--kubeconfig/--in-cluster: the live cluster's objects, read once into memory; else None (--state)."""
+    if not (args.kubeconfig or args.in_cluster):
+        return None
+    from webhook.kube.client import explain_error
+    from webhook.kube.snapshot import cluster_objects
+    from webhook.state.memory import InMemoryClusterState
+
+    try:
+        return InMemoryClusterState(cluster_objects(args.kubeconfig, args.in_cluster))
+    except Exception as exc:  # the user's kubeconfig or cluster: say which, exit 2
+        raise ClusterUnreadable(explain_error(exc)) from None
+
+
+def _notice_unknown_namespaces(args: argparse.Namespace, namespaces: list[str]) -> None:
     if not namespaces:
         return
-    where = "no --state given, so no namespace is known" if state is None else \
-        f"namespace {', '.join(map(repr, namespaces))} is not in {state}"
+    source = args.state or ("the cluster" if args.kubeconfig or args.in_cluster else None)
+    where = "no --state given, so no namespace is known" if source is None else \
+        f"namespace {', '.join(map(repr, namespaces))} is not in {source}"
     print(f"quartermaster apply: notice: {where}: policies that select namespaces (every platform policy) match "
           "nothing there; give the Namespace objects with --state (see examples/state)", file=sys.stderr)
 
