@@ -90,7 +90,8 @@ def test_policy_objects_are_read_and_marked_for_the_groups_asked():
     assert "--policy-objects=quartermaster.dev" in args
     assert build_parser().parse_args(["serve", *[a for a in args if a != "serve"]]).policy_objects == "quartermaster.dev"
     found, args = rules({"live": {"policyObjectGroups": ["quartermaster.dev", "kyverno.io"]}})
-    assert {"apiGroups": ["kyverno.io"], "resources": ["clusterpolicies", "policies"], "verbs": ["get", "list", "watch"]} in found
+    assert {"apiGroups": ["kyverno.io"], "resources": ["clusterpolicies", "policies", "policyexceptions"],
+            "verbs": ["get", "list", "watch"]} in found
     assert "--policy-objects=quartermaster.dev,kyverno.io" in args
     found, args = rules({"live": {"policyObjectGroups": []}})
     assert "--policy-objects=none" in args and not [r for r in found if r["apiGroups"] == ["kyverno.io"]]

@@ -35,8 +35,19 @@ POLICY_RESOURCES = (
     ResourceType("DeviceClaimRewrite", "quartermaster.dev", "v1alpha1", "deviceclaimrewrites", False, optional=True),
     ResourceType("ClusterPolicy", "kyverno.io", "v1", "clusterpolicies", False, optional=True),
     ResourceType("Policy", "kyverno.io", "v1", "policies", True, optional=True),
+    ResourceType("PolicyException", "kyverno.io", "v2", "policyexceptions", True, optional=True),
     ResourceType("ValidatingPolicy", "policies.kyverno.io", "v1", "validatingpolicies", False, optional=True),
     ResourceType("MutatingPolicy", "policies.kyverno.io", "v1", "mutatingpolicies", False, optional=True),
+    # Kubernetes' own admission policies: only where Quartermaster is told to own them (--policy-objects),
+    # since the API server evaluates them itself otherwise
+    ResourceType("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+                 False, optional=True),
+    ResourceType("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
+                 "validatingadmissionpolicybindings", False, optional=True),
+    ResourceType("MutatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies",
+                 False, optional=True),
+    ResourceType("MutatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
+                 "mutatingadmissionpolicybindings", False, optional=True),
 )
 KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 TIMEOUT = (5.0, 10.0)
