@@ -172,7 +172,7 @@ def _result_row(r: Row) -> str:
     return (f'<tr data-result="{_esc(r.result)}" data-policy="{_esc(r.policy)}" '
             f'data-namespace="{_esc(r.namespace or CLUSTER)}" data-scope="{scope}">'
             f'<td data-v="{ORDER.get(r.result, 9)}">{_badge(r.result, r.result_text)}</td>'
-            f'<td class="name">{_esc(r.policy)}</td><td class="name">{_esc(r.rule)}</td>'
+            f'<td class="name" title="{_esc(r.policy_kind)}">{_esc(r.policy)}</td><td class="name">{_esc(r.rule)}</td>'
             f'<td data-v="{_SEVERITY_RANK.get(r.severity, 9)}" class="sev-{_esc(r.severity)}">{_esc(r.severity)}</td>'
             f'<td class="res" data-v="{_esc(r.namespace or CLUSTER)}">{ns_cell}</td>'
             f'<td class="res">{_esc(r.kind)}</td><td class="res">{_esc(r.name)}</td><td class="msg">{_esc(r.message)}</td></tr>')

@@ -29,6 +29,7 @@ class Row:
     message: str
     severity: str = ""
     category: str = ""
+    policy_kind: str = ""  # properties.policyKind: tells apart two kinds' policies of one name
 
     @property
     def resource(self) -> str:  # "Pod jdoe/train-0", "Namespace jdoe"
@@ -54,7 +55,8 @@ def rows(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
                            str(result.get("policy", "")), str(result.get("rule", "")), str(result.get("result", "")),
                            str((result.get("properties") or {}).get("mode", "")),
                            " ".join(str(result.get("message", "")).split()),
-                           str(result.get("severity", "")), str(result.get("category", ""))))
+                           str(result.get("severity", "")), str(result.get("category", "")),
+                           str((result.get("properties") or {}).get("policyKind", ""))))
     out.sort(key=lambda r: (ORDER.get(r.result, 9), r.namespace, r.kind, r.name, r.policy, r.rule))
     return out
 
