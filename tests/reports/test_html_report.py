@@ -66,7 +66,7 @@ async def test_summaries_filters_search_and_sorting(report_file, tmp_path):
         assert ["ml-team", "2", "1", "1", "1", "", ""] in by_ns
 
         await page.choose("f-result", "fail")
-        assert sorted(await visible(page)) == [f"fail profile-quota jdoe train", f"fail require-labels ml-team {LONG}"]
+        assert sorted(await visible(page)) == ["fail profile-quota jdoe train", f"fail require-labels ml-team {LONG}"]
         assert await page.js("document.getElementById('shown').textContent") == "2"
         await page.choose("f-namespace", "ml-team")
         assert await visible(page) == [f"fail require-labels ml-team {LONG}"]

@@ -9,7 +9,6 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from webhook.model.results import RuleResult
     from webhook.model.review import AdmissionRequest
     from webhook.model.verdict import Verdict
 
