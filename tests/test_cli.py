@@ -34,7 +34,7 @@ def test_serve_subprocess_answers_over_https(tmp_path):
     policies.mkdir()
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--cert-dir",
-                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port)],
+                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port), "--log-level", "debug"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         ca = tmp_path / "certs" / "ca.crt"
@@ -91,7 +91,7 @@ def test_apply_admits_and_prints_only_yaml(tmp_path, test_kinds, capsys):
     policies.mkdir()
     write(policies / "a.yaml", ADD_ZONE)
     manifest = write(tmp_path / "pod.yaml", yaml.safe_dump(pod("a", labels={"team": "x"})))
-    assert main(["apply", "--policies", str(policies), str(manifest)]) == 0
+    assert main(["apply", "--detailed-results", "--policies", str(policies), str(manifest)]) == 0
     out, err = capsys.readouterr()
     (doc,) = list(yaml.safe_load_all(out))
     assert doc["metadata"]["labels"] == {"team": "x", "example.org/zone~a": "b"}

@@ -56,6 +56,7 @@ class Settings:
     live: LiveSettings | None = None  # set: live cluster mode (informers, API writes) instead of standalone
     client_ca: Path | None = None  # set: clients must present a certificate this CA signed
     limits: ServerLimits = field(default_factory=ServerLimits)
+    force_audit: bool = False  # every policy takes its audit action (the chart's auditOnly)
 
 
 class PolicyLoadFailed(Exception):
@@ -92,17 +93,20 @@ class Quartermaster:
         metrics = Metrics()
         store = PolicyStore()
         ledgers = ledgers if ledgers is not None else ReservationLedgers()
-        loader = PolicyLoader(registry if registry is not None else build_registry(ledgers), CelCompiler())
-        source = DirectoryPolicySource(settings.policies, loader, store, metrics)
+        registry = registry if registry is not None else build_registry(ledgers)
+        loader = PolicyLoader(registry, CelCompiler())
         live = None
         if settings.live is not None and state is None:
             from webhook.kube.runtime import LiveRuntime  # standalone never loads the kubernetes client
 
-            live = LiveRuntime(settings.live, metrics)
+            live = LiveRuntime(settings.live, metrics, known_policy_kind=lambda av, k: registry.owner(av, k) is not None)
             state = live.state
+        # live mode: policy objects of the cluster load beside the directory (files win on conflicts)
+        source = DirectoryPolicySource(settings.policies, loader, store, metrics,
+                                       objects=live.policy_objects if live is not None else None)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
         sink: ResultSink = live.writer if live is not None else MemoryResultSink()
-        engine = AdmissionEngine(store, state, sink, on_deleted=ledgers.release_deleted)
+        engine = AdmissionEngine(store, state, sink, on_deleted=ledgers.release_deleted, force_audit=settings.force_audit)
         if live is not None:
             live.attach(store, QuotaPolicyLimits(store, state))
         return cls(settings, state, store, source, engine, metrics, Tracing(), sink, ledgers, live)

@@ -13,22 +13,26 @@ from typing import TextIO
 
 import yaml
 
-from webhook.families.kyverno.convert import convert_document
+from webhook.commandline import add_command
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_convert_command(commands: argparse._SubParsersAction) -> None:
-    convert = commands.add_parser(
-        "convert", help="convert Kyverno ClusterPolicies to ValidatingPolicy/MutatingPolicy",
-        description="Print the policies.kyverno.io/v1 ValidatingPolicy/MutatingPolicy equivalent of each rule of "
-                    "kyverno.io ClusterPolicy/Policy documents where a faithful translation exists; rules that "
-                    "have none are listed on standard error with the reason. Exit 0 all converted, 1 some not, "
-                    "2 unreadable input.")
+    convert = add_command(
+        commands, "convert", "convert Kyverno ClusterPolicies to ValidatingPolicy/MutatingPolicy",
+        "Print the policies.kyverno.io/v1 ValidatingPolicy/MutatingPolicy equivalent of each rule of kyverno.io\n"
+        "ClusterPolicy/Policy documents where a faithful translation exists; rules that have none are listed on\n"
+        "standard error with the reason. Exit 0 all converted, 1 some not, 2 unreadable input.",
+        ["quartermaster convert team-policies/disallow-latest-tag.yaml > disallow-latest-tag-vpol.yaml",
+         "kubectl get clusterpolicy require-labels -o yaml | quartermaster convert -"],
+        run_convert)
     convert.add_argument("files", nargs="+", metavar="FILE", help="policy files ('-' reads standard input)")
 
 
 def run_convert(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    from webhook.families.kyverno.convert import convert_document  # the Kyverno family only when converting
+
     converted, refused = [], []
     for name in args.files:
         try:

@@ -56,6 +56,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "network-policy": {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"],
                                          "extraFrom": [{"namespaceSelector": {"matchLabels": {
                                              "kubernetes.io/metadata.name": "monitoring"}}}]}},
+    "existing-configmap": {"policies": {"existingConfigMap": "platform-policies-from-git"}},
+    "grafana-dashboard": {"grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Platform"}}},
 }
 
 

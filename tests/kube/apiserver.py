@@ -217,6 +217,8 @@ class FakeApiServer:
         namespace = ""
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if len(rest) == 3 and rest[2] == "status":  # the status subresource: _handle patches status only
+            rest = rest[:2]
         if len(rest) not in (1, 2):
             return None
         return (group, version, rest[0]), namespace, rest[1] if len(rest) == 2 else ""
@@ -244,6 +246,10 @@ class FakeApiServer:
                 return await stream_watch(self, request, gvr, namespace, query)
             return self._list(gvr, namespace, query)
         body = await request.json() if request.method in ("POST", "PUT", "PATCH") else None
+        if request.path.endswith("/status") and request.method == "PATCH":
+            if request.content_type != "application/merge-patch+json":
+                return web.json_response(status(415, "UnsupportedMediaType", request.content_type), status=415)
+            body = {"status": (body or {}).get("status")}  # a status write changes nothing else
         handler = {"GET": self._read, "POST": self._create, "PUT": self._replace, "PATCH": self._patch,
                    "DELETE": self._delete}.get(request.method)
         if handler is None:

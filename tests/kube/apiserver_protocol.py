@@ -23,6 +23,14 @@ RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
     ("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports"): ("ClusterPolicyReport", False),
     ("events.k8s.io", "v1", "events"): ("Event", True),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
+    # policy kinds kept as objects (webhook/kube/policy_objects.py); their status is a subresource
+    ("quartermaster.dev", "v1alpha1", "profilequotas"): ("ProfileQuota", False),
+    ("quartermaster.dev", "v1alpha1", "notebookinjections"): ("NotebookInjection", False),
+    ("quartermaster.dev", "v1alpha1", "deviceclaimrewrites"): ("DeviceClaimRewrite", False),
+    ("kyverno.io", "v1", "clusterpolicies"): ("ClusterPolicy", False),
+    ("kyverno.io", "v1", "policies"): ("Policy", True),
+    ("policies.kyverno.io", "v1", "validatingpolicies"): ("ValidatingPolicy", False),
+    ("policies.kyverno.io", "v1", "mutatingpolicies"): ("MutatingPolicy", False),
 }
 TOKEN = "test-token"
 

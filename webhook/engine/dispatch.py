@@ -68,7 +68,8 @@ def _broken(policy: CompiledPolicy) -> RuleResult:
 class AdmissionEngine:
     def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
                  on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None,
-                 on_deleted: Callable[[ObjectKey], Any] | None = None) -> None:
+                 on_deleted: Callable[[ObjectKey], Any] | None = None, force_audit: bool = False) -> None:
+        self.force_audit = force_audit  # serve --force-audit: every failure is reported and warned, none blocks
         self.store = store
         self.state = state
         self.sink = sink
@@ -77,10 +78,10 @@ class AdmissionEngine:
         self.on_deleted = on_deleted
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
-    def _context(self, request: AdmissionRequest) -> EvalContext:
+    def _context(self, request: AdmissionRequest, background: bool = False) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
         return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
-                           request=request)
+                           request=request, background=background)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
                  ctx: EvalContext, out: _Collected, synced: bool = True) -> bool:
@@ -152,7 +153,7 @@ class AdmissionEngine:
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
-        ctx = self._context(request)
+        ctx = self._context(request, background)
         synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
         for policy in policies:
@@ -220,6 +221,8 @@ class AdmissionEngine:
     # --- verdict -----------------------------------------------------------------------------------
     def _verdict(self, request: AdmissionRequest, out: _Collected) -> Verdict:
         results = tuple(out.results)
+        if self.force_audit:
+            results = tuple(replace(r, action=Action.AUDIT) if r.blocks else r for r in results)
         self._report(request, results)
         return verdict_of(results, out.warnings)
 

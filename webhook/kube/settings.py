@@ -57,6 +57,8 @@ class LiveSettings:
     backstop: bool = True
     backstop_name: str = "quartermaster-profile-quota"
     backstop_interval: float = 60.0
+    # API groups whose policy kinds are read as cluster objects (Kyverno's only when Kyverno does not run)
+    policy_object_groups: tuple[str, ...] = ("quartermaster.dev",)
 
     @property
     def who(self) -> str:
@@ -69,5 +71,7 @@ class LiveSetupError(Exception):
 
 def live_settings(args: Any, namespace: str) -> LiveSettings:
     """From `serve`'s arguments: --kubeconfig/--in-cluster, --scan-interval, --no-quota-backstop."""
+    groups = tuple(g for g in str(getattr(args, "policy_objects", "quartermaster.dev")).split(",") if g and g != "none")
     return LiveSettings(kubeconfig=args.kubeconfig, in_cluster=bool(args.in_cluster), namespace=namespace,
-                        scan_interval=float(args.scan_interval), backstop=not args.no_quota_backstop)
+                        scan_interval=float(args.scan_interval), backstop=not args.no_quota_backstop,
+                        policy_object_groups=groups)

@@ -60,6 +60,14 @@ class RuleResult:
         """A failure that is let through: the user gets a warning, the platform team a report entry."""
         return self.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.WARN) and not self.blocks
 
+    # a short form of the message for the warning kubectl prints (under 120 characters with the policy
+    # name); the message keeps the whole text for denials, reports and logs
+    summary: str = ""
+
+    @property
+    def warning(self) -> str:
+        return f"{self.policy.qualified_name}: {self.summary or self.message}"
+
 
 def passed(policy: PolicyId, rule: str, message: str = "") -> RuleResult:
     return RuleResult(policy, rule, Outcome.PASS, message)

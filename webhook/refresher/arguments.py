@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from webhook.commandline import add_command
+
 
 def _duration(text: str) -> float:
     """`300`, `300s`, `5m` or `1h` as seconds."""
@@ -20,12 +22,16 @@ def _duration(text: str) -> float:
 
 
 def add_token_refresher_command(commands: argparse._SubParsersAction) -> None:
-    refresher = commands.add_parser(
-        "token-refresher", help="keep an OIDC access token fresh in a file (the notebook sidecar)",
-        description="Refresh an OIDC access token ahead of its expiry with the refresh-token grant (and, with "
-                    "--audience, RFC 8693 token exchange) and write it for EOS as 'oauth2:<token>:<oauth-url>', "
-                    "mode 0600, owned by the running uid, replaced atomically. The credentials directory holds "
-                    "client_id, client_secret (absent for a public client) and refresh_token, as a mounted Secret.")
+    refresher = add_command(
+        commands, "token-refresher", "keep an OIDC access token fresh in a file (the notebook sidecar)",
+        "Refresh an OIDC access token ahead of its expiry with the refresh-token grant (and, with --audience,\n"
+        "RFC 8693 token exchange) and write it for EOS as 'oauth2:<token>:<oauth-url>', mode 0600, owned by the\n"
+        "running uid, replaced atomically. The credentials directory holds client_id, client_secret (absent for\n"
+        "a public client) and refresh_token, as a mounted Secret.",
+        ["quartermaster token-refresher --credentials-dir /var/run/secrets/oidc --token-file /var/run/eos/token \\",
+         "    --issuer https://auth.example.org/realms/platform",
+         "quartermaster token-refresher --credentials-dir creds --token-file token --issuer https://idp --audience eos"],
+        _run)
     refresher.add_argument("--credentials-dir", type=Path, required=True, help="directory with client_id, client_secret, refresh_token")
     refresher.add_argument("--token-file", type=Path, required=True, help="file to write the token into")
     refresher.add_argument("--issuer", required=True, help="OIDC issuer URL (discovery at <issuer>/.well-known/openid-configuration)")
@@ -44,4 +50,11 @@ def add_token_refresher_command(commands: argparse._SubParsersAction) -> None:
     refresher.add_argument("--metrics-address", default="0.0.0.0:9464",
                            help="host:port for /metrics, /healthz and /readyz; empty disables (default: 0.0.0.0:9464)")
     refresher.add_argument("--timeout", type=_duration, default=10.0, help="timeout of one IdP request (default: 10s)")
-    refresher.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    refresher.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                           help="log verbosity (default: info)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from webhook.refresher.main import run_token_refresher  # the OAuth client only for the sidecar
+
+    return run_token_refresher(args)

@@ -17,6 +17,7 @@ from webhook.model.cluster import ClusterState
 from webhook.model.errors import MalformedReview
 from webhook.model.review import AdmissionRequest, encode_response, parse_review
 from webhook.model.verdict import Verdict
+from webhook.observability.logs import log_admission
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
@@ -84,11 +85,8 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         seconds = time.perf_counter() - started
         outcome = "allowed" if verdict.allowed else "denied"
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
-        for result in verdict.results:
-            services.metrics.rule_result(result.policy.qualified_name, result.rule, result.outcome.value, result.policy.kind)
-        log.info("%s %s", endpoint, outcome, extra={
-            "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace, "object_name": request.object_name,
-            "operation": request.operation, "verdict": outcome, "duration_ms": round(seconds * 1000, 2), "endpoint": endpoint})
+        services.metrics.rule_results(request, verdict.results)
+        log_admission(log, endpoint, request, verdict, seconds)
         return web.json_response(encode_response(request.uid, verdict), dumps=lambda o: json.dumps(o, separators=(",", ":")))
 
     return handle

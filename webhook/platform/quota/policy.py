@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
@@ -19,7 +19,8 @@ from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
-from webhook.platform.quota.check import Decision, Subject, decide
+from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide
+from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
 from webhook.platform.quota.limits import resolve_limits
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
@@ -29,8 +30,9 @@ from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 from webhook.state.ledger import ReservationLedger, ReservationLedgers
 
-# templates too: creating one that pending pods already reference charges those pods
-KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE})
+# templates too: creating one that pending pods already reference charges those pods; controllers are
+# checked (never charged) so that a pod template that can never fit is refused up front
+KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE}) | CONTROLLER_KINDS
 OPERATIONS = frozenset({"CREATE", "UPDATE"})
 
 
@@ -71,14 +73,24 @@ class ProfileQuotaPolicy(Battery):
         problem = out_of_range(subject.kind, full)
         if problem is not None:
             return ValidationOutcome((failed(self.id, "quantities", problem, self.action),))
+        if subject.kind in CONTROLLER_KINDS:
+            view = ProfileObjects.read(ctx.state, request.namespace)
+            outcomes = await asyncio.to_thread(judge_controller, self.settings, limits, view, subject.kind, subject.name,
+                                               full)
+            return ValidationOutcome(self._outcome_results(outcomes), limits.notes)
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
         async with ledger.lock(request.namespace):
             view = ProfileObjects.read(ctx.state, request.namespace, ledger.pending(request.namespace, ctx.state))
+            whole = None
+            if ctx.background and view.get(subject.kind, subject.name) is not None:
+                # a scan re-checks what exists: judged against older objects only, so the excess of an
+                # over-quota profile is blamed once, on the newest objects, not on every object in turn
+                whole, view = view, view.created_before(subject.kind, subject.name)
             before = view if request.operation == "UPDATE" and previous is None else \
                 view.with_object(subject.kind, subject.name, previous)
             after = view.with_object(subject.kind, subject.name, full)
-            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject)
+            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
             rollbacks = ()
             admitted = not decision.exceeded or self.action is Action.AUDIT
             if admitted and decision.adds and not ctx.dry_run:
@@ -93,8 +105,11 @@ class ProfileQuotaPolicy(Battery):
         return unknown_message(names, "spec.gpus") if names else ""
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
-        return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)
-                     for o in decision.outcomes)
+        return self._outcome_results(decision.outcomes)
+
+    def _outcome_results(self, outcomes: tuple[RuleOutcome, ...]) -> tuple[RuleResult, ...]:
+        return tuple(replace(failed(self.id, o.rule, o.message, self.action), summary=o.summary) if o.exceeded
+                     else passed(self.id, o.rule, o.message) for o in outcomes)
 
 
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
