@@ -255,3 +255,22 @@ async def test_generating_policy_templates_interpolate_cel_placeholders():
     assert config["metadata"]["labels"]["team"] == "ml"
     assert config["data"] == {"note": "kept (( literal ))"}
     assert_valid_k8s(config)
+
+
+@pytest.mark.parametrize("path,value", [
+    (("spec", "validations"), 3), (("spec", "evaluation"), True), (("spec", "matchConstraints", "resourceRules"), True),
+    (("spec", "variables"), {"a": 1}), (("metadata", "annotations"), [1]),
+    (("spec", "matchConstraints", "resourceRules", 0, "operations"), "CREATE"),
+])
+def test_a_malformed_document_is_a_policy_error_naming_the_problem(path, value):
+    doc = yaml.safe_load(VPOL.split("---")[0])
+    node = doc
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    result = CelFamily().compile([Document("p.yaml", 0, doc, None)], CompileEnv(CEL))
+    if path[0] == "metadata":
+        assert not result.errors and result.policies[0].annotations == {}
+        return
+    [policy] = result.policies
+    assert policy.error and "p.yaml#0 spec" in policy.error
