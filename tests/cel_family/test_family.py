@@ -274,3 +274,40 @@ def test_a_malformed_document_is_a_policy_error_naming_the_problem(path, value):
         return
     [policy] = result.policies
     assert policy.error and "p.yaml#0 spec" in policy.error
+
+
+REINVOKED = """\
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: copy-tier}
+spec:
+  reinvocationPolicy: {policy}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: has-tier, expression: "has(object.metadata.labels) && 'tier' in object.metadata.labels"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{annotations: {"tier": object.metadata.labels.tier}}}'
+---
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: set-tier}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"tier": "gold"}}}'
+"""
+
+
+@pytest.mark.parametrize("policy,annotated", [("IfNeeded", True), ("Never", False)])
+async def test_reinvocation_if_needed_runs_a_policy_again_after_later_changes(policy, annotated):
+    result = await admit_offline(engine(REINVOKED.replace("{policy}", policy)), pod())
+    assert result.object["metadata"]["labels"]["tier"] == "gold"
+    assert ("tier" in (result.object["metadata"].get("annotations") or {})) is annotated
