@@ -56,11 +56,13 @@ class PolicyLoader:
         self.registry = registry
         self.env = CompileEnv(cel=cel)
 
-    def load(self, root: Path) -> LoadResult:
+    def load(self, root: Path, extra: Sequence[Document] = ()) -> LoadResult:
+        """`extra`: documents from elsewhere (policy objects of the cluster), loaded after the files."""
         if not root.exists():
             err = PolicyLoadError(str(root), 0, None, "", "policy path does not exist")
             return LoadResult((), (err,), ())
         gathered = self._read(root)
+        gathered.documents.extend(extra)
         policies, errors = self.compile_documents(gathered.documents)
         return LoadResult(policies, tuple(gathered.errors) + errors, tuple(gathered.files))
 
