@@ -255,3 +255,59 @@ async def test_generating_policy_templates_interpolate_cel_placeholders():
     assert config["metadata"]["labels"]["team"] == "ml"
     assert config["data"] == {"note": "kept (( literal ))"}
     assert_valid_k8s(config)
+
+
+@pytest.mark.parametrize("path,value", [
+    (("spec", "validations"), 3), (("spec", "evaluation"), True), (("spec", "matchConstraints", "resourceRules"), True),
+    (("spec", "variables"), {"a": 1}), (("metadata", "annotations"), [1]),
+    (("spec", "matchConstraints", "resourceRules", 0, "operations"), "CREATE"),
+])
+def test_a_malformed_document_is_a_policy_error_naming_the_problem(path, value):
+    doc = yaml.safe_load(VPOL.split("---")[0])
+    node = doc
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    result = CelFamily().compile([Document("p.yaml", 0, doc, None)], CompileEnv(CEL))
+    if path[0] == "metadata":
+        assert not result.errors and result.policies[0].annotations == {}
+        return
+    [policy] = result.policies
+    assert policy.error and "p.yaml#0 spec" in policy.error
+
+
+REINVOKED = """\
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: copy-tier}
+spec:
+  reinvocationPolicy: {policy}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+  - {name: has-tier, expression: "has(object.metadata.labels) && 'tier' in object.metadata.labels"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{annotations: {"tier": object.metadata.labels.tier}}}'
+---
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: set-tier}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"tier": "gold"}}}'
+"""
+
+
+@pytest.mark.parametrize("policy,annotated", [("IfNeeded", True), ("Never", False)])
+async def test_reinvocation_if_needed_runs_a_policy_again_after_later_changes(policy, annotated):
+    result = await admit_offline(engine(REINVOKED.replace("{policy}", policy)), pod())
+    assert result.object["metadata"]["labels"]["tier"] == "gold"
+    assert ("tier" in (result.object["metadata"].get("annotations") or {})) is annotated

@@ -110,19 +110,17 @@ class AdmissionEngine:
         synced = bool(getattr(self.state, "synced", True))
         obj: dict[str, Any] = copy.deepcopy(dict(request.object))
         out = _Collected()
+        applied: list[tuple[CompiledPolicy, dict[str, Any]]] = []
         for policy in policies:
             if not self._applies(policy, request, obj, ctx, out, synced):
                 continue
-            try:
-                outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
-            except Exception as exc:
-                log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
-                out.results.append(_failure(policy, "mutate", exc))
-                continue
-            obj = dict(outcome.object)
-            out.results.extend(outcome.results)
-            out.warnings.extend(outcome.warnings)
-            out.creates.extend(outcome.creates)
+            obj = await self._mutate_with(policy, request, obj, ctx, out, deadline)
+            applied.append((policy, obj))
+        # reinvocationPolicy IfNeeded, as the API server does it: one more run for a policy whose
+        # output a later policy changed
+        for policy, after in applied:
+            if getattr(policy, "reinvoke", False) and after != obj and self._applies(policy, request, obj, ctx, out):
+                obj = await self._mutate_with(policy, request, obj, ctx, out, deadline)
         verdict = self._verdict(request, out)
         if not verdict.allowed:
             return MutateResult(verdict, request.object)
@@ -131,6 +129,21 @@ class AdmissionEngine:
             return MutateResult(failed_create, request.object)
         patch = tuple(jsonpatch.diff(request.object, obj))
         return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates))
+
+    async def _mutate_with(self, policy: CompiledPolicy, request: AdmissionRequest, obj: dict[str, Any],
+                           ctx: EvalContext, out: _Collected, deadline: float) -> dict[str, Any]:
+        """One mutating policy on the object so far; a failure is a result and leaves the object as it was."""
+        loop = asyncio.get_running_loop()
+        try:
+            outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
+        except Exception as exc:
+            log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
+            out.results.append(_failure(policy, "mutate", exc))
+            return obj
+        out.results.extend(outcome.results)
+        out.warnings.extend(outcome.warnings)
+        out.creates.extend(outcome.creates)
+        return dict(outcome.object)
 
     async def _create(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
         if request.dry_run:

@@ -55,6 +55,9 @@ def read_suites(path: Path) -> list[Suite]:
             suites.append(_suite(path, index, doc))
         except SuiteError as exc:
             suites.append(Suite(path, path.parent.name, (), (), (), error=str(exc)))
+        except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong shape
+            suites.append(Suite(path, path.parent.name, (), (), (),
+                                error=f"{path} document {index}: malformed test suite ({type(exc).__name__}: {exc})"))
     return suites
 
 

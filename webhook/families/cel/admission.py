@@ -10,7 +10,7 @@ from webhook.cel import CelCompiler
 from webhook.families.cel import mutating, validating
 from webhook.families.cel.base import Variant, failure_policy, parse_match
 from webhook.families.cel.compile import _common, _failure_policy_or_fail, variants
-from webhook.families.cel.scope import CompileFailed
+from webhook.families.cel.scope import MALFORMED, CompileFailed, as_failure
 from webhook.families.cel.validating import Binding
 from webhook.model.policy import Phase
 from webhook.policy.documents import Document
@@ -49,7 +49,8 @@ def compile_vap(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
         found: tuple[Variant, ...] = variants(cel, spec, "admission", lambda s: validating.compile_body(cel, s, "admission"), None)
         return validating.ValidatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                     bindings=tuple(bindings), param_kind=_param_kind(spec))
-    except CompileFailed as exc:
+    except MALFORMED as exc:
+        exc = as_failure(exc)
         return validating.ValidatingAdmissionPolicy(**common, failure_policy=_failure_policy_or_fail(spec), error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
 
 
@@ -60,5 +61,6 @@ def compile_map(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
         found = variants(cel, spec, "admission", lambda s: mutating.compile_body(cel, s, "mutating"), None)
         return mutating.MutatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                 bindings=tuple(bindings), param_kind=_param_kind(spec))
-    except CompileFailed as exc:
+    except MALFORMED as exc:
+        exc = as_failure(exc)
         return mutating.MutatingAdmissionPolicy(**common, failure_policy=_failure_policy_or_fail(spec), error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")

@@ -135,6 +135,11 @@ class CelPolicy:
         return self.id.kind
 
     @property
+    def reinvoke(self) -> bool:
+        """reinvocationPolicy: IfNeeded (mutating kinds): run again if a later policy changed the object."""
+        return any(getattr(v.body, "reinvoke", False) for v in self.variants)
+
+    @property
     def excluded_when_unmatched(self) -> bool:
         """How the Kyverno CLI reports a resource this policy does not match (see testsuite.check)."""
         return any(not v.match.plain for v in self.variants)

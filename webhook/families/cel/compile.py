@@ -8,7 +8,7 @@ from webhook.cel import CelCompiler
 from webhook.families.cel import autogen, generating, mutating, validating
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
-from webhook.families.cel.scope import CompileFailed, Variables
+from webhook.families.cel.scope import MALFORMED, CompileFailed, Variables, as_failure
 from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.policy.documents import Document
 
@@ -44,7 +44,8 @@ def _common(doc: Document, phases: frozenset[Phase]) -> dict[str, Any]:
     data = doc.data
     meta = data.get("metadata") or {}
     return {"id": identity(doc), "source": SourceRef(doc.file, doc.index), "phases": phases,
-            "annotations": dict(meta.get("annotations") or {})}
+            "annotations": {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+            if isinstance(meta.get("annotations"), Mapping) else {}}
 
 
 def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Exception_]) -> CelPolicy:
@@ -71,7 +72,8 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
                    background=enabled(spec, "evaluation", "background", "enabled"),
                    admission=_admission(spec), timeout=timeout(spec), **extra)
-    except CompileFailed as exc:  # the failure policy still governs a broken policy, if it can be read
+    except MALFORMED as exc:  # the failure policy still governs a broken policy, if it can be read
+        exc = as_failure(exc)
         return cls(**common, failure_policy=_failure_policy_or_fail(spec),
                    error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
 
@@ -79,7 +81,7 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
 def _failure_policy_or_fail(spec: Any) -> FailurePolicy:
     try:
         return failure_policy(spec) if isinstance(spec, Mapping) else FailurePolicy.FAIL
-    except CompileFailed:
+    except MALFORMED:
         return FailurePolicy.FAIL
 
 

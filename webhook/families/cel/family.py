@@ -9,7 +9,7 @@ from typing import Sequence
 from webhook.families.cel.admission import compile_binding, compile_map, compile_vap
 from webhook.families.cel.base import Exception_
 from webhook.families.cel.compile import KYVERNO_GROUP, compile_exception, compile_kyverno
-from webhook.families.cel.scope import CompileFailed
+from webhook.families.cel.scope import MALFORMED, as_failure
 from webhook.families.cel.validating import Binding
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy
@@ -60,8 +60,9 @@ class CelFamily:
                 elif kind.endswith("Binding"):
                     policy, binding = compile_binding(doc, kind.startswith("Validating"))
                     bindings.setdefault((kind.removesuffix("Binding"), policy), []).append(binding)
-            except CompileFailed as exc:
-                errors.append(_load_error(doc, exc.field, exc.message))
+            except MALFORMED as exc:
+                failure = as_failure(exc)
+                errors.append(_load_error(doc, failure.field, failure.message))
         policies: list[CompiledPolicy] = []
         for doc in documents:
             kind, name = doc.data["kind"], doc.data["metadata"]["name"]

@@ -43,7 +43,10 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> MutateB
         patch_type = raw.get("patchType") if isinstance(raw, Mapping) else None
         if patch_type not in PATCH_TYPES:
             raise CompileFailed(f"{where}.patchType", f"must be one of {', '.join(PATCH_TYPES)}")
-        holder = raw.get("applyConfiguration" if patch_type == "ApplyConfiguration" else "jsonPatch") or {}
+        key = "applyConfiguration" if patch_type == "ApplyConfiguration" else "jsonPatch"
+        holder = raw.get(key) or {}
+        if not isinstance(holder, Mapping):
+            raise CompileFailed(f"{where}.{key}", "must be a mapping with an expression")
         mutations.append(Mutation(patch_type, compile_expr(cel, holder.get("expression"), f"{where}.expression", env)))
     if not mutations:
         raise CompileFailed("spec.mutations", "a mutating policy needs at least one mutation")

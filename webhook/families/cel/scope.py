@@ -25,6 +25,17 @@ class CompileFailed(Exception):
         self.message = message
 
 
+# what a document of the wrong shape raises while compiling (a string where a list belongs...)
+MALFORMED = (CompileFailed, TypeError, AttributeError, ValueError, KeyError)
+
+
+def as_failure(exc: Exception) -> CompileFailed:
+    """Any compile problem as a CompileFailed naming a field (`spec` when the shape was simply wrong)."""
+    if isinstance(exc, CompileFailed):
+        return exc
+    return CompileFailed("spec", f"malformed policy document ({type(exc).__name__}: {exc})")
+
+
 @dataclass(frozen=True)
 class Expr:
     field: str  # where it stands in the policy, for messages: spec.validations[0].expression
