@@ -82,8 +82,10 @@ class KyvernoCompiledPolicy:
             kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
             name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
         rule_values = (lambda rule: self._values(ctx, request, rule)) if hasattr(ctx.lookups, "values_for") else None
+        foreach_for = getattr(ctx.lookups, "foreach_values_for", None)
+        rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
         env = RuleEnv(lookups=ctx.lookups, overrides=values, cel=self.cel, namespace_object=ctx.namespace,
-                      rule_values=rule_values)
+                      rule_values=rule_values, rule_foreach_values=rule_foreach)
         return data, env
 
     def _values(self, ctx: EvalContext, request: AdmissionRequest, rule: str) -> Mapping[str, Any]:
