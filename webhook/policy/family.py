@@ -51,15 +51,16 @@ class PolicyFamily(Protocol):
         """Sees all of its documents at once (in load order), schema-checked when its kind has a schema."""
 
 
-_CHECKED: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
 
 
 def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
-    """Checking a schema costs ~0.1 s; family schemas are module constants, so check each once per process."""
-    cached = _CHECKED.get(id(schema))
+    """Checking a schema costs ~0.1 s; kinds' schemas are module constants, so check each once per process
+    (`test` builds a registry per suite)."""
+    cached = _VALIDATORS.get(id(schema))
     if cached is None or cached[0] is not schema:
         Draft202012Validator.check_schema(schema)
-        cached = _CHECKED[id(schema)] = (schema, Draft202012Validator(schema))
+        cached = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
     return cached[1]
 
 

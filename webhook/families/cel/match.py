@@ -87,7 +87,8 @@ class ResourceRule:
         return bool(generate_name) and any(generate_name.startswith(n) for n in self.names)
 
     def matches(self, request: AdmissionRequest, equivalent: bool) -> bool:
-        group, version, resource = request.kind.group, request.kind.version, request.resource
+        gvr = request.gvr  # rules match the resource as the API server names it (group/version of the request)
+        group, version, resource = gvr.group, gvr.version, gvr.resource
         if not any(op in ("*", request.operation) for op in self.operations):
             return False
         if not any(g in ("*", group) for g in self.groups):
@@ -150,7 +151,7 @@ class MatchResources:
     def _object_ok(self, request: AdmissionRequest, obj: Mapping[str, Any] | None) -> bool:
         if self.object_selector.everything:
             return True
-        candidates = [o for o in (obj, request.old_object) if o is not None]
+        candidates = [o for o in (obj if obj is not None else request.object, request.old_object) if o is not None]
         return any(self.object_selector.matches((o.get("metadata") or {}).get("labels") or {}) for o in candidates)
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, namespace: Mapping[str, Any] | None) -> bool:
