@@ -92,6 +92,20 @@ class SuiteLookups:
             raise LookupRefused(f"image data for {ref}: not in the test's context")
         return found
 
+    def foreach_values_for(self, policy: str, rule: str) -> Mapping[str, list[Any]]:
+        """Kyverno CLI `foreachValues` of a rule: per context entry, one value per foreach element."""
+        if self.suite is None:
+            return {}
+        found: dict[str, list[Any]] = {}
+        for entry in self.suite.values.policies:
+            entry = fold(entry)
+            if entry.get("name") == policy:
+                for rule_entry in entry.get("rules") or []:
+                    rule_entry = fold(rule_entry)
+                    if rule_entry.get("name") == rule:
+                        found.update({str(k): list(v or []) for k, v in (rule_entry.get("foreachvalues") or {}).items()})
+        return found
+
     def values_for(self, policy: str, resource: str, rule: str = "") -> Mapping[str, Any]:
         """Kyverno CLI values for one policy and resource: globalValues, the rule's values (when a rule is
         named), then the policy's resource values."""

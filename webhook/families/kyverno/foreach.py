@@ -49,7 +49,7 @@ def validate_foreach(name: str, entries: list, ctx: Context, env: RuleEnv, resou
             scoped = entry.get("elementScope", True) is not False
             target = element if scoped and isinstance(element, dict) else resource
             spec = {**entry, "message": message} if message else entry
-            outcome = run_validator(name, spec, element_context(ctx, element, index, nesting), env,
+            outcome = run_validator(name, spec, element_context(ctx, element, index, nesting), env.for_element(index),
                                     target, element, nesting + 1)
             if outcome is None or outcome.status == SKIP:
                 continue
@@ -80,7 +80,7 @@ def mutate_foreach(entries: list, ctx: Context, env: RuleEnv, resource: dict, ne
         order = range(len(elements) - 1, -1, -1) if entry.get("order") == "Descending" else range(len(elements))
         for index in order:
             element = elements[index]
-            resource, failure = _mutate_element(entry, ctx, env, resource, element, index, nesting)
+            resource, failure = _mutate_element(entry, ctx, env.for_element(index), resource, element, index, nesting)
             if failure is not None:
                 return resource, failure
     return resource, None

@@ -71,8 +71,7 @@ class KyvernoCompiledPolicy:
         values = dict(self._values(ctx, request, ""))
         operation = str(values.pop("request.operation", "") or request.operation).upper()
         user = request.user
-        roles, cluster_roles = roles_of(user.username, user.groups, request.namespace, ctx.lookups) \
-            if self.uses_roles else ((), ())
+        roles, cluster_roles = self._roles(request, ctx) if self.uses_roles else ((), ())
         kind = request.kind
         data = RequestData(
             operation=operation, object=None if operation == "DELETE" else obj,
@@ -82,9 +81,18 @@ class KyvernoCompiledPolicy:
             kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
             name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
         rule_values = (lambda rule: self._values(ctx, request, rule)) if hasattr(ctx.lookups, "values_for") else None
+        foreach_for = getattr(ctx.lookups, "foreach_values_for", None)
+        rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
         env = RuleEnv(lookups=ctx.lookups, overrides=values, cel=self.cel, namespace_object=ctx.namespace,
-                      rule_values=rule_values)
+                      rule_values=rule_values, rule_foreach_values=rule_foreach)
         return data, env
+
+    def _roles(self, request: AdmissionRequest, ctx: EvalContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """A test's userinfo names the roles outright; otherwise they come from the RBAC bindings in the state."""
+        given = getattr(ctx.lookups, "request_info", None)
+        if given and (given.get("roles") or given.get("clusterRoles")):
+            return tuple(given.get("roles") or ()), tuple(given.get("clusterRoles") or ())
+        return roles_of(request.user.username, tuple(request.user.groups), request.namespace, ctx.lookups)
 
     def _values(self, ctx: EvalContext, request: AdmissionRequest, rule: str) -> Mapping[str, Any]:
         values_for = getattr(ctx.lookups, "values_for", None)
