@@ -47,7 +47,7 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument("--port", type=port, default=8443, help="HTTPS port, 1-65535 (default: 8443)")
     serve.add_argument("--namespace", default=None,
                        help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
-    serve.add_argument("--client-ca", type=existing_path, default=None, metavar="FILE",
+    serve.add_argument("--client-ca", type=Path, default=None, metavar="FILE",
                        help="require client certificates signed by this CA (the API server's webhook client certificate)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                        help="debug adds each admission and each policy's decision (default: info)")

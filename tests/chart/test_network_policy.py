@@ -37,13 +37,13 @@ def test_admits_only_the_api_server_on_the_webhook_port():
 
 
 def test_client_auth_mounts_the_ca_and_passes_it_to_serve():
-    from webhook.cli import _parser
+    from webhook.cli import build_parser
 
     deployment = render(VARIANTS["client-auth"]).one("Deployment")
     validate_object(deployment)
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    args = _parser().parse_args(container["args"])
+    args = build_parser().parse_args(container["args"])
     assert str(args.client_ca) == "/etc/quartermaster/client-ca/ca.crt"
     mount = next(m for m in container["volumeMounts"] if m["name"] == "client-ca")
     volume = next(v for v in pod["volumes"] if v["name"] == "client-ca")

@@ -87,7 +87,8 @@ def test_policy_objects_are_read_and_marked_for_the_groups_asked():
 
     found, args = rules()
     assert {"apiGroups": ["quartermaster.dev"], "resources": ["deviceclaimrewrites/status", "notebookinjections/status",
-                                                              "profilequotas/status"], "verbs": ["patch"]} in found
+                                                              "profilequotas/status", "queueassignments/status"],
+            "verbs": ["patch"]} in found
     assert "--policy-objects=quartermaster.dev" in args
     assert build_parser().parse_args(["serve", *[a for a in args if a != "serve"]]).policy_objects == "quartermaster.dev"
     found, args = rules({"live": {"policyObjectGroups": ["quartermaster.dev", "kyverno.io"]}})
