@@ -135,3 +135,8 @@ def test_apply_missing_file_and_bad_policies(tmp_path, test_kinds, capsys):
     manifest = write(tmp_path / "pod.yaml", yaml.safe_dump(pod()))
     assert main(["apply", "--policies", str(policies), str(manifest)]) == 2
     assert "r.yaml:7: document 0 field spec.extra" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_missing_client_ca(tmp_path, capsys):
+    assert main(["serve", "--client-ca", str(tmp_path / "none.crt"), "--policies", str(tmp_path)]) == 2
+    assert "--client-ca" in capsys.readouterr().err

@@ -184,6 +184,9 @@ def _serve(args: argparse.Namespace) -> int:
         args.parser.error(f"argument --policies: {args.policies}: no such file or directory")
     configure_logging(args.log_level)
     log = logging.getLogger("quartermaster")
+    if args.client_ca is not None and not args.client_ca.is_file():
+        print(f"quartermaster: --client-ca {args.client_ca}: no such file", file=sys.stderr)
+        return EXIT_BAD_INPUT
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
                         force_audit=args.force_audit, client_ca=args.client_ca, **({"namespace": args.namespace} if args.namespace else {}))
     if args.force_audit:

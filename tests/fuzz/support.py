@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tests.platform.quota_builders import claim, claim_spec, device_request, pod, pvc, template
 from tests.support import REPO, load_yaml, review, running_server
+from webhook.server.limits import ServerLimits
 
 SEND_TIMEOUT = 30.0  # a batch that takes longer than this is a hang
 
@@ -172,7 +173,8 @@ def start_threaded(policies: Path, state: Path, tmp_path: Path, connections: int
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="fuzz-server", daemon=True)
     thread.start()
-    context = running_server(policies, tmp_path, state=state)
+    # no pause before refusals: the fuzz sends thousands of malformed reviews on purpose
+    context = running_server(policies, tmp_path, state=state, limits=ServerLimits(refusal_delay_seconds=0.0))
 
     async def enter() -> Any:
         server = await context.__aenter__()

@@ -45,11 +45,18 @@ def _annotated(c: dict[str, Any], pod_claim: str = "gpu") -> dict[str, Any]:
     return c
 
 
+def _extended(c: dict[str, Any]) -> dict[str, Any]:
+    c = copy.deepcopy(c)
+    c["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+    return c
+
+
 def rows() -> list[Row]:
     finished = _done(pod("finished", templates={"gpu": "tpl"}, uid=_uid(1)))
     running = pod("running", templates={"gpu": "tpl"}, uid=_uid(2))
     tpl = template("tpl", "jdoe", device_request(3))
     three = claim("c", "jdoe", device_request(3))
+    legacy = pod("legacy", gpus=2, uid=_uid(3))
     generated_for_finished = _annotated(_owned(three, finished))
     return [
         Row("legacy nvidia.com/gpu pod", (pod("p", gpus=2),), 2),
@@ -72,6 +79,14 @@ def rows() -> list[Row]:
         Row("8-GPU claim, three sharing pods and a 1-GPU pod (issue 13)",
             (claim("big", "jdoe", device_request(8)), *(pod(f"s{i}", claims={"gpu": "big"}) for i in range(3)),
              pod("one", gpus=1)), 9),
+        Row("KEP-5004 extended-resource claim of a running pod with 2 legacy GPUs",
+            (legacy, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy))), 2),
+        Row("extended-resource claim bigger than its pod's legacy GPUs",
+            (legacy, _extended(_owned(claim("x", "jdoe", device_request(6)), legacy))), 6),
+        Row("extended-resource claim naming a pod with the wrong uid",
+            (legacy, _extended(_owned(claim("x", "jdoe", device_request(3)), legacy, uid=_uid(98)))), 5),
+        Row("extended-resource claim of a pod, shared with another pod",
+            (legacy, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy)), pod("other", claims={"gpu": "x"})), 4),
         Row("claim with firstAvailable 1 or 4", (claim("f", "jdoe", first_available(device_request(1), device_request(4))),), 4),
         Row("claim with allocationMode All", (claim("all", "jdoe", device_request(None, mode="All")),), UNBOUNDED),
         Row("claim of a non-GPU device class", (claim("nic", "jdoe", device_request(4, device_class="nic.example.com")),), 0),

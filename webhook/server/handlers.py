@@ -77,6 +77,7 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         started = time.perf_counter()
         request = await decode(http)
         if isinstance(request, web.Response):
+            await asyncio.sleep(http.app[LIMITS].refusal_delay_seconds)  # a tarpit for floods of bad input
             return request
         budget = evaluation_budget(http.query.get("timeout"), DEFAULT_BUDGET)
         with services.tracing.span(f"admission.{endpoint}", uid=request.uid, kind=request.kind.kind,

@@ -22,5 +22,8 @@ class ServerLimits:
     max_connections: int = 1024
     # a body larger than this is decoded in a worker thread, so that the loop keeps answering probes
     thread_decode_bytes: int = 256 * 1024
+    # a refused request (400, 401, 408, 413) is answered after this pause: the API server never sends one, so
+    # this costs it nothing, while a client flooding malformed reviews down one connection is slowed to a trickle
+    refusal_delay_seconds: float = 0.05
     # how often the watchdog looks at connections, and the event-loop lag probe's period
     tick_seconds: float = 0.25

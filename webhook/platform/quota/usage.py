@@ -9,10 +9,9 @@ The counting model (docs/quota.md has it as a table):
   many pods share it, whatever its ownerReferences say. The one exception: a claim the resourceclaim
   controller generated for a pod the state knows (annotation resource.kubernetes.io/pod-claim-name naming
   one of that pod's template entries, controller ownerReference v1 Pod with the stored pod's uid) is
-  free once that pod is terminal and no other running pod uses it;
-- a claim the scheduler made for a pod's legacy extended resources (KEP-5004: annotated
-  resource.kubernetes.io/extended-resource-claim, controller ownerReference v1 Pod with the stored pod's uid)
-  is charged only what it holds beyond that pod's legacy limits, which the pod is charged already;
+  free once that pod is terminal and no other running pod uses it. A claim the scheduler made for a pod's
+  legacy extended resources (KEP-5004, same ownership checks) is charged only what it holds beyond the
+  GPUs its pod is charged for those resources;
 - a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
   allocated to it, if larger, so shrinking the request after an expansion frees nothing).
 """
@@ -203,29 +202,29 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
 
 
 # --- claims and volumes ----------------------------------------------------------------------------
+def _extended_resource_pod(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """KEP-5004: the stored pod the scheduler made this claim for (its legacy extended resources), or None."""
+    if str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() != "true":
+        return None
+    ref = _controller_pod(claim)
+    pod = objects.get(POD, str(ref.get("name", ""))) if ref is not None else None
+    return pod if pod is not None and _owned_by(claim, pod) else None
+
+
 def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
-    owner = generated_for(objects, claim)
-    if owner is not None and terminal(owner) and not any(
-            _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod)):
+    owner = generated_for(objects, claim) or _extended_resource_pod(objects, claim)
+    used_by_others = owner is not None and any(
+        _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod))
+    if owner is not None and terminal(owner) and not used_by_others:
         return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
     amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
-    pod = _extended_resource_pod(objects, claim)
-    if pod is not None and not amount.unbounded:
-        # the same GPUs as the pod's legacy limits, which the pod is charged: once, as the pod's; anything
-        # beyond them (a hand-made claim dressed up as the scheduler's) is still charged to the claim
-        excess = max(ZERO, amount.gpus - _legacy_gpus(pod, rules))
-        return Charge(RESOURCE_CLAIM, name, excess,
-                      notes=(f"the extended resources of pod {_meta(pod).get('name')}, charged to the pod",))
+    if owner is not None and not used_by_others and owner is _extended_resource_pod(objects, claim):
+        # the same GPUs as the pod's legacy limits, which the pod is charged: only what the claim holds beyond
+        # them is charged here, so a claim that merely looks like the scheduler's can never hide devices
+        covered = _legacy_gpus(owner, rules)
+        return Charge(RESOURCE_CLAIM, name, max(ZERO, amount.gpus - covered), amount.unbounded,
+                      notes=(f"the extended resources of pod {_meta(owner).get('name')}, charged to the pod",))
     return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
-
-
-def _extended_resource_pod(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The stored, running pod a KEP-5004 extended-resource claim was made for (uid-checked), or None."""
-    ref = _controller_pod(claim)
-    if ref is None or not _extended_resource_claim(claim):
-        return None
-    pod = objects.get(POD, str(ref.get("name", "")))
-    return pod if pod is not None and _owned_by(claim, pod) and not terminal(pod) else None
 
 
 def _extended_resource_claim(claim: Mapping[str, Any]) -> bool:
