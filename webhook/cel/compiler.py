@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from webhook.cel import dra, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext
+from webhook.cel.inline import bind_variables
 from webhook.cel.orvalue import rewrite_or_value
 
 MAX_EXPRESSION_LENGTH = 5000
@@ -27,6 +28,7 @@ BACKENDS = ("cel-expr-python", "cel-python")
 
 _backends: dict[str, Any] = {}
 _cache: dict[tuple[str, str, str], "CelProgram"] = {}
+_bound_cache: dict[tuple[str, str, str], "CelProgram | None"] = {}
 _lock = threading.Lock()  # policy reloads compile in a worker thread
 
 
@@ -118,6 +120,34 @@ class CelCompiler:
             if len(_cache) >= MAX_CACHED:
                 _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
             return _cache.setdefault(key, program)
+
+    def compile_bound(self, expression: str, bindings: Sequence[tuple[str, str]], env: str = "admission") -> CelProgram | None:
+        """`expression` with the variables it reads folded in (`bindings`: (name, expression) in evaluation
+        order; see webhook.cel.inline). None where that is not possible (the pure-Python backend has no
+        `cel.bind`); callers then evaluate the variables one by one. Each text passed the limits when it was
+        compiled on its own; the folded form is checked only by the runtime (its nesting limit)."""
+        if self.backend != "cel-expr-python":
+            return None
+        key = (self.backend, env, "\0".join([expression, *(f"{n}\0{t}" for n, t in bindings)]))
+        if key in _bound_cache:
+            return _bound_cache[key]
+        program = None
+        try:
+            spec = env_spec(env)
+            text = bind_variables(expression, bindings, spec.or_value_compat)
+            if text is not None and not spec.typed_device:
+                program = self._program(expression, text, source.tokenize(text), spec)
+        except (CelError, ValueError):
+            program = None
+        with _lock:
+            if len(_bound_cache) >= MAX_CACHED:
+                _bound_cache.pop(next(iter(_bound_cache)))
+            return _bound_cache.setdefault(key, program)
+
+    def _program(self, expression: str, text: str, tokens: list[Any], spec: EnvSpec) -> CelProgram:
+        text = source.rewrite_constructions(text, tokens) if spec.constructions else text
+        compiled = _backend(self.backend).compile(spec, text)
+        return CelProgram(expression, spec.name, self.backend, frozenset(), False, spec, compiled)
 
     def _compile(self, expression: str, env: str) -> CelProgram:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import CelCompiler, CelError
+from webhook.cel import Activation, CelCompiler, CelError
 from webhook.families.cel.match import MatchResources, MatchSpecError
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
@@ -156,11 +156,14 @@ class CelPolicy:
         return self.admission and self.variant_for(request, obj, ctx) is not None
 
     def scope(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext,
-              variant: Variant, extra: Mapping[str, Any] | None = None) -> Scope:
+              variant: Variant, extra: Mapping[str, Any] | None = None, share: bool = False) -> Scope:
+        """`share`: the values are not changed during the request (validation), so the policies of one
+        request can share one converted activation (see `shared_activation`)."""
         base = ctx.activation(obj) if ctx.request is not None else \
             admission_activation(request, request_variable(request), obj, ctx.namespace)
         base.update(extra or {})
-        return Scope(base, variant.variables, ctx.lookups, self.timeout)
+        sharing = (lambda values: shared_activation(ctx, values)) if share and ctx.request is not None else None
+        return Scope(base, variant.variables, ctx.lookups, self.timeout, sharing)
 
     def check_exceptions(self, scope: Scope) -> ExceptionOutcome:
         """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`."""
@@ -180,7 +183,30 @@ class CelPolicy:
             elif not exempt:
                 allowed["allowedImages"].extend(exception.images)
                 allowed["allowedValues"].extend(exception.allowed_values)
+        if not exempt and not allowed["allowedImages"] and not allowed["allowedValues"]:
+            return NO_EXCEPTIONS  # the same value for every policy: their activations can be shared
         return ExceptionOutcome(tuple(exempt), allowed)
+
+
+NO_EXCEPTIONS = ExceptionOutcome()
+_ACTIVATIONS = "cel-family.activations"  # this family's entry in the request's EvalContext cache
+
+
+def shared_activation(ctx: EvalContext, values: Mapping[str, Any]) -> Activation:
+    """One converted activation per request for the same values (the same objects: request.object, the
+    request variable, the namespace, the same `exceptions`/`params` values), whatever policy asks.
+
+    It lives in the EvalContext's per-request cache (built by the dispatcher for each request and phase),
+    under a key this family owns; the Activation keeps the values alive, so their ids stay theirs."""
+    cache = getattr(ctx, "_cache", None)
+    if not isinstance(cache, dict):
+        return Activation(dict(values))
+    by_values = cache.setdefault(_ACTIVATIONS, {})
+    key = tuple(sorted((name, id(value)) for name, value in values.items()))
+    found = by_values.get(key)
+    if found is None:
+        found = by_values[key] = Activation(dict(values))
+    return found
 
 
 def exception_message(exempt: Sequence[Exception_]) -> tuple[bool, str]:

@@ -9,10 +9,10 @@ as Kubernetes' lazy variable map behaves.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
-from webhook.cel import CelCompiler, CelError
+from webhook.cel import Activation, CelCompiler, CelError
 from webhook.model.lookups import Lookups
 
 ALL = "*"  # in Expr.refs: the expression reads `variables` as a whole
@@ -64,11 +64,31 @@ def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
 class Variables:
     order: tuple[str, ...]
     exprs: Mapping[str, Expr]
+    cel: CelCompiler | None = None
+    # id(expr) -> (expr, the expression with the variables it reads folded in, or None): see `folded`
+    _folded: dict[int, tuple[Expr, Any]] = field(default_factory=dict, compare=False, repr=False)
+
+    def folded(self, expr: Expr) -> Any:
+        """The program that evaluates `expr` on the shared activation alone: itself when it reads no
+        variable, else with its variables bound in place (webhook.cel.inline); None when it cannot be.
+        Built on first use and kept: a policy's expressions are fixed once compiled."""
+        found = self._folded.get(id(expr))
+        if found is None:
+            found = self._folded[id(expr)] = (expr, self._fold(expr))
+        return found[1]
+
+    def _fold(self, expr: Expr) -> Any:
+        needed = self.needed(expr.refs)
+        if not needed and ALL not in expr.refs:
+            return expr.program
+        if self.cel is None or ALL in expr.refs:
+            return None
+        return self.cel.compile_bound(expr.text, [(n, self.exprs[n].text) for n in needed], expr.program.env)
 
     @classmethod
     def compile(cls, cel: CelCompiler, raw: Any, field: str, env: str) -> "Variables":
         if raw is None:
-            return cls((), {})
+            return cls((), {}, cel)
         if not isinstance(raw, list):
             raise CompileFailed(field, "must be a list of {name, expression}")
         order, exprs = [], {}
@@ -80,7 +100,7 @@ class Variables:
                 raise CompileFailed(f"{field}[{i}].name", f"variable {name!r} is defined twice")
             exprs[name] = compile_expr(cel, item.get("expression"), f"{field}[{i}].expression", env)
             order.append(name)
-        return cls(tuple(order), exprs)
+        return cls(tuple(order), exprs, cel)
 
     def needed(self, refs: frozenset[str]) -> list[str]:
         """The variables `refs` reads, directly or through other variables, in definition order."""
@@ -103,7 +123,7 @@ class Scope:
     """One evaluation of one policy: the activation, the variables computed so far."""
 
     def __init__(self, base: Mapping[str, Any], variables: Variables, lookups: Lookups | None,
-                 budget: float | None = None) -> None:
+                 budget: float | None = None, share: Callable[[Mapping[str, Any]], Activation] | None = None) -> None:
         # webhookConfiguration.timeoutSeconds: every expression is bounded by the CEL engine's cost guard,
         # and no new one starts once the policy's own time is up
         self.deadline = time.monotonic() + budget if budget is not None else None
@@ -112,6 +132,36 @@ class Scope:
         self.lookups = lookups
         self._values: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
+        # the activation converted once and reused: `share` finds one for these values across the policies
+        # of a request (the values are the same objects); without it, one per scope
+        self._share = share
+        self._shared: Activation | None = None
+
+    def _activation(self) -> Activation:
+        if self._shared is None:
+            self._shared = self._share(self.base) if self._share is not None else Activation(dict(self.base))
+        return self._shared
+
+    def _fast(self, expr: Expr, generated: list[Any] | None) -> tuple[bool, Any]:
+        """(done, value): the expression on the shared activation, its variables folded in. Any failure
+        leaves it to the reference path (lazy variables one by one), which gives the same outcome and its
+        exact message."""
+        program = self.variables.folded(expr)
+        if program is None:
+            return False, None
+        collected: list[Any] | None = [] if generated is not None else None
+        try:
+            self._check_deadline(expr)
+            value = program.evaluate(self._activation(), self.lookups, generated=collected)
+        except Exception:
+            return False, None
+        if collected:
+            generated.extend(collected)  # type: ignore[union-attr]
+        return True, value
+
+    def _check_deadline(self, expr: Expr) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise CelError(f"{expr.field}: not evaluated, the policy used up its timeoutSeconds budget")
 
     def _variable(self, name: str) -> None:
         if name in self._values or name in self._errors:
@@ -128,8 +178,7 @@ class Scope:
         return {n: self._values[n] for n in names if n in self._values}
 
     def _run(self, expr: Expr, variables: Mapping[str, Any], generated: list[Any] | None = None) -> Any:
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise CelError(f"{expr.field}: not evaluated, the policy used up its timeoutSeconds budget")
+        self._check_deadline(expr)
         activation = {**self.base, "variables": dict(variables)}
         try:
             return expr.program.evaluate(activation, self.lookups, generated=generated)
@@ -140,6 +189,9 @@ class Scope:
 
     def evaluate(self, expr: Expr, generated: list[Any] | None = None) -> Any:
         """`generated` collects what generator.Apply produces (GeneratingPolicy)."""
+        done, value = self._fast(expr, generated)
+        if done:
+            return value
         needed = self.variables.needed(expr.refs)
         bound = self._bound(needed)
         try:
@@ -158,3 +210,4 @@ class Scope:
 
     def set(self, name: str, value: Any) -> None:
         self.base[name] = value
+        self._shared = None

@@ -143,7 +143,7 @@ class ValidatingPolicy(CelPolicy):
         return RuleResult(self.id, rule, outcome, message, action_for(self.actions, outcome, self.failure_policy))
 
     def _evaluate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant) -> RuleResult:
-        scope = self.scope(request, request.object, ctx, variant)
+        scope = self.scope(request, request.object, ctx, variant, share=True)
         try:
             found = self.check_exceptions(scope)
             if found.exempt:
@@ -209,7 +209,7 @@ class ValidatingAdmissionPolicy(CelPolicy):
             return [self._result(binding, Outcome.ERROR, f"cannot read params: {exc}")]
         results = []
         for param in params:
-            scope = self.scope(request, request.object, ctx, variant, {"params": param})
+            scope = self.scope(request, request.object, ctx, variant, {"params": param}, share=True)
             try:
                 if not variant.conditions.holds(scope, self.failure_policy):
                     continue
