@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""In-process cost of the policy families: milliseconds per admission (mutate + validate), no HTTP.
+"""In-process cost of the policy families: CPU milliseconds per admission (mutate + validate), no HTTP.
 
     python load-tests/bench_families.py [--corpus DIR] [--seconds 3] [--profile cel|kyverno]
 
@@ -7,7 +7,8 @@ Loads the default `policies/` alone, then next to Kyverno's pod-security Validat
 (`pod-security-vpol`, the CEL family) and next to its classic pod-security ClusterPolicies
 (`pod-security`, the Kyverno family), and admits a realistic Pod and a Deployment through
 `webhook.engine.offline.admit_offline` (the path `apply`, `test` and the case tests share), dry-run so
-nothing accumulates in the state. Prints one JSON line per case; `--profile` prints the cProfile top
+nothing accumulates in the state. Times are process CPU time, the best of 20-admission rounds (the
+machine is shared: waiting for a core is not the policies' cost). Prints one JSON line per case; `--profile` prints the cProfile top
 functions of that family's Pod instead.
 """
 
@@ -88,12 +89,14 @@ def per_admission_ms(qm: Quartermaster, resource: dict[str, Any], seconds: float
     try:
         for _ in range(20):  # warm caches (compiled programs, lazily built indexes)
             loop.run_until_complete(admit(qm, resource))
-        count, started = 0, time.perf_counter()
-        while time.perf_counter() - started < seconds:
+        # the best of several rounds: the machine is shared, other work only ever adds time
+        best, deadline = float("inf"), time.perf_counter() + seconds  # CPU time: waiting for a core is not ours
+        while time.perf_counter() < deadline:
+            started = time.process_time()
             for _ in range(20):
                 loop.run_until_complete(admit(qm, resource))
-            count += 20
-        return (time.perf_counter() - started) / count * 1000
+            best = min(best, (time.process_time() - started) / 20 * 1000)
+        return best
     finally:
         loop.close()
 
@@ -115,6 +118,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=REPO.parent.parent / "shared" / "conformance" / "kyverno-policies")
     parser.add_argument("--seconds", type=float, default=3.0, help="per case")
+    parser.add_argument("--families", default="defaults,cel,kyverno", help="comma-separated: defaults, cel, kyverno")
     parser.add_argument("--profile", choices=("cel", "kyverno"), help="cProfile this family's Pod instead of timing")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +129,7 @@ def main() -> int:
             gather(args.corpus, args.profile, Path(tmp) / args.profile)
             profile(build(Path(tmp) / args.profile, state), POD)
             return 0
-        for family in ("defaults", "cel", "kyverno"):
+        for family in args.families.split(","):
             count = gather(args.corpus, family, Path(tmp) / family)
             qm = build(Path(tmp) / family, state)
             row: dict[str, Any] = {"policies": family, "family_policies": count}

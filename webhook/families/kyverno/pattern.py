@@ -53,9 +53,9 @@ class PatternResult:
 class _Walk:
     seen: dict[str, bool] = field(default_factory=dict)
 
-    def note_anchors(self, pattern: dict, resource: Any) -> None:
-        for key in pattern:
-            if is_kind(key, CONDITION, EXISTENCE, NEGATION) and not self.seen.get(key):
+    def note_anchors(self, noted: tuple[str, ...], resource: Any) -> None:
+        for key in noted:
+            if not self.seen.get(key):
                 self.seen[key] = _has_key(resource, parse_anchor(key).key)
 
     def keys_missing(self) -> bool:
@@ -88,7 +88,6 @@ def _element(resource: Any, pattern: Any, path: str, walk: _Walk) -> tuple[str, 
     if isinstance(pattern, dict):
         if not isinstance(resource, dict):
             return path, _Err(f"pattern and resource have different structures. Path: {path}")
-        walk.note_anchors(pattern, resource)
         return _map(resource, pattern, path, walk)
     if isinstance(pattern, list):
         if not isinstance(resource, list):
@@ -109,14 +108,50 @@ def _show(value: Any) -> str:
     return "<nil>" if value is None else str(value)
 
 
-def _map(resource: dict, pattern: dict, path: str, walk: _Walk) -> tuple[str, _Err | None]:
-    pattern = expand_metadata_wildcards(pattern, resource)
-    anchors = {k: v for k, v in pattern.items() if is_kind(k, CONDITION, EXISTENCE, EQUALITY, NEGATION)}
+@dataclass(frozen=True)
+class _Plan:
+    """What the walk needs to know about one pattern map, independent of the resource."""
+
+    pattern: dict
+    noted: tuple[str, ...]    # condition, existence and negation anchors (whether the resource has their keys)
+    anchors: tuple[str, ...]  # validation anchors, in the order Kyverno evaluates them
+    plain: tuple[str, ...]    # the other keys, in Kyverno's order
+
+
+_PLANS: dict[int, _Plan] = {}
+MAX_PLANS = 20_000  # patterns substituted per request are planned too; the cache must not grow without bound
+
+
+def _plan_of(pattern: dict) -> _Plan:
+    anchors = sorted(k for k in pattern if is_kind(k, CONDITION, EXISTENCE, EQUALITY, NEGATION))
     plain = {k: v for k, v in pattern.items() if k not in anchors}
+    noted = tuple(k for k in pattern if is_kind(k, CONDITION, EXISTENCE, NEGATION))
+    return _Plan(pattern, noted, tuple(anchors), tuple(_plain_order(plain)))
+
+
+def _plan(pattern: dict, keep: bool) -> _Plan:
+    """A policy's patterns are fixed once compiled: each map is planned once (keyed by identity; the plan
+    holds the map, so its id cannot be reused while cached). `keep` False: a per-request copy, not cached."""
+    found = _PLANS.get(id(pattern))
+    if found is not None and found.pattern is pattern:
+        return found
+    plan = _plan_of(pattern)
+    if keep:
+        if len(_PLANS) >= MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[id(pattern)] = plan
+    return plan
+
+
+def _map(resource: dict, pattern: dict, path: str, walk: _Walk) -> tuple[str, _Err | None]:
+    expanded = expand_metadata_wildcards(pattern, resource)
+    plan = _plan(expanded, expanded is pattern)
+    pattern = expanded
+    walk.note_anchors(plan.noted, resource)
     skips: list[_Err] = []
     applied = 0
-    for key in sorted(anchors):
-        handler_path, err = _handle(key, anchors[key], resource, path, walk)
+    for key in plan.anchors:
+        handler_path, err = _handle(key, pattern[key], resource, path, walk)
         if err is None:
             applied += 1
             continue
@@ -127,8 +162,8 @@ def _map(resource: dict, pattern: dict, path: str, walk: _Walk) -> tuple[str, _E
             return handler_path, err
     if skips and (applied == 0 or any(not s.pattern_error for s in skips)):
         return path, _Err("; ".join(s.text for s in skips), pattern_error=True)
-    for key in _plain_order(plain):
-        handler_path, err = _handle(key, plain[key], resource, path, walk)
+    for key in plan.plain:
+        handler_path, err = _handle(key, pattern[key], resource, path, walk)
         if err is not None:
             return handler_path, err
     return "", None
