@@ -64,7 +64,8 @@ def write_profiles(directory: Path, count: int) -> list[str]:
     return names
 
 
-async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int, namespaces: list[str], offset: int = 0) -> dict:
+async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int, namespaces: list[str], offset: int = 0,
+              endpoints: tuple[str, ...] = ("mutate", "validate")) -> dict:
     ctx = ssl.create_default_context(cafile=str(ca))
     latencies: list[float] = []
     errors = 0
@@ -75,7 +76,7 @@ async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int, 
             for i in counter:
                 namespace = namespaces[i % len(namespaces)]
                 body = pod_review(i, namespace, 1 if gpu_every and i % gpu_every == 0 else 0)
-                for endpoint in ("mutate", "validate"):
+                for endpoint in endpoints:
                     started = time.perf_counter()
                     try:
                         async with session.post(f"{url}/{endpoint}?timeout=10s", json=body) as resp:
@@ -105,6 +106,7 @@ def main() -> int:
     parser.add_argument("--gpu-every", type=int, default=10, help="every Nth pod asks for one GPU (0: none)")
     parser.add_argument("--policies", type=Path, default=REPO / "policies")
     parser.add_argument("--profiles", type=int, default=100, help="personal profiles the pods are spread over")
+    parser.add_argument("--endpoints", default="mutate,validate", help="reviews sent per pod, in order (e.g. validate)")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
@@ -122,7 +124,7 @@ def main() -> int:
                     return 1
                 time.sleep(0.2)
             result = asyncio.run(run(f"https://127.0.0.1:{port}", certs / "ca.crt", args.requests, args.concurrency, args.gpu_every,
-                                     namespaces))
+                                     namespaces, endpoints=tuple(args.endpoints.split(","))))
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=20)
