@@ -13,6 +13,7 @@ from webhook.model.activation import admission_activation, request_variable
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.model.review import AdmissionRequest
 
+_VARIANTS = "cel-family.variant"  # this family's entries in the request's EvalContext cache
 DEFAULT_TIMEOUT = 10.0  # seconds: webhookConfiguration.timeoutSeconds when unset, as Kubernetes defaults it
 
 
@@ -145,6 +146,19 @@ class CelPolicy:
         return any(not v.match.plain for v in self.variants)
 
     def variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
+        """Remembered for the request: the dispatcher asks matches(), then validate() asks again."""
+        cache = getattr(ctx, "_cache", None)
+        if not isinstance(cache, dict):
+            return self._variant_for(request, obj, ctx)
+        key = (_VARIANTS, id(self))
+        found = cache.get(key)
+        if found is not None and found[0] is request and found[1] is obj:
+            return found[2]
+        variant = self._variant_for(request, obj, ctx)
+        cache[key] = (request, obj, variant)
+        return variant
+
+    def _variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
         if self.id.namespace and request.namespace != self.id.namespace:
             return None  # a namespaced policy sees only its own namespace
         for variant in self.variants:
