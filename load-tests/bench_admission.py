@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import socket
 import ssl
@@ -123,14 +124,23 @@ def main() -> int:
                     print("server did not start", file=sys.stderr)
                     return 1
                 time.sleep(0.2)
+            cpu_before = _cpu_seconds(server.pid)
             result = asyncio.run(run(f"https://127.0.0.1:{port}", certs / "ca.crt", args.requests, args.concurrency, args.gpu_every,
                                      namespaces, endpoints=tuple(args.endpoints.split(","))))
+            # the server's own CPU per review: unlike req/s, not skewed by other work on a shared machine
+            result["server_cpu_ms_per_review"] = round((_cpu_seconds(server.pid) - cpu_before) * 1000 / result["reviews"], 3)
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=20)
     result.update({"concurrency": args.concurrency, "profiles": args.profiles, "policies": str(args.policies)})
     print(json.dumps(result))
     return 0 if result["errors"] == 0 else 1
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _ready(port: int, ca: Path) -> bool:
