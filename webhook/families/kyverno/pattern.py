@@ -116,6 +116,7 @@ class _Plan:
     noted: tuple[str, ...]    # condition, existence and negation anchors (whether the resource has their keys)
     anchors: tuple[str, ...]  # validation anchors, in the order Kyverno evaluates them
     plain: tuple[str, ...]    # the other keys, in Kyverno's order
+    has_metadata: bool        # a `metadata` key (plain or anchored): its label/annotation wildcards need the resource
 
 
 _PLANS: dict[int, _Plan] = {}
@@ -126,7 +127,8 @@ def _plan_of(pattern: dict) -> _Plan:
     anchors = sorted(k for k in pattern if is_kind(k, CONDITION, EXISTENCE, EQUALITY, NEGATION))
     plain = {k: v for k, v in pattern.items() if k not in anchors}
     noted = tuple(k for k in pattern if is_kind(k, CONDITION, EXISTENCE, NEGATION))
-    return _Plan(pattern, noted, tuple(anchors), tuple(_plain_order(plain)))
+    has_metadata = any(k == "metadata" or (parse_anchor(k) and parse_anchor(k).key == "metadata") for k in pattern)
+    return _Plan(pattern, noted, tuple(anchors), tuple(_plain_order(plain)), has_metadata)
 
 
 def _plan(pattern: dict, keep: bool) -> _Plan:
@@ -144,9 +146,11 @@ def _plan(pattern: dict, keep: bool) -> _Plan:
 
 
 def _map(resource: dict, pattern: dict, path: str, walk: _Walk) -> tuple[str, _Err | None]:
-    expanded = expand_metadata_wildcards(pattern, resource)
-    plan = _plan(expanded, expanded is pattern)
-    pattern = expanded
+    plan = _plan(pattern, True)
+    if plan.has_metadata:
+        expanded = expand_metadata_wildcards(pattern, resource)
+        if expanded is not pattern:
+            plan, pattern = _plan(expanded, False), expanded
     walk.note_anchors(plan.noted, resource)
     skips: list[_Err] = []
     applied = 0
