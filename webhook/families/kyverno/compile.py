@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from .autogen import expand_rules
 from .conditions import OPERATORS
 from .engine import CompiledRule
+from .references import resolve_rule, unsupported_references
 
 POLICY_KINDS = ("ClusterPolicy", "Policy")
 API_VERSIONS = ("kyverno.io/v1", "kyverno.io/v2beta1")
@@ -96,6 +97,10 @@ def _check_rule(policy: str, index: int, rule: Any, seen: set[str]) -> None:
         raise PolicyError(f"{where}: match is required")
     _check_unsupported(where, rule)
     _check_conditions(where, rule.get("preconditions"))
+    misplaced = unsupported_references(rule)
+    if misplaced:
+        raise PolicyError(f"{where}: $(...) references are resolved only in validate pattern/anyPattern and mutate "
+                          f"patches; not supported at {', '.join(misplaced)}")
 
 
 def _check_unsupported(where: str, rule: Mapping[str, Any]) -> None:
@@ -131,6 +136,7 @@ def _check_conditions(where: str, conditions: Any) -> None:
 
 def _compile_rule(policy: str, raw: Mapping[str, Any], action: str, spec: Mapping[str, Any], cel: Any) -> CompiledRule:
     kind = next(t for t in _RULE_TYPES if raw.get(t))
+    raw = resolve_rule(raw)   # $(...) point into the policy itself: resolved once, here
     validate = raw.get("validate") or {}
     rule_action = action
     if validate.get("failureAction"):
