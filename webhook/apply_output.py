@@ -60,7 +60,8 @@ def policy_report(report: ApplyReport, now: float | None = None) -> dict[str, An
                                  "result": result.outcome.value, "scored": True,
                                  "timestamp": {"seconds": seconds, "nanos": 0},
                                  "resources": [_reference(resource, namespace)],
-                                 "properties": {"mode": result.action.value, "policyKind": result.policy.kind}}
+                                 "properties": {**dict(result.properties), "mode": result.action.value,
+                                                "policyKind": result.policy.kind}}
         if result.message:
             entry["message"] = result.message[:MESSAGE_LIMIT]
         results.append(entry)
