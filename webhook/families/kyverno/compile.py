@@ -1,7 +1,8 @@
 """Compile a ``kyverno.io`` ClusterPolicy/Policy document: schema checks, autogen, CEL and PSS compiled once.
 
 Problems are load errors that name the policy, the rule and the field. Features this engine does not implement
-(``verifyImages``, ``validate.manifests``, ``mutate.targets``, ``mutate.mutateExistingOnPolicyUpdate``) are errors
+(``verifyImages``, ``imageExtractors``, ``validate.manifests``, ``mutate.targets``,
+``mutate.mutateExistingOnPolicyUpdate``, misplaced ``$(...)`` references, fields outside the schema) are errors
 that name the rule and the feature, never silently ignored.
 """
 
