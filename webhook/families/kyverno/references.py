@@ -84,7 +84,7 @@ def _leaves(document: Any) -> dict[str, Any]:
     def visit(value: Any, path: str) -> None:
         if isinstance(value, Mapping):
             for key, item in value.items():
-                visit(item, f"{path}/{str(key).replace('/', chr(92) + '/')}")
+                visit(item, f"{path}/{_escape(key)}")
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 visit(item, f"{path}/{index}")
@@ -102,7 +102,7 @@ def _walk(value: Any, path: str, index: dict[str, Any]) -> Any:
             new_key = _substitute(key, path, index) if isinstance(key, str) else key
             if not isinstance(new_key, str):
                 raise ReferenceError(f'expected string after substituting variables in key "{key}"')
-            result[new_key] = _walk(item, f"{path}/{str(key).replace('/', chr(92) + '/')}", index)
+            result[new_key] = _walk(item, f"{path}/{_escape(key)}", index)
         return result
     if isinstance(value, list):
         return [_walk(item, f"{path}/{i}", index) for i, item in enumerate(value)]
@@ -252,3 +252,8 @@ def _resolved_here(path: str) -> bool:
     if path.startswith("mutate") and last in _PATCH_KEYS:
         return re.fullmatch(r"mutate(\.foreach\[\d+\])*\.(patchStrategicMerge|patchesJson6902)", path) is not None
     return path in ("validate.cel", "validate.podSecurity")   # CEL and PSS documents are never substituted
+
+
+def _escape(key: Any) -> str:
+    """A map key as a path segment: Kyverno's traversal writes '/' inside a key as '\\/'."""
+    return str(key).replace("/", "\\/")
