@@ -153,3 +153,18 @@ def test_kyverno_test_suite_through_quartermaster_test():
     code = run_test_command(Namespace(paths=[str(suite)], detailed_results=True, output="table"), out, err)
     assert code == 0, out.getvalue() + err.getvalue()
     assert out.getvalue().strip().endswith("7 passed, 0 failed")
+
+
+def test_convert_translates_the_resolved_pattern_and_refuses_broken_references():
+    from webhook.families.kyverno.convert import convert_document
+
+    def document(tier):
+        pattern = {"metadata": {"labels": {"app": "web", "tier": tier}}}
+        return {"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "mem"},
+                "spec": {"rules": [{"name": "mem", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                                    "validate": {"message": "m", "pattern": pattern}}]}}
+    converted = convert_document(document("$(../app)"))
+    assert not converted.refused and "$(" not in str(converted.documents)
+    assert converted.documents[0]["spec"]["validations"][0]["expression"].count('"web"') == 2
+    refused = convert_document(document("$(../nope)"))
+    assert not refused.documents and "does not resolve" in refused.refused[0]

@@ -257,3 +257,11 @@ def _resolved_here(path: str) -> bool:
 def _escape(key: Any) -> str:
     """A map key as a path segment: Kyverno's traversal writes '/' inside a key as '\\/'."""
     return str(key).replace("/", "\\/")
+
+
+def broken(document: Any) -> str | None:
+    """The error of the first BrokenReference inside a resolved rule, if any."""
+    if isinstance(document, BrokenReference):
+        return document.message
+    children = document.values() if isinstance(document, Mapping) else document if isinstance(document, list) else ()
+    return next((m for m in (broken(c) for c in children) if m), None)
