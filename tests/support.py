@@ -230,3 +230,11 @@ def wait_until_ready(proc: subprocess.Popen, base: str, ca: Path, timeout: float
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server exited"
         assert time.monotonic() < deadline, "server did not become ready"
         time.sleep(0.2)
+
+
+def policy_dir(directory: Path, files: Mapping[str, str]) -> Path:
+    """A fresh policy directory holding these files (name -> YAML text), as `serve --policies` reads it."""
+    directory.mkdir()
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    return directory
