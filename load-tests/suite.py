@@ -107,7 +107,7 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], lis
     qm = Server(serve_argv(policies, build_state(tmp), certs, qm_port), qm_port, certs / "ca.crt")
     noop = None
     try:
-        if qm.wait_ready(180) is None:
+        if qm.wait_ready(args.ready_timeout) is None:
             raise RuntimeError("quartermaster did not become ready")
         noop = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(noop_port),
                        "--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key")], noop_port, certs / "ca.crt")
@@ -171,6 +171,8 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=50_000, help="stored pods for the start-up and memory run")
     parser.add_argument("--profiles", type=int, default=500)
     parser.add_argument("--quick", action="store_true", help="2 s per case, skip the start-up run")
+    parser.add_argument("--skip-startup", action="store_true", help="skip the start-up and memory run")
+    parser.add_argument("--ready-timeout", type=float, default=180.0, help="seconds the side-by-side server may take to start")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -184,7 +186,7 @@ def main() -> int:
         noop, qm = side_by_side(args, tmp)
         print(table(noop, qm))
         extra: dict[str, object] = {"cli": cli_times(tmp)}
-        if not args.quick:
+        if not (args.quick or args.skip_startup):
             extra["startup"] = startup(tmp, args.pods, args.profiles)
     cli = extra["cli"]
     print(f"\nCLI: `quartermaster --version` {cli['version_ms']:.0f} ms, `apply` of one pod {cli['apply_ms']:.0f} ms")

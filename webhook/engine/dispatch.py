@@ -8,7 +8,6 @@ and reported when it says Ignore.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 from webhook.engine.verdicts import report_ref, verdict_of
 from webhook.model import patch as jsonpatch
 from webhook.model.cluster import ClusterState, ObjectKey
+from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
 from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase
 from webhook.model.results import Action, RuleResult, errored
@@ -93,13 +93,13 @@ class AdmissionEngine:
         if request.object is None or not policies:
             return MutateResult(Verdict(allowed=True), request.object)
         ctx = self._context(request)
-        obj: dict[str, Any] = copy.deepcopy(dict(request.object))
+        obj: dict[str, Any] = clone(dict(request.object))
         out = _Collected()
         for policy in policies:
             if not self._applies(policy, request, obj, ctx, out):
                 continue
             try:
-                outcome = await asyncio.wait_for(policy.mutate(request, copy.deepcopy(obj), ctx), max(0.0, deadline - loop.time()))
+                outcome = await asyncio.wait_for(policy.mutate(request, clone(obj), ctx), max(0.0, deadline - loop.time()))
             except Exception as exc:
                 log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
                 out.results.append(_failure(policy, "mutate", exc))

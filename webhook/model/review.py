@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+
+import orjson
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -125,10 +127,19 @@ def _user(req: Mapping[str, Any]) -> UserInfo:
                     {str(k): tuple(v) for k, v in extra.items()})
 
 
+def _loads(body: bytes) -> Any:
+    """orjson (about twice as fast on a pod review); what it refuses goes to the standard parser, which
+    accepts a little more (UTF-16/32, NaN, huge integers) and words the error as it always did."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
+
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode an AdmissionReview body; every way it can be wrong raises MalformedReview with a reason."""
     try:
-        doc = json.loads(body)
+        doc = _loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedReview(f"body is not JSON: {exc}") from None
     _require(isinstance(doc, dict), "body must be a JSON object (an AdmissionReview)")

