@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiohttp import web
-
 from webhook.cel import CelCompiler
-from webhook.certs.generate import CertPaths, ensure_certificates, service_names
 from webhook.engine import AdmissionEngine
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
@@ -27,14 +24,14 @@ from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
 from webhook.reports.sink import MemoryResultSink, ResultSink
-from webhook.server.app import build_app
-from webhook.server.handlers import Services
-from webhook.server.tls import CertificateReloader
 from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the server side (aiohttp, cryptography) is imported when serving: `apply` starts faster
+    from webhook.certs.generate import CertPaths
     from webhook.kube.runtime import LiveRuntime
+    from webhook.server.handlers import Services
+    from webhook.server.tls import CertificateReloader
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +105,15 @@ class Quartermaster:
             raise PolicyLoadFailed(result)
         return result
 
-    def services(self) -> Services:
+    def services(self) -> "Services":
+        from webhook.server.handlers import Services
+
         return Services(self.engine, self.store, self.state, self.metrics, self.tracing)
 
-    def tls(self) -> tuple[CertificateReloader, CertPaths]:
+    def tls(self) -> tuple["CertificateReloader", "CertPaths"]:
+        from webhook.certs.generate import CertPaths, ensure_certificates, service_names
+        from webhook.server.tls import CertificateReloader
+
         paths = CertPaths(self.settings.cert_dir)
         if ensure_certificates(paths.directory, service_names(self.settings.service, self.settings.namespace)):
             log.info("wrote a self-signed CA and serving certificate to %s (trust %s)", paths.directory, paths.ca_cert)
@@ -119,6 +121,10 @@ class Quartermaster:
 
     async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
+        from aiohttp import web
+
+        from webhook.server.app import build_app
+
         self.load_policies()
         reloader, _ = self.tls()
         runner = web.AppRunner(build_app(self.services()), shutdown_timeout=10.0, access_log=None)

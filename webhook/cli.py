@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Sequence
 
 from webhook import __version__
 from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
@@ -17,7 +17,7 @@ from webhook.report_command import add_report_command, run_report
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quartermaster",
         description="Admission webhook and policy engine for shared GPU platforms.",
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--policies", type=Path, required=True, help="policy directory or file")
     apply.add_argument("--state", type=Path, default=None, help="manifests of the cluster state (namespaces, pods, PVCs, claims)")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
-    add_deploy_commands(commands)  # certs, crds
+    add_deploy_commands(commands, argv)  # certs, crds (imported only when one of them runs)
     add_report_command(commands)
     return parser
 
@@ -60,6 +60,8 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.kube.settings import LiveSetupError, live_settings
     from webhook.state.memory import StateSeedError
+
+    import asyncio
 
     configure_logging(args.log_level)
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
@@ -86,6 +88,8 @@ def _apply(args: argparse.Namespace) -> int:
     from webhook.apply import BadInput, read_resources, run_apply, write_documents, write_table
     from webhook.state.memory import StateSeedError
 
+    import asyncio
+
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     try:
         resources = read_resources(args.files)
@@ -104,7 +108,8 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv).parse_args(argv)
     if args.command == "serve":
         return _serve(args)
     if args.command == "report":

@@ -93,13 +93,16 @@ class AdmissionEngine:
         if request.object is None or not policies:
             return MutateResult(Verdict(allowed=True), request.object)
         ctx = self._context(request)
-        obj: dict[str, Any] = clone(dict(request.object))
+        # request.object is never changed: a policy that edits in place gets its own copy (and a failure
+        # half-way leaves `obj` as it was); one that says `copies_input` builds a new object itself
+        obj: dict[str, Any] = dict(request.object)
         out = _Collected()
         for policy in policies:
             if not self._applies(policy, request, obj, ctx, out):
                 continue
             try:
-                outcome = await asyncio.wait_for(policy.mutate(request, clone(obj), ctx), max(0.0, deadline - loop.time()))
+                given = obj if getattr(policy, "copies_input", False) else clone(obj)
+                outcome = await asyncio.wait_for(policy.mutate(request, given, ctx), max(0.0, deadline - loop.time()))
             except Exception as exc:
                 log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
                 out.results.append(_failure(policy, "mutate", exc))
