@@ -13,6 +13,7 @@ machine. Prints a table (case, req/s, ratio, p50, p99) and the start-up, memory 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -21,6 +22,7 @@ import time
 import urllib.request
 import ssl
 from pathlib import Path
+from typing import Callable
 
 import jsonpatch
 
@@ -93,11 +95,15 @@ CASES = [  # case, endpoint, body key
 ]
 
 
-def throughput(base: str, files: dict[str, Path], seconds: float) -> list[Result]:
-    results = [wrk(case, f"{base}/{endpoint}", files[key], seconds) for case, endpoint, key in CASES]
-    results += wrk_together([("mixed saturation /mutate", f"{base}/mutate", files["gpu-mutate"]),
-                             ("mixed saturation /validate", f"{base}/validate", files["gpu-validate"])], seconds, 16)
-    return results
+def throughput_runs(files: dict[str, Path], seconds: float) -> list[Callable[[str], list[Result]]]:
+    """One callable per case, given a server's base URL."""
+    runs: list[Callable[[str], list[Result]]] = [
+        functools.partial(lambda base, case, endpoint, key: [wrk(case, f"{base}/{endpoint}", files[key], seconds)],
+                          case=case, endpoint=endpoint, key=key) for case, endpoint, key in CASES]
+    runs.append(lambda base: wrk_together([("mixed saturation /mutate", f"{base}/mutate", files["gpu-mutate"]),
+                                           ("mixed saturation /validate", f"{base}/validate", files["gpu-validate"])],
+                                          seconds, 16))
+    return runs
 
 
 def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], list[Result]]:
@@ -114,11 +120,15 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], lis
         noop.wait_ready(30)
         files = bodies(tmp, qm_port, certs / "ca.crt")
         loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
-        results: dict[str, list[Result]] = {}
-        for name, port in (("noop", noop_port), ("qm", qm_port)):
-            base = f"https://127.0.0.1:{port}"
+        bases = {"noop": f"https://127.0.0.1:{noop_port}", "qm": f"https://127.0.0.1:{qm_port}"}
+        for base in bases.values():
             wrk("warm-up", f"{base}/validate", files["gpu-validate"], 1)
-            results[name] = throughput(base, files, args.seconds)
+        # each case runs on the no-op, then at once on quartermaster: the machine's other load drifts less
+        results: dict[str, list[Result]] = {"noop": [], "qm": []}
+        for run in throughput_runs(files, args.seconds):
+            for name, base in bases.items():
+                results[name] += run(base)
+        for name, base in bases.items():
             results[name] += open_loop(f"open loop {args.rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, args.rate,
                                        args.seconds)
         return results["noop"], results["qm"]
