@@ -28,7 +28,8 @@ import jsonpatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from drivers import Result, Server, free_port, open_loop, quartermaster_argv, timed, wrk, wrk_together  # noqa: E402
-from workload import REPO, dump, namespace, notebook_pod, plain_pod, policies_dir, review, write_state  # noqa: E402
+from workload import (REPO, dump, namespace, notebook_pod, plain_pod, policies_dir, review, write_state,  # noqa: E402
+                      write_state_json)
 
 PROFILES = [f"user{i:03d}" for i in range(20)]
 CACHE = Path(tempfile.gettempdir()) / "quartermaster-suite-cache"
@@ -138,15 +139,16 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], lis
                 server.stop()
 
 
-def startup(tmp: Path, pods: int, profiles: int) -> dict[str, float | None]:
+def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | None]:
     """Start-up time and RSS with `pods` stored ~4 KB pods across `profiles` profiles (state file cached)."""
-    state = CACHE / f"state-{pods}-{profiles}" / "state.yaml"
+    state = CACHE / f"state-{pods}-{profiles}-{fmt}" / f"state.{fmt}"
     if not state.exists():
         names = [f"p{i:04d}" for i in range(profiles)]
-        write_state(state.with_suffix(".tmp"), [namespace(n, True, f"{n}@example.org") for n in names],
-                    {n: pods // profiles for n in names})
+        writer = write_state_json if fmt == "json" else write_state
+        writer(state.with_suffix(".tmp"), [namespace(n, True, f"{n}@example.org") for n in names],
+               {n: pods // profiles for n in names})
         state.with_suffix(".tmp").rename(state)
-    certs, port = tmp / "certs-startup", free_port()
+    certs, port = tmp / f"certs-startup-{fmt}", free_port()
     server = Server(serve_argv(REPO / "policies", state.parent, certs, port), port, certs / "ca.crt")
     try:
         seconds = server.wait_ready(120)
@@ -179,6 +181,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each wrk case")
     parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate, requests per second (both endpoints)")
     parser.add_argument("--pods", type=int, default=50_000, help="stored pods for the start-up and memory run")
+    parser.add_argument("--yaml-pods", type=int, default=10_000, help="stored pods for the start-up run from YAML")
     parser.add_argument("--profiles", type=int, default=500)
     parser.add_argument("--quick", action="store_true", help="2 s per case, skip the start-up run")
     parser.add_argument("--skip-startup", action="store_true", help="skip the start-up and memory run")
@@ -197,13 +200,14 @@ def main() -> int:
         print(table(noop, qm))
         extra: dict[str, object] = {"cli": cli_times(tmp)}
         if not (args.quick or args.skip_startup):
-            extra["startup"] = startup(tmp, args.pods, args.profiles)
+            extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
+                                "yaml": startup(tmp, args.yaml_pods, args.profiles, "yaml")}
     cli = extra["cli"]
     print(f"\nCLI: `quartermaster --version` {cli['version_ms']:.0f} ms, `apply` of one pod {cli['apply_ms']:.0f} ms")
-    if "startup" in extra:
-        up = extra["startup"]
+    for fmt, up in (extra.get("startup") or {}).items():
         ready_s = "did not become ready in 120 s" if up["ready_s"] is None else f"ready in {up['ready_s']:.1f} s"
-        print(f"Start-up: {args.pods} pods across {args.profiles} profiles ({up['state_mb']:.0f} MB of YAML): "
+        count = args.pods if fmt == "json" else args.yaml_pods
+        print(f"Start-up: {count} pods across {args.profiles} profiles ({up['state_mb']:.0f} MB of {fmt.upper()}): "
               f"{ready_s}, RSS {up['rss_mb']:.0f} MB")
     print(f"(suite took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
     if args.json:

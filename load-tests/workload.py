@@ -60,7 +60,7 @@ def namespace(name: str, profile: bool, owner: str = "") -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
-def _stored_pod_template() -> str:
+def _stored_pod_template(as_json: bool = False) -> str:
     """A running notebook pod as the API server returns it (status, managedFields): about 4 KB of YAML."""
     pod = notebook_pod("NAME", "NAMESPACE", gpus=0)
     pod["metadata"].update(uid="UID", resourceVersion="1", creationTimestamp="2026-11-30T09:00:00Z", managedFields=[
@@ -78,7 +78,22 @@ def _stored_pod_template() -> str:
                                             "imageID": "ghcr.io/kubeflow/notebook@sha256:" + "0" * 64,
                                             "containerID": "containerd://" + "f" * 64,
                                             "state": {"running": {"startedAt": "2026-11-30T09:00:08Z"}}}]}
-    return yaml.safe_dump(pod, sort_keys=False)
+    return json.dumps(pod, indent=1) if as_json else yaml.safe_dump(pod, sort_keys=False)
+
+
+def write_state_json(path: Path, namespaces: list[dict[str, Any]], pods_per_namespace: dict[str, int]) -> Path:
+    """The same, as `kubectl get -o json` writes it: one List."""
+    template = _stored_pod_template(as_json=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"apiVersion": "v1", "kind": "List", "items": [\n')
+        out.write(",\n".join(json.dumps(ns) for ns in namespaces))
+        for ns_name, count in pods_per_namespace.items():
+            for i in range(count):
+                out.write(",\n" + template.replace("NAMESPACE", ns_name).replace("NAME", f"nb-{i:05d}-0")
+                          .replace("UID", f"{ns_name}-{i:08d}"))
+        out.write("\n]}\n")
+    return path
 
 
 def write_state(path: Path, namespaces: list[dict[str, Any]], pods_per_namespace: dict[str, int]) -> Path:
