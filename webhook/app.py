@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -126,6 +127,11 @@ class Quartermaster:
         from webhook.server.app import build_app
 
         self.load_policies()
+        # what was loaded so far (the --state seed, compiled policies, imported modules) lives as long as the
+        # process: out of the collector's sight, a full collection no longer walks every stored object
+        # (~1 s with 10,000 stored pods, every few thousand requests: that was the p99)
+        gc.collect()
+        gc.freeze()
         reloader, _ = self.tls()
         runner = web.AppRunner(build_app(self.services()), shutdown_timeout=10.0, access_log=None)
         await runner.setup()
