@@ -18,7 +18,6 @@ import orjson
 import yaml
 
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
-from webhook.model.jsoncopy import clone
 from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
@@ -139,9 +138,13 @@ class InMemoryClusterState:
         """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time.
 
         `owned`: the object was just parsed for us (the --state seed) and nobody else holds it, so it is
-        stored as is; objects from requests are copied once, as they may be read again by the caller.
+        stored as is. Otherwise the two levels written here (the object, its metadata) are copied and the
+        rest is shared with the caller: admitted objects come from a request body parsed for that request
+        alone, and nothing (here or in a policy) ever edits a stored object in place; they are replaced whole.
         """
-        stored = dict(obj) if owned else clone(dict(obj))
+        stored = dict(obj)
+        if not owned:
+            stored["metadata"] = dict(stored.get("metadata") or {})
         if stored.get("kind") == "Secret":
             stored.pop("data", None)
             stored.pop("stringData", None)
