@@ -125,8 +125,11 @@ class ProfileUsage:
             for name in list(self.objects[kind]):
                 self._recharge((kind, name))
 
-    def put(self, kind: str, name: str, obj: Mapping[str, Any] | None, journal: dict[Key, Charge | None] | None = None) -> None:
-        """Replace (or remove, obj None) one object and recompute the charges that read it."""
+    def put(self, kind: str, name: str, obj: Mapping[str, Any] | None, journal: dict[Key, Charge | None] | None = None,
+            undo: list[tuple[Key, Charge | None, frozenset[Read] | None]] | None = None) -> None:
+        """Replace (or remove, obj None) one object and recompute the charges that read it.
+
+        `journal` gets each recomputed charge as it was first; `undo` every (key, charge, reads) replaced."""
         touched = self._place(kind, name, obj)
         if touched is None:
             return
@@ -136,6 +139,8 @@ class ProfileUsage:
         for key in affected:
             if journal is not None and key not in journal:
                 journal[key] = self.charges.get(key)
+            if undo is not None:
+                undo.append((key, self.charges.get(key), self._reads.get(key)))
             self._recharge(key)
 
     def usage(self) -> KnownUsage:
@@ -184,12 +189,21 @@ class ProfileUsage:
             charge = claim_charge(view, name, obj, self.rules)  # type: ignore[arg-type]
         else:
             charge = pvc_charge(name, obj, self.rules)
+        self._account(key, charge, frozenset(view.reads))
+
+    def _restore(self, key: Key, charge: Charge | None, reads: frozenset[Read] | None) -> None:
+        """Put back a charge computed earlier from the objects as they are again (undo, no recount)."""
+        self._forget(key)
+        if charge is None:
+            return
+        self._account(key, charge, reads or frozenset())
+
+    def _account(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
         self.charges[key] = charge
         self.gpus += charge.gpus
         self.storage += charge.storage
         if charge.unbounded:
             self.unbounded[key] = charge
-        reads = frozenset(view.reads)
         self._reads[key] = reads
         for read in reads:
             self._readers.setdefault(read, set()).add(key)
@@ -210,16 +224,20 @@ class ProfileUsage:
     @contextmanager
     def laid_over(self, changes: list[tuple[str, str, Mapping[str, Any] | None]],
                   journal: dict[Key, Charge | None] | None = None) -> Iterator[None]:
-        """Apply `changes` (reservations, the request) for the duration of a decision, then undo them."""
-        undo: list[tuple[str, str, Mapping[str, Any] | None]] = []
+        """Apply `changes` (reservations, the request) for the duration of a decision, then undo them:
+        the objects go back, and so do the charges they had (restored, not recomputed)."""
+        objects: list[tuple[str, str, Mapping[str, Any] | None]] = []
+        charges: list[tuple[Key, Charge | None, frozenset[Read] | None]] = []
         try:
             for kind, name, obj in changes:
-                undo.append((kind, name, self.objects.get(kind, {}).get(name)))
-                self.put(kind, name, obj, journal)
+                objects.append((kind, name, self.objects.get(kind, {}).get(name)))
+                self.put(kind, name, obj, journal, charges)
             yield
         finally:
-            for kind, name, obj in reversed(undo):
-                self.put(kind, name, obj)
+            for kind, name, obj in reversed(objects):
+                self._place(kind, name, obj)
+            for key, charge, reads in reversed(charges):
+                self._restore(key, charge, reads)
 
 
 class Before(Mapping[Key, Charge]):
