@@ -5,11 +5,13 @@ usage totals (kept incrementally, totals.py), lay the in-flight reservations and
 them, decide, and reserve what was admitted until the cluster state shows it. Nothing in between
 awaits: the decision costs O(objects the request touches), so it stays on the event loop (a worker
 thread hop cost more than the decision and let other requests for the profile queue on its lock).
+Only a profile's first count, O(its objects), runs in a worker thread.
 A state that cannot report its changes gets a recount of the profile, as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -70,7 +72,10 @@ class ProfileQuotaPolicy(Battery):
         ledger = self.ledger
         async with ledger.lock(request.namespace):
             pending = ledger.pending(request.namespace, ctx.state)
-            profile = self.usage.profile(ctx.state, request.namespace)
+            if self.usage.loaded(ctx.state, request.namespace):
+                profile = self.usage.profile(ctx.state, request.namespace)
+            else:  # the first count of a profile is O(its objects): off the event loop, once
+                profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
             keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
             if profile is None:
                 view = ProfileObjects.read(ctx.state, request.namespace, pending)

@@ -321,6 +321,11 @@ class UsageIndex:
         self.rules = rules
         self._states: weakref.WeakKeyDictionary[Any, _StateUsage] = weakref.WeakKeyDictionary()
 
+    def loaded(self, state: Any, namespace: str) -> bool:
+        """Is this profile counted already (then bringing it up to date costs only what changed)?"""
+        usage = self._states.get(state) if _weakable(state) else None
+        return usage is not None and namespace in usage.profiles and not usage._reset
+
     def profile(self, state: Any, namespace: str) -> ProfileUsage | None:
         """None when the state cannot tell us what changed (then the caller recounts)."""
         usage = self._states.get(state) if _weakable(state) else None
