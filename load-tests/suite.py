@@ -129,9 +129,10 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], lis
         for run in throughput_runs(files, args.seconds):
             for name, base in bases.items():
                 results[name] += run(base)
-        for name, base in bases.items():
-            results[name] += open_loop(f"open loop {args.rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, args.rate,
-                                       args.seconds)
+        for rate in (args.low_rate, args.rate):
+            for name, base in bases.items():
+                results[name] += open_loop(f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate,
+                                           args.seconds)
         return results["noop"], results["qm"]
     finally:
         for server in (noop, qm):
@@ -180,6 +181,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each wrk case")
     parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate, requests per second (both endpoints)")
+    parser.add_argument("--low-rate", type=float, default=250.0, help="a second open-loop rate, within one replica's capacity")
     parser.add_argument("--pods", type=int, default=50_000, help="stored pods for the start-up and memory run")
     parser.add_argument("--yaml-pods", type=int, default=10_000, help="stored pods for the start-up run from YAML")
     parser.add_argument("--profiles", type=int, default=500)

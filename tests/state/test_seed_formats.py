@@ -35,3 +35,19 @@ def test_json_list_json_in_yaml_and_yaml_load_the_same(tmp_path):
 def test_a_yaml_file_that_only_looks_like_json_is_read_as_yaml(tmp_path):
     (tmp_path / "flow.yaml").write_text("{apiVersion: v1, kind: Namespace, metadata: {name: jdoe}}\n")
     assert InMemoryClusterState.from_directory(tmp_path).get("Namespace", "", "jdoe") is not None
+
+
+def test_equal_parts_of_seeded_objects_are_one_object_but_metadata_never(tmp_path):
+    second = json.loads(json.dumps(POD))
+    second["metadata"]["name"] = "nb-1"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jdoe"}}
+    profile = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": "jdoe"}}
+    (tmp_path / "s.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                                 "items": [POD, second, namespace, profile]}))
+    state = InMemoryClusterState.from_directory(tmp_path)
+    a, b = state.get("Pod", "jdoe", "nb-0"), state.get("Pod", "jdoe", "nb-1")
+    assert a["spec"] is b["spec"] and a["metadata"]["labels"] is b["metadata"]["labels"]
+    ns, prof = state.get("Namespace", "", "jdoe"), state.get("Profile", "", "jdoe")
+    assert ns["metadata"] is not prof["metadata"]
+    assert ns["metadata"]["uid"] != prof["metadata"]["uid"]
+    assert ns["metadata"]["resourceVersion"] != prof["metadata"]["resourceVersion"]

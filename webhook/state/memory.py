@@ -18,6 +18,7 @@ import orjson
 import yaml
 
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
+from webhook.model.jsoncopy import Sharer
 from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class InMemoryClusterState:
             raise StateSeedError(f"--state {root}: no such file or directory")
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in STATE_SUFFIXES)
         objects = []
+        share = Sharer()  # stored pods repeat most of themselves: equal parts become one object
         for path in files:
             docs = _documents(path)
             for index, doc in enumerate(docs):
@@ -84,7 +86,7 @@ class InMemoryClusterState:
                 for item in _items(doc):
                     if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
                         raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
-                    objects.append(_seeded(item))
+                    objects.append(share(_seeded(item)))
         return cls(objects, owned=True)
 
     # --- reads ---------------------------------------------------------------------------------
