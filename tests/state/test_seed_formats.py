@@ -51,3 +51,17 @@ def test_equal_parts_of_seeded_objects_are_one_object_but_metadata_never(tmp_pat
     assert ns["metadata"] is not prof["metadata"]
     assert ns["metadata"]["uid"] != prof["metadata"]["uid"]
     assert ns["metadata"]["resourceVersion"] != prof["metadata"]["resourceVersion"]
+
+
+def test_a_large_state_is_parsed_in_a_child_process_with_the_same_result_and_errors(tmp_path, monkeypatch):
+    import pytest
+
+    from webhook.state import memory
+
+    (tmp_path / "pods.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [POD]}))
+    direct = stored(InMemoryClusterState.from_directory(tmp_path))
+    monkeypatch.setattr(memory, "FORK_ABOVE", 0)
+    assert stored(InMemoryClusterState.from_directory(tmp_path)) == direct
+    (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {}\n")
+    with pytest.raises(memory.StateSeedError, match="every object needs kind and metadata.name"):
+        InMemoryClusterState.from_directory(tmp_path)

@@ -7,6 +7,7 @@ policies may read a Secret's metadata, never its content.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import secrets
 import threading
 import uuid
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
-STATE_SUFFIXES = (".yaml", ".yml", ".json")  # .json: what `kubectl get -o json` writes
+STATE_SUFFIXES = (".yaml", ".yml", ".json")
+FORK_ABOVE = 32 * 2**20  # bytes of state files  # .json: what `kubectl get -o json` writes
 
 
 def _documents(path: Path) -> list[Any]:
@@ -41,6 +43,20 @@ def _documents(path: Path) -> list[Any]:
         return list(yaml.load_all(text, Loader=_LOADER))
     except yaml.YAMLError as exc:
         raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
+
+
+def _read_all(files: list[Path]) -> list[dict[str, Any]]:
+    objects = []
+    share = Sharer()  # stored pods repeat most of themselves: equal parts become one object
+    for path in files:
+        for index, doc in enumerate(_documents(path)):
+            if doc is None:
+                continue
+            for item in _items(doc):
+                if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
+                    raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
+                objects.append(share(_seeded(item)))
+    return objects
 
 
 def _seeded(obj: dict[str, Any]) -> dict[str, Any]:
@@ -76,18 +92,12 @@ class InMemoryClusterState:
         if not root.exists():
             raise StateSeedError(f"--state {root}: no such file or directory")
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in STATE_SUFFIXES)
-        objects = []
-        share = Sharer()  # stored pods repeat most of themselves: equal parts become one object
-        for path in files:
-            docs = _documents(path)
-            for index, doc in enumerate(docs):
-                if doc is None:
-                    continue
-                for item in _items(doc):
-                    if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
-                        raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
-                    objects.append(share(_seeded(item)))
-        return cls(objects, owned=True)
+        if sum(p.stat().st_size for p in files) > FORK_ABOVE and "fork" in multiprocessing.get_all_start_methods():
+            # parsing a large state peaks at several times what it keeps, and the heap stays that size
+            # (the survivors are scattered over it): a child process parses, and hands over only what is kept
+            with multiprocessing.get_context("fork").Pool(1) as pool:
+                return cls(pool.apply(_read_all, (files,)), owned=True)
+        return cls(_read_all(files), owned=True)
 
     # --- reads ---------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
