@@ -64,11 +64,11 @@ def write_profiles(directory: Path, count: int) -> list[str]:
     return names
 
 
-async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int, namespaces: list[str]) -> dict:
+async def run(url: str, ca: Path, total: int, concurrency: int, gpu_every: int, namespaces: list[str], offset: int = 0) -> dict:
     ctx = ssl.create_default_context(cafile=str(ca))
     latencies: list[float] = []
     errors = 0
-    counter = iter(range(total))
+    counter = iter(range(offset, offset + total))  # offset: a second run admits new pods
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=concurrency)) as session:
         async def worker() -> None:
             nonlocal errors

@@ -34,7 +34,7 @@ def test_serve_subprocess_answers_over_https(tmp_path):
     policies.mkdir()
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--cert-dir",
-                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port)],
+                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port), "--log-level", "debug"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         ca = tmp_path / "certs" / "ca.crt"
@@ -91,7 +91,7 @@ def test_apply_admits_and_prints_only_yaml(tmp_path, test_kinds, capsys):
     policies.mkdir()
     write(policies / "a.yaml", ADD_ZONE)
     manifest = write(tmp_path / "pod.yaml", yaml.safe_dump(pod("a", labels={"team": "x"})))
-    assert main(["apply", "--policies", str(policies), str(manifest)]) == 0
+    assert main(["apply", "--detailed-results", "--policies", str(policies), str(manifest)]) == 0
     out, err = capsys.readouterr()
     (doc,) = list(yaml.safe_load_all(out))
     assert doc["metadata"]["labels"] == {"team": "x", "example.org/zone~a": "b"}
@@ -113,13 +113,17 @@ def test_apply_denied_exit_1(tmp_path, test_kinds, capsys):
     ("kind: [", "invalid YAML"),
     ("apiVersion: v1\nkind: Pod\nmetadata: {}\n", "metadata.name"),
     ("- just a list\n", "apiVersion and kind"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: nope\n", "in.yaml document 0: Pod.spec must be an object"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: {a: 1}}\nspec: {}\n", "Pod.metadata.labels['a'] must be a string"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [nope]}\n", "Pod.spec.containers[0] must be an object"),
 ])
 def test_apply_bad_input_exit_2(tmp_path, test_kinds, capsys, content, message):
     policies = tmp_path / "p"
     policies.mkdir()
     manifest = write(tmp_path / "in.yaml", content)
     assert main(["apply", "--policies", str(policies), str(manifest)]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_apply_missing_file_and_bad_policies(tmp_path, test_kinds, capsys):
@@ -131,3 +135,8 @@ def test_apply_missing_file_and_bad_policies(tmp_path, test_kinds, capsys):
     manifest = write(tmp_path / "pod.yaml", yaml.safe_dump(pod()))
     assert main(["apply", "--policies", str(policies), str(manifest)]) == 2
     assert "r.yaml:7: document 0 field spec.extra" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_missing_client_ca(tmp_path, capsys):
+    assert main(["serve", "--client-ca", str(tmp_path / "none.crt"), "--policies", str(tmp_path)]) == 2
+    assert "--client-ca" in capsys.readouterr().err

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
+from webhook.families.cel.family import CelFamily
+from webhook.families.kyverno.family import KyvernoFamily
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
 from webhook.observability.metrics import Metrics
@@ -25,6 +27,7 @@ from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
 from webhook.reports.sink import MemoryResultSink, ResultSink
+from webhook.server.limits import ServerLimits
 from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
 
@@ -49,6 +52,9 @@ class Settings:
     policy_poll_seconds: float = 2.0
     cert_poll_seconds: float = 5.0
     live: LiveSettings | None = None  # set: live cluster mode (informers, API writes) instead of standalone
+    client_ca: Path | None = None  # set: clients must present a certificate this CA signed
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    force_audit: bool = False  # every policy takes its audit action (the chart's auditOnly)
 
 
 class PolicyLoadFailed(Exception):
@@ -59,7 +65,8 @@ class PolicyLoadFailed(Exception):
 
 def build_registry(ledgers: ReservationLedgers | None = None) -> FamilyRegistry:
     """Every policy family this process understands. `ledgers`: the quota reservations, one set per process."""
-    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers())])
+    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers()), CelFamily(),
+                           KyvernoFamily()])
 
 
 @dataclass
@@ -84,17 +91,20 @@ class Quartermaster:
         metrics = Metrics()
         store = PolicyStore()
         ledgers = ledgers if ledgers is not None else ReservationLedgers()
-        loader = PolicyLoader(registry if registry is not None else build_registry(ledgers), CelCompiler())
-        source = DirectoryPolicySource(settings.policies, loader, store, metrics)
+        registry = registry if registry is not None else build_registry(ledgers)
+        loader = PolicyLoader(registry, CelCompiler())
         live = None
         if settings.live is not None and state is None:
             from webhook.kube.runtime import LiveRuntime  # standalone never loads the kubernetes client
 
-            live = LiveRuntime(settings.live, metrics)
+            live = LiveRuntime(settings.live, metrics, known_policy_kind=lambda av, k: registry.owner(av, k) is not None)
             state = live.state
+        # live mode: policy objects of the cluster load beside the directory (files win on conflicts)
+        source = DirectoryPolicySource(settings.policies, loader, store, metrics,
+                                       objects=live.policy_objects if live is not None else None)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
         sink: ResultSink = live.writer if live is not None else MemoryResultSink()
-        engine = AdmissionEngine(store, state, sink)
+        engine = AdmissionEngine(store, state, sink, on_deleted=ledgers.release_deleted, force_audit=settings.force_audit)
         if live is not None:
             live.attach(store, QuotaPolicyLimits(store, state))
         return cls(settings, state, store, source, engine, metrics, Tracing(), sink, ledgers, live)
@@ -118,13 +128,12 @@ class Quartermaster:
         paths = CertPaths(self.settings.cert_dir)
         if ensure_certificates(paths.directory, service_names(self.settings.service, self.settings.namespace)):
             log.info("wrote a self-signed CA and serving certificate to %s (trust %s)", paths.directory, paths.ca_cert)
-        return CertificateReloader(paths.cert, paths.key), paths
+        return CertificateReloader(paths.cert, paths.key, self.settings.client_ca), paths
 
     async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
-        from aiohttp import web
-
         from webhook.server.app import build_app
+        from webhook.server.listener import Listener
 
         self.load_policies()
         # what was loaded so far (the --state seed, compiled policies, imported modules) lives as long as the
@@ -133,10 +142,10 @@ class Quartermaster:
         gc.collect()
         gc.freeze()
         reloader, _ = self.tls()
-        runner = web.AppRunner(build_app(self.services()), shutdown_timeout=10.0, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.host, self.settings.port, ssl_context=reloader.context, backlog=512)
-        await site.start()
+        app = build_app(self.services(), self.settings.limits, client_cert_required=self.settings.client_ca is not None)
+        listener = Listener(app, self.settings.host, self.settings.port,
+                            reloader.context, self.settings.limits, self.metrics)
+        await listener.start()
         log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -155,7 +164,7 @@ class Quartermaster:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await runner.cleanup()
+            await listener.stop()
             if self.live is not None:
                 await self.live.stop()
             self.tracing.shutdown()

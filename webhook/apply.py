@@ -17,11 +17,25 @@ import yaml
 from webhook.app import Quartermaster
 from webhook.engine.offline import admit_offline
 from webhook.model.cluster import ObjectKey
-from webhook.model.results import Outcome, RuleResult
+from webhook.model.results import RuleResult
+from webhook.model.review import object_problem
 
 
 class BadInput(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A resource no namespace-selecting policy could match: its namespace is not in the state."""
+
+    label: str
+    namespace: str
+
+    @property
+    def reason(self) -> str:
+        return (f"namespace {self.namespace!r} is not in the cluster state: policies that select namespaces "
+                "(every platform policy) cannot match; give its Namespace with --state")
 
 
 @dataclass
@@ -30,6 +44,8 @@ class ApplyReport:
     created: dict[ObjectKey, Mapping[str, Any]] = field(default_factory=dict)
     rows: list[tuple[str, RuleResult]] = field(default_factory=list)
     denials: list[tuple[str, str]] = field(default_factory=list)
+    resources: dict[str, tuple[Mapping[str, Any], str]] = field(default_factory=dict)  # label -> (resource, namespace)
+    skips: list[Skip] = field(default_factory=list)
 
 
 def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str, Any]]:
@@ -41,7 +57,10 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
         except OSError as exc:
             raise BadInput(f"{name}: cannot read: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:
-            raise BadInput(f"{name}: invalid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{name}:{mark.line + 1}" if mark is not None else name
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise BadInput(f"{where}: invalid YAML: {problem}") from None
         for index, doc in enumerate(docs):
             if doc is None:
                 continue
@@ -52,6 +71,9 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
                 meta = item.get("metadata")
                 if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
                     raise BadInput(f"{name} document {index}: a resource needs metadata.name")
+                problem = object_problem(item, item["kind"])
+                if problem:
+                    raise BadInput(f"{name} document {index}: {problem}")
                 resources.append(item)
     return resources
 
@@ -62,6 +84,9 @@ async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]]) -> Apply
         result = await admit_offline(qm.engine, resource)
         request = result.request
         label = f"{request.kind.kind} {request.namespace + '/' if request.namespace else ''}{request.object_name}"
+        report.resources[label] = (resource, request.namespace)
+        if request.namespace and qm.state.get("Namespace", "", request.namespace) is None:
+            report.skips.append(Skip(label, request.namespace))
         report.rows.extend((label, r) for r in result.results)
         if not result.allowed:
             report.denials.append((label, result.message))
@@ -70,28 +95,3 @@ async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]]) -> Apply
         for obj in result.created + result.generated:
             report.created.setdefault(ObjectKey.of(obj), obj)
     return report
-
-
-def write_table(report: ApplyReport, out: TextIO) -> None:
-    rows = [("RESOURCE", "POLICY", "RULE", "RESULT", "MESSAGE")]
-    rows += [(label, r.policy.qualified_name, r.rule, r.outcome.value + ("" if r.outcome is Outcome.PASS or r.blocks else " (audit)"),
-              r.message.replace("\n", " ")) for label, r in report.rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        out.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] + "\n")
-    for label, message in report.denials:
-        out.write(f"DENIED {label}: {message}\n")
-    out.write(f"{len(report.admitted)} admitted, {len(report.denials)} denied, {len(report.created)} objects to create\n")
-
-
-def write_documents(report: ApplyReport, out: TextIO) -> None:
-    docs = list(report.admitted) + list(report.created.values())
-    out.write(yaml.safe_dump_all([_plain(d) for d in docs], sort_keys=False, default_flow_style=False))
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return obj

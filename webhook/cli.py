@@ -1,122 +1,305 @@
-"""`quartermaster`: parse arguments, build settings, run the command."""
+"""`quartermaster`: parse arguments, run the command.
+
+Each subcommand is one `_add_<name>` function that declares its options (each with help) and its
+Examples, and names the function that runs it; that function imports what the command needs only
+when it runs, so `quartermaster --help` and a short command start fast. To add a command, add one
+`_add_<name>` function (or one in the command's own module) and list it in COMMANDS.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from webhook import __version__
-from webhook.deploy.commands import COMMANDS as DEPLOY_COMMANDS, add_deploy_commands, run_deploy_command
-from webhook.observability.logs import configure_logging
-from webhook.report_command import add_report_command, run_report
+from webhook.commandline import add_command, configure_cli_logging, existing_path, port, seconds
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="quartermaster",
-        description="Admission webhook and policy engine for shared GPU platforms.",
-    )
-    parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    serve = commands.add_parser(
-        "serve", help="serve /mutate and /validate over HTTPS",
-        description="Serve admission webhooks over HTTPS. Without --kubeconfig/--in-cluster it runs standalone: "
-                    "cluster state in memory, seeded from --state. Missing certificates are generated in --cert-dir.")
-    serve.add_argument("--policies", type=Path, default=Path("policies"), help="policy directory or file (default: policies)")
-    serve.add_argument("--state", type=Path, default=None, help="manifests that seed the standalone cluster state")
-    serve.add_argument("--cert-dir", type=Path, default=Path("certs"), help="tls.crt/tls.key, generated with ca.crt if absent (default: certs)")
-    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default: 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=8443, help="HTTPS port (default: 8443)")
-    serve.add_argument("--namespace", default=None, help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+def _add_serve(commands: Any) -> None:
+    serve = add_command(
+        commands, "serve", "serve /mutate and /validate over HTTPS",
+        "Serve admission webhooks over HTTPS. Without --kubeconfig/--in-cluster it runs standalone: cluster state\n"
+        "in memory, seeded from --state. Missing certificates are generated in --cert-dir. Logs are JSON lines on\n"
+        "standard error: one per denied or warned admission (policy, rule, message, user); --log-level debug adds\n"
+        "every admission and each policy's decision.",
+        ["quartermaster serve --state examples/state                  # standalone, https://127.0.0.1:8443",
+         "quartermaster serve --host 0.0.0.0 --port 9443 --policies /etc/quartermaster/policies",
+         "quartermaster serve --kubeconfig ~/.kube/config --scan-interval 600   # live mode",
+         "quartermaster serve --in-cluster --force-audit            # in the chart, audit-only rollout"],
+        _serve)
+    serve.add_argument("--policies", type=Path, default=Path("policies"), metavar="PATH",
+                       help="policy directory or file, reloaded when it changes (default: policies)")
+    serve.add_argument("--allow-empty", action="store_true",
+                       help="no warning when --policies holds no policy (default: warn)")
+    serve.add_argument("--force-audit", action="store_true",
+                       help="run every policy in its audit action: warn and report, never block")
+    serve.add_argument("--state", type=existing_path, default=None, metavar="DIR",
+                       help="standalone: manifests (YAML) that seed the in-memory cluster state")
+    serve.add_argument("--cert-dir", type=Path, default=Path("certs"), metavar="DIR",
+                       help="tls.crt and tls.key, generated with ca.crt if absent (default: certs)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on; 0.0.0.0 for every interface, as in a pod (default: 127.0.0.1)")
+    serve.add_argument("--port", type=port, default=8443, help="HTTPS port, 1-65535 (default: 8443)")
+    serve.add_argument("--namespace", default=None,
+                       help="namespace of the webhook Service, for certificate names (default: $POD_NAMESPACE or quartermaster)")
+    serve.add_argument("--client-ca", type=Path, default=None, metavar="FILE",
+                       help="require client certificates signed by this CA (the API server's webhook client certificate)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                       help="debug adds each admission and each policy's decision (default: info)")
     live = serve.add_mutually_exclusive_group()
-    live.add_argument("--kubeconfig", type=Path, default=None, help="run live against the cluster of this kubeconfig")
+    live.add_argument("--kubeconfig", type=existing_path, default=None, metavar="FILE",
+                      help="run live against the cluster of this kubeconfig")
     live.add_argument("--in-cluster", action="store_true", help="run live with the pod's service account")
-    serve.add_argument("--scan-interval", type=float, default=3600.0,
+    serve.add_argument("--scan-interval", type=seconds, default=3600.0, metavar="SECONDS",
                        help="live: seconds between background scans; 0 scans only when policies change (default: 3600)")
     serve.add_argument("--no-quota-backstop", action="store_true", help="live: keep no ResourceQuota per profile")
+    serve.add_argument("--policy-objects", default="quartermaster.dev", metavar="GROUP,...",
+                       help="live: read the policy objects of these API groups beside --policies (files win on a "
+                            "name conflict); add kyverno.io,policies.kyverno.io only where Kyverno does not run; "
+                            "none: files only (default: quartermaster.dev)")
 
-    apply = commands.add_parser(
-        "apply", help="run admission offline on manifests",
-        description="Run admission offline. Standard output: only YAML, each admitted resource as mutated, then every "
-                    "object the policies would create. A table of rule results goes to standard error. "
-                    "Exit 0 admitted, 1 denied, 2 bad input.")
-    apply.add_argument("--policies", type=Path, required=True, help="policy directory or file")
-    apply.add_argument("--state", type=Path, default=None, help="manifests of the cluster state (namespaces, pods, PVCs, claims)")
+
+def _add_apply(commands: Any) -> None:
+    apply = add_command(
+        commands, "apply", "run admission offline on manifests, like kyverno apply",
+        "Run admission offline. Standard output: each admitted resource as mutated, then every object the\n"
+        "policies would create (YAML, or a JSON List), or with --policy-report one ClusterPolicyReport of every\n"
+        "result. A table of failures, warnings and skips (every result with --detailed-results) goes to standard\n"
+        "error. A resource without a namespace is in `default`; one whose namespace is not in --state is\n"
+        "reported as a skip, since namespace-selecting policies cannot match it.\n"
+        "Exit 0 admitted, 1 denied (or, with --audit-warn, an audited failure), 2 bad input.",
+        ["quartermaster apply --policies policies --state examples/state examples/gpu-pod.yaml",
+         "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -",
+         "quartermaster apply --policies policies --state examples/state --policy-report -o json pods/*.yaml",
+         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results pod.yaml",
+         "quartermaster apply --policies policies --kubeconfig ~/.kube/config train.yaml   # state of a live cluster"],
+        _apply)
+    apply.add_argument("--policies", type=existing_path, required=True, metavar="PATH",
+                       help="policy directory or file")
+    source = apply.add_mutually_exclusive_group()
+    source.add_argument("--state", type=existing_path, default=None, metavar="DIR",
+                        help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
+    source.add_argument("--kubeconfig", type=existing_path, default=None, metavar="FILE",
+                        help="read the cluster state once from this kubeconfig's cluster (nothing is written there)")
+    source.add_argument("--in-cluster", action="store_true", help="read the cluster state with the pod's service account")
+    apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
+    apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
+                       help="format of standard output: yaml documents (default) or one json List")
+    apply.add_argument("--policy-report", action="store_true",
+                       help="print a ClusterPolicyReport of every result instead of the resources")
+    apply.add_argument("--detailed-results", action="store_true", help="the table lists passing results too")
+    apply.add_argument("--audit-warn", action="store_true",
+                       help="exit 1 also when a failure was only audited (admitted with a warning)")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
-    add_deploy_commands(commands, argv)  # certs, crds (imported only when one of them runs)
+
+
+def _add_validate(commands: Any) -> None:
+    validate = add_command(
+        commands, "validate", "check policy files as serve would load them (lint)",
+        "Check every policy document under each PATH as `serve --policies PATH` would load it: schema, CEL,\n"
+        "references between documents. One line per problem (file:line: document N field F: what is wrong) on\n"
+        "standard output, then a summary on standard error. Exit 0 when every PATH loads, 2 on any problem.",
+        ["quartermaster validate policies",
+         "quartermaster validate policies/profile-quota.yaml team-policies/"],
+        _validate)
+    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="policy directory or file")
+    validate.add_argument("--allow-empty", action="store_true", help="a PATH without policies is no warning")
+
+
+def _add_report(commands: Any) -> None:
+    from webhook.report_command import add_report_command
+
     add_report_command(commands)
+
+
+def _add_deploy(commands: Any, argv: Sequence[str] | None = None) -> None:
+    from webhook.deploy.commands import add_deploy_commands
+
+    add_deploy_commands(commands, argv)  # certs, crds: their modules (cryptography, ~0.25 s) only when one runs
+
+
+def _add_test(commands: Any) -> None:
+    test = add_command(
+        commands, "test", "run Kyverno CLI test suites (kyverno-test.yaml)",
+        "Run policy test suites: cli.kyverno.io/v1alpha1 Test files named kyverno-test.yaml (or\n"
+        ".kyverno-test/kyverno-test.yaml), found recursively under each PATH. Prints a table per suite, then\n"
+        "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
+        ["quartermaster test policies/",
+         "quartermaster test ../shared/conformance/kyverno-policies/pod-security-vpol --detailed-results",
+         "quartermaster test examples/kyverno -o json"],
+        _test)
+    test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")
+    test.add_argument("--detailed-results", action="store_true", help="add the message of each result")
+    test.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format (default: table)")
+
+
+def _test(args: argparse.Namespace) -> int:
+    from webhook.testsuite.command import run_test_command  # loads the engine only for `test`
+
+    return run_test_command(args)
+
+
+def _add_convert(commands: Any) -> None:
+    from webhook.convert_command import add_convert_command
+
+    add_convert_command(commands)
+
+
+def _add_token_refresher(commands: Any) -> None:
+    from webhook.refresher.arguments import add_token_refresher_command
+
+    add_token_refresher_command(commands)
+
+
+COMMANDS = (_add_serve, _add_apply, _add_validate, _add_test, _add_convert, _add_report, _add_deploy,
+            _add_token_refresher)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """`argv`: the arguments about to be parsed, so that commands not asked for import nothing heavy."""
+    parser = argparse.ArgumentParser(
+        prog="quartermaster", description="Admission webhook and policy engine for shared GPU platforms.",
+        epilog="Run `quartermaster COMMAND --help` for a command's options and examples.")
+    parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in COMMANDS:
+        if add is _add_deploy:
+            _add_deploy(commands, argv)
+        else:
+            add(commands)
     return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+    from dataclasses import replace
+
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.kube.settings import LiveSetupError, live_settings
+    from webhook.observability.logs import configure_logging
     from webhook.state.memory import StateSeedError
 
-    import asyncio
-
+    if not args.policies.exists():  # the default (policies) is not checked by argparse
+        args.parser.error(f"argument --policies: {args.policies}: no such file or directory")
     configure_logging(args.log_level)
+    log = logging.getLogger("quartermaster")
+    if args.client_ca is not None and not args.client_ca.is_file():
+        print(f"quartermaster: --client-ca {args.client_ca}: no such file", file=sys.stderr)
+        return EXIT_BAD_INPUT
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
-                        **({"namespace": args.namespace} if args.namespace else {}))
-    if args.kubeconfig or args.in_cluster:
-        settings = replace(settings, live=live_settings(args, settings.namespace))
+                        force_audit=args.force_audit, client_ca=args.client_ca, **({"namespace": args.namespace} if args.namespace else {}))
+    if args.force_audit:
+        log.warning("--force-audit: every policy warns and reports, none blocks")
+    if not args.allow_empty and _holds_no_policy_file(args.policies):
+        log.warning("no policy file in %s: every request is admitted unchanged (--allow-empty to silence)", args.policies)
     try:
+        if args.kubeconfig or args.in_cluster:
+            settings = replace(settings, live=live_settings(args, settings.namespace))
         qm = Quartermaster.build(settings)
         asyncio.run(qm.serve())
     except (StateSeedError, LiveSetupError) as exc:
-        print(f"quartermaster: {exc}", file=sys.stderr)
+        log.error("not serving: %s", exc)
         return EXIT_BAD_INPUT
-    except PolicyLoadFailed as exc:
-        print(f"quartermaster: policies in {settings.policies} refused:\n{exc}", file=sys.stderr)
+    except PolicyLoadFailed as exc:  # each error was logged with its file when it was found
+        log.error("not serving: %d policy errors in %s (above)", len(exc.result.errors), settings.policies)
         return EXIT_BAD_INPUT
     except OSError as exc:
-        print(f"quartermaster: cannot serve on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        log.error("cannot serve on %s:%d: %s", settings.host, settings.port, exc.strerror or exc)
         return EXIT_BAD_INPUT
     return EXIT_OK
 
 
-def _apply(args: argparse.Namespace) -> int:
-    from webhook.app import PolicyLoadFailed, Quartermaster, Settings
-    from webhook.apply import BadInput, read_resources, run_apply, write_documents, write_table
-    from webhook.state.memory import StateSeedError
+def _holds_no_policy_file(path: Path) -> bool:
+    from webhook.policy.documents import policy_files
 
+    return not policy_files(path)
+
+
+def _apply(args: argparse.Namespace) -> int:
     import asyncio
 
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    from webhook.app import PolicyLoadFailed, Quartermaster, Settings
+    from webhook.apply import BadInput, read_resources, run_apply
+    from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
+    from webhook.state.memory import StateSeedError
+
+    configure_cli_logging("quartermaster apply")
     try:
         resources = read_resources(args.files)
-        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state))
-        qm.load_policies()
+        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state), state=_cluster_state(args))
+        loaded = qm.load_policies()
     except (BadInput, StateSeedError) as exc:
+        print(f"quartermaster apply: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ClusterUnreadable as exc:
         print(f"quartermaster apply: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PolicyLoadFailed as exc:
         print(f"quartermaster apply: policies refused:\n{exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not loaded.policies and not args.allow_empty:
+        print(f"quartermaster apply: warning: no policy in {args.policies}: every resource is admitted unchanged "
+              "(--allow-empty to silence)", file=sys.stderr)
     report = asyncio.run(run_apply(qm, resources))
-    write_documents(report, sys.stdout)
-    write_table(report, sys.stderr)
-    return EXIT_DENIED if report.denials else EXIT_OK
+    _notice_unknown_namespaces(args, sorted({skip.namespace for skip in report.skips}))
+    if args.policy_report:
+        write_policy_report(report, sys.stdout, args.output)
+    else:
+        write_documents(report, sys.stdout, args.output)
+    write_table(report, sys.stderr, detailed=args.detailed_results)
+    if report.denials:
+        return EXIT_DENIED
+    audited = audited_failures(report)
+    if args.audit_warn and audited:
+        print(f"quartermaster apply: {len(audited)} audited failures (--audit-warn)", file=sys.stderr)
+        return EXIT_DENIED
+    return EXIT_OK
+
+
+class ClusterUnreadable(Exception):
+    pass
+
+
+def _cluster_state(args: argparse.Namespace) -> Any:
+    """--kubeconfig/--in-cluster: the live cluster's objects, read once into memory; else None (--state)."""
+    if not (args.kubeconfig or args.in_cluster):
+        return None
+    from webhook.kube.client import explain_error
+    from webhook.kube.snapshot import cluster_objects
+    from webhook.state.memory import InMemoryClusterState
+
+    try:
+        return InMemoryClusterState(cluster_objects(args.kubeconfig, args.in_cluster))
+    except Exception as exc:  # the user's kubeconfig or cluster: say which, exit 2
+        raise ClusterUnreadable(explain_error(exc)) from None
+
+
+def _notice_unknown_namespaces(args: argparse.Namespace, namespaces: list[str]) -> None:
+    if not namespaces:
+        return
+    source = args.state or ("the cluster" if args.kubeconfig or args.in_cluster else None)
+    where = "no --state given, so no namespace is known" if source is None else \
+        f"namespace {', '.join(map(repr, namespaces))} is not in {source}"
+    print(f"quartermaster apply: notice: {where}: policies that select namespaces (every platform policy) match "
+          "nothing there; give the Namespace objects with --state (see examples/state)", file=sys.stderr)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from webhook.validate_command import run_validate
+
+    configure_cli_logging("quartermaster validate")
+    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser(argv).parse_args(argv)
-    if args.command == "serve":
-        return _serve(args)
-    if args.command == "report":
-        return run_report(args)
-    if args.command in DEPLOY_COMMANDS:
-        return run_deploy_command(args)
-    return _apply(args)
+    args = build_parser(argv).parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -9,32 +9,50 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+from webhook.commandline import add_command, configure_cli_logging, existing_path
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_report_command(commands: Any) -> None:
-    report = commands.add_parser(
-        "report", help="show policy results (PolicyReports) as a table, JSON or HTML",
-        description="Show policy results: policy, rule, resource, result, message. With --kubeconfig/--in-cluster "
-                    "it reads the PolicyReports Quartermaster wrote; otherwise it scans the --state manifests "
-                    "against --policies, as the background scan would.")
+    report = add_command(
+        commands, "report", "show policy results (PolicyReports) as a table, JSON, YAML or HTML",
+        "Show policy results: policy, rule, resource, result, message. With --kubeconfig/--in-cluster it reads the\n"
+        "PolicyReports Quartermaster wrote; otherwise it scans the --state manifests against --policies, as the\n"
+        "background scan would. The HTML page has summaries per policy and namespace, filters and search.",
+        ["quartermaster report --state examples/state",
+         "quartermaster report --state examples/state -o html > report.html",
+         "quartermaster report --kubeconfig ~/.kube/config -n jdoe -o yaml",
+         "quartermaster report --in-cluster --fail-on fail     # exit 1 when anything fails (CI, cron)"],
+        run_report)
     report.add_argument("-n", "--namespace", default="", help="only this namespace (default: all)")
-    report.add_argument("-o", "--output", choices=["table", "json", "html"], default="table",
-                        help="table (default), json (a List of PolicyReports) or html (one page)")
-    report.add_argument("--policies", type=Path, default=Path("policies"), help="standalone: policies (default: policies)")
-    report.add_argument("--state", type=Path, default=None, help="standalone: manifests to scan")
+    report.add_argument("-o", "--output", choices=["table", "json", "yaml", "html"], default="table",
+                        help="table (default), json or yaml (a List of PolicyReports), or html (one self-contained page)")
+    report.add_argument("--fail-on", choices=["fail", "warn"], default=None,
+                        help="exit 1 when a result is this bad: fail (a fail or error row) or warn (fail, error or "
+                             "warn); audited results count too (default: exit 0 whatever the results)")
+    report.add_argument("--policies", type=Path, default=Path("policies"), metavar="PATH",
+                        help="standalone: policy directory or file (default: policies)")
+    report.add_argument("--state", type=existing_path, default=None, metavar="DIR", help="standalone: manifests to scan")
     live = report.add_mutually_exclusive_group()
-    live.add_argument("--kubeconfig", type=Path, default=None, help="read the reports of this kubeconfig's cluster")
+    live.add_argument("--kubeconfig", type=Path, default=None, metavar="FILE",
+                      help="read the reports of this kubeconfig's cluster")
     live.add_argument("--in-cluster", action="store_true", help="read the reports with the pod's service account")
 
 
-def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Reports:
+    items: list[dict[str, Any]]
+    reason: str = ""  # why there is no result, when there is none
+
+
+def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> Reports:
     from webhook.kube.client import KubeApi
     from webhook.kube.resources import CLUSTER_POLICY_REPORTS, POLICY_REPORTS
     from webhook.reports.policyreport import MANAGED_BY
@@ -45,12 +63,14 @@ def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> l
         reports = api.list(POLICY_REPORTS, (5.0, 60.0), namespace=namespace, label_selector=selector).items
         if not namespace:
             reports += api.list(CLUSTER_POLICY_REPORTS, (5.0, 60.0), label_selector=selector).items
-        return reports
+        where = f"namespace {namespace!r}" if namespace else "the cluster"
+        return Reports(reports, f"{where} has no PolicyReport labelled {selector}: Quartermaster writes them in "
+                                "live mode after admissions and background scans (kubectl get policyreports -A)")
     finally:
         api.close()
 
 
-def standalone_reports(policies: Path, state: Path | None, namespace: str) -> list[dict[str, Any]]:
+def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Reports:
     from webhook.app import Quartermaster, Settings
     from webhook.engine.scan import scan
     from webhook.reports.policyreport import PolicyMeta, reports_from_entries
@@ -61,23 +81,42 @@ def standalone_reports(policies: Path, state: Path | None, namespace: str) -> li
     sink = MemoryResultSink()
     asyncio.run(scan(qm.store, qm.state, sink, namespace=namespace))
     metas = {pid: PolicyMeta.of(a) for pid, a in qm.store.snapshot.annotations.items()}
-    return reports_from_entries(sink.entries, metas)
+    return Reports(reports_from_entries(sink.entries, metas), _standalone_reason(policies, state, namespace))
+
+
+def _standalone_reason(policies: Path, state: Path | None, namespace: str) -> str:
+    if state is None:
+        return ("no --state given: a standalone report scans the manifests of --state against --policies "
+                "(try --state examples/state), or reads a cluster's reports with --kubeconfig")
+    where = f" in namespace {namespace!r}" if namespace else ""
+    return (f"no object of {state}{where} is one that a policy of {policies} checks "
+            "(pods, PVCs and claims in Kubeflow profiles, for the default policies)")
+
+
+FAILING = {"fail": frozenset({"fail", "error"}), "warn": frozenset({"fail", "error", "warn"})}
 
 
 def run_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from webhook.reports.render import render
+    from webhook.reports.render import render, rows
 
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    configure_cli_logging("quartermaster report")
+    if not (args.kubeconfig or args.in_cluster) and not args.policies.exists():
+        args.parser.error(f"argument --policies: {args.policies}: no such file or directory")
     try:
         if args.kubeconfig or args.in_cluster:
-            reports = live_reports(args.kubeconfig, args.in_cluster, args.namespace)
+            found = live_reports(args.kubeconfig, args.in_cluster, args.namespace)
         else:
-            reports = standalone_reports(args.policies, args.state, args.namespace)
+            found = standalone_reports(args.policies, args.state, args.namespace)
     except Exception as exc:  # every failure here is the user's input or their cluster: say which, exit 2
         print(f"quartermaster report: {_explain(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     generated = datetime.now(timezone.utc).strftime("generated %Y-%m-%d %H:%M UTC")
-    (out or sys.stdout).write(render(reports, args.output, generated=generated))
+    (out or sys.stdout).write(render(found.items, args.output, generated=generated, reason=found.reason))
+    if args.fail_on:
+        bad = [r for r in rows(found.items) if r.result in FAILING[args.fail_on]]
+        if bad:
+            print(f"quartermaster report: {len(bad)} results at or above {args.fail_on!r} (--fail-on)", file=sys.stderr)
+            return EXIT_FAILED
     return EXIT_OK
 
 

@@ -37,7 +37,20 @@ def test_cost_guard():
     cel = CelCompiler()
     with pytest.raises(CelError, match="longer than"):
         cel.compile("true && " * (MAX_EXPRESSION_LENGTH // 8 + 1) + "true")
-    nested = "a.all(x, a.all(y, a.all(z, a.all(w, true))))"
+    nested = "object.a.all(x, object.a.all(y, object.a.all(z, object.a.all(w, true))))"
     with pytest.raises(CelError, match="nests more than"):
         cel.compile(nested)
-    assert cel.compile("a.all(x, a.all(y, a.exists(z, true)))")({"a": [1]}) is True
+    assert cel.compile("object.a.all(x, object.a.all(y, object.a.exists(z, true)))")({"object": {"a": [1]}}) is True
+
+
+def test_cache_is_per_environment_and_bounded(monkeypatch):
+    from webhook.cel import compiler as module
+    cel = CelCompiler()
+    assert cel.compile("true", env="admission") is not cel.compile("true", env="kyverno")
+    assert CelCompiler().compile("true", env="kyverno") is cel.compile("true", env="kyverno")  # one cache per process
+    monkeypatch.setattr(module, "MAX_CACHED", 3)
+    before = len(module._cache)
+    for i in range(10):
+        cel.compile(f"{i} == {i}")
+    assert len(module._cache) <= max(before, 3)  # full: each new program replaces the oldest
+    assert cel.compile("9 == 9")({}) is True

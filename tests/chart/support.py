@@ -52,6 +52,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                         "external": {"secretName": "corp-webhook-tls", "caBundle": "Y2E="}}},
     "policy-reports": {"policyReports": {"installCRDs": True}},
     "mutation-ignore": {"webhooks": {"mutate": {"failurePolicy": "Ignore"}}},
+    "client-auth": {"clientAuth": {"caConfigMap": "apiserver-client-ca"}},
+    "network-policy": {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"],
+                                         "extraFrom": [{"namespaceSelector": {"matchLabels": {
+                                             "kubernetes.io/metadata.name": "monitoring"}}}]}},
+    "existing-configmap": {"policies": {"existingConfigMap": "platform-policies-from-git"}},
+    "grafana-dashboard": {"grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Platform"}}},
 }
 
 

@@ -55,8 +55,9 @@ def test_crds_are_optional_and_can_be_removed_with_the_release():
 
 
 def policy_documents():
-    return [doc for path in sorted((REPO / "policies").glob("*.yaml")) for doc in load_yaml(path)
-            if doc.get("apiVersion", "").startswith("quartermaster.dev/")]
+    # the default policies, and the opt-in ones shipped as examples (QueueAssignment)
+    paths = sorted((REPO / "policies").glob("*.yaml")) + [REPO / "examples" / "queue-assignment.yaml"]
+    return [doc for path in paths for doc in load_yaml(path) if doc.get("apiVersion", "").startswith("quartermaster.dev/")]
 
 
 def crd_of(generated, doc):

@@ -65,45 +65,22 @@ def test_defaults_can_be_excluded_or_dropped():
     assert config_data({"policies": {"defaults": False, "extra": {"only.yaml": TEAM_QUOTA}}}) == {"only.yaml": TEAM_QUOTA}
 
 
-def test_audit_only_switches_every_policy_to_audit(tmp_path):
-    kyverno = """\
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: require-team
-spec:
-  validationFailureAction: Enforce
-  rules:
-    - name: team
-      match: {any: [{resources: {kinds: [Pod]}}]}
-      validate: {failureAction: Enforce, message: team label, pattern: {metadata: {labels: {team: "?*"}}}}
-"""
-    binding = """\
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: gpu-limit
-spec:
-  policyName: gpu-limit
-  validationActions: [Deny]
-"""
+def test_audit_only_is_a_flag_and_the_files_stay_as_in_git():
+    """auditOnly never rewrites the policy files (error lines keep matching git): serve --force-audit does it."""
     values = {"auditOnly": True, "policies": {"extra": {"team-quota.yaml": TEAM_QUOTA}}}
-    data = config_data(values)
-    platform = [doc for text in data.values() for doc in yaml.safe_load_all(text) if doc]
-    assert platform and all(doc["spec"]["mode"] == "Audit" for doc in platform
-                            if doc["apiVersion"].startswith("quartermaster.dev/"))
-    result = load(data, tmp_path)
-    assert result.ok, [str(e) for e in result.errors]
-    actions = [p.action.value for p in result.policies if hasattr(p, "action")]
-    assert len(actions) >= len(platform) and set(actions) == {"Audit"}
-    other = config_data({"auditOnly": True, "policies": {"defaults": False,
-                                                          "extra": {"k.yaml": kyverno, "b.yaml": "---\n" + binding}}})
-    (policy,) = yaml.safe_load_all(other["k.yaml"])
-    assert policy["spec"]["validationFailureAction"] == "Audit"
-    assert policy["spec"]["rules"][0]["validate"]["failureAction"] == "Audit"
-    (bound,) = [d for d in yaml.safe_load_all(other["b.yaml"]) if d]
-    assert bound["spec"]["validationActions"] == ["Audit", "Warn"]
-    assert bound["spec"]["policyName"] == "gpu-limit"
+    assert config_data(values) == config_data({"policies": {"extra": {"team-quota.yaml": TEAM_QUOTA}}})
+    (container,) = render(values).one("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--force-audit" in container["args"]
+    (default,) = render().one("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--force-audit" not in default["args"]
+
+
+def test_existing_configmap_is_mounted_and_none_is_made():
+    rendered = render(VARIANTS["existing-configmap"])
+    assert not [c for c in rendered.of_kind("ConfigMap") if c["metadata"]["name"].endswith("-policies")]
+    volumes = {v["name"]: v for v in rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["policies"]["configMap"]["name"] == "platform-policies-from-git"
+    assert "ConfigMap platform-policies-from-git (not managed by this chart)" in rendered.notes
 
 
 def test_without_audit_only_policies_keep_their_mode():

@@ -27,6 +27,7 @@ def test_live_mode_cluster_role():
         ("resource.k8s.io", "resourceclaims", ()): READ,
         ("resource.k8s.io", "resourceclaimtemplates", ()): READ | {"create"},
         ("kubeflow.org", "profiles", ()): READ,
+        ("kubeflow.org", "notebooks", ()): READ, ("apps", "statefulsets", ()): READ,  # a team notebook's creator
         ("", "resourcequotas", ()): READ | WRITE | {"delete"},
         ("wgpolicyk8s.io", "policyreports", ()): READ | WRITE | {"delete"},
         ("wgpolicyk8s.io", "clusterpolicyreports", ()): READ | WRITE | {"delete"},
@@ -34,6 +35,7 @@ def test_live_mode_cluster_role():
     }
     for crd in generate_crds(platform_kinds()):
         expected[(crd.group, crd.plural, ())] = READ
+        expected[(crd.group, f"{crd.plural}/status", ())] = {"patch"}  # the Ready condition of policy objects
     assert grants(role) == expected
     assert all("*" not in rule["verbs"] and "*" not in rule["resources"] for rule in role["rules"])
 
@@ -73,3 +75,25 @@ def test_no_rbac_without_live_mode_or_when_disabled():
     for values in (VARIANTS["standalone"], {"rbac": {"create": False}}):
         names = {o["metadata"]["name"] for o in render(values).objects if o["kind"] in ("ClusterRole", "Role")}
         assert "qm-quartermaster" not in names
+
+
+def test_policy_objects_are_read_and_marked_for_the_groups_asked():
+    from webhook.cli import build_parser
+
+    def rules(values=None):
+        rendered = render(values)
+        (container,) = rendered.one("Deployment")["spec"]["template"]["spec"]["containers"]
+        return rendered.one("ClusterRole", "qm-quartermaster")["rules"], container["args"]
+
+    found, args = rules()
+    assert {"apiGroups": ["quartermaster.dev"], "resources": ["deviceclaimrewrites/status", "notebookinjections/status",
+                                                              "profilequotas/status", "queueassignments/status"],
+            "verbs": ["patch"]} in found
+    assert "--policy-objects=quartermaster.dev" in args
+    assert build_parser().parse_args(["serve", *[a for a in args if a != "serve"]]).policy_objects == "quartermaster.dev"
+    found, args = rules({"live": {"policyObjectGroups": ["quartermaster.dev", "kyverno.io"]}})
+    assert {"apiGroups": ["kyverno.io"], "resources": ["clusterpolicies", "policies", "policyexceptions"],
+            "verbs": ["get", "list", "watch"]} in found
+    assert "--policy-objects=quartermaster.dev,kyverno.io" in args
+    found, args = rules({"live": {"policyObjectGroups": []}})
+    assert "--policy-objects=none" in args and not [r for r in found if r["apiGroups"] == ["kyverno.io"]]

@@ -6,7 +6,7 @@ import pytest
 
 from tests.chart.support import NAMESPACE, VARIANTS, lint, lint_problems, render, validate_object
 from tests.support import assert_valid_k8s
-from webhook.cli import _parser
+from webhook.cli import build_parser as _parser
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

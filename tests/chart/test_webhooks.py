@@ -95,7 +95,7 @@ def rules_of(hook):
 
 def test_rules_limited_to_what_the_policies_need():
     assert rules_of(mutate()) == {("", "pods"): {"CREATE"}}
-    live = rules_of(validate())
+    live = rules_of(validate({"webhooks": {"validate": {"controllers": False}}}))
     assert live == {("", "pods"): {"CREATE", "UPDATE"}, ("", "persistentvolumeclaims"): {"CREATE", "UPDATE"},
                     ("resource.k8s.io", "resourceclaims"): {"CREATE", "UPDATE"},
                     ("resource.k8s.io", "resourceclaimtemplates"): {"CREATE", "UPDATE"}}
@@ -106,7 +106,9 @@ def test_rules_limited_to_what_the_policies_need():
 def test_standalone_state_also_sees_deletes():
     standalone = rules_of(validate({"clusterState": "standalone", "replicaCount": 1}))
     assert set(standalone) == set(rules_of(validate()))
-    assert all(ops == {"CREATE", "UPDATE", "DELETE"} for ops in standalone.values())
+    # deletions matter to what is counted; a controller is checked, never counted
+    assert all(ops == ({"CREATE", "UPDATE"} if group in ("apps", "batch", "kubeflow.org") else {"CREATE", "UPDATE", "DELETE"})
+               for (group, _), ops in standalone.items())
     assert rules_of(mutate({"clusterState": "standalone", "replicaCount": 1})) == {("", "pods"): {"CREATE"}}
 
 
@@ -201,3 +203,13 @@ def test_match_conditions_never_error_on_unusual_objects():
         no_resources = pvc()
         del no_resources["spec"]["resources"]
         sent(hook, no_resources, "UPDATE", old=pvc())
+
+
+def test_controllers_reach_the_validating_webhook_unless_turned_off():
+    rules = {(r["apiGroups"][0], resource) for r in validate()["rules"] for resource in r["resources"]}
+    assert {("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"), ("batch", "cronjobs"),
+            ("kubeflow.org", "notebooks")} <= rules
+    off = validate({"webhooks": {"validate": {"controllers": False}}})["rules"]
+    assert {g for r in off for g in r["apiGroups"]} == {"", "resource.k8s.io"}
+    assert all("CREATE" in r["operations"] and "DELETE" not in r["operations"] for r in validate()["rules"]
+               if r["apiGroups"][0] in ("apps", "batch", "kubeflow.org"))

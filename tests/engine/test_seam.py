@@ -8,7 +8,8 @@ from pathlib import Path
 import yaml
 
 from webhook.app import Quartermaster, Settings
-from webhook.apply import run_apply, write_documents
+from webhook.apply import run_apply
+from webhook.apply_output import write_documents
 from webhook.engine.offline import admit_offline
 from webhook.engine.scan import scan
 from webhook.model.results import Outcome

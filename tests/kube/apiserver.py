@@ -50,7 +50,7 @@ class Seen:
 
 
 class FakeApiServer:
-    def __init__(self, bookmark_interval: float = 0.2, token: str = TOKEN) -> None:
+    def __init__(self, bookmark_interval: float = 0.2, token: str = TOKEN, port: int = 0) -> None:
         self.bookmark_interval = bookmark_interval
         self.send_bookmarks = True  # False: a server that never sends any (they are optional)
         self.token = token
@@ -67,7 +67,7 @@ class FakeApiServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port  # 0: any free port; a fixed one lets a test stop the server and start it again there
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> "FakeApiServer":
@@ -85,7 +85,7 @@ class FakeApiServer:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         ready.set()
@@ -217,6 +217,8 @@ class FakeApiServer:
         namespace = ""
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if len(rest) == 3 and rest[2] == "status":  # the status subresource: _handle patches status only
+            rest = rest[:2]
         if len(rest) not in (1, 2):
             return None
         return (group, version, rest[0]), namespace, rest[1] if len(rest) == 2 else ""
@@ -244,6 +246,10 @@ class FakeApiServer:
                 return await stream_watch(self, request, gvr, namespace, query)
             return self._list(gvr, namespace, query)
         body = await request.json() if request.method in ("POST", "PUT", "PATCH") else None
+        if request.path.endswith("/status") and request.method == "PATCH":
+            if request.content_type != "application/merge-patch+json":
+                return web.json_response(status(415, "UnsupportedMediaType", request.content_type), status=415)
+            body = {"status": (body or {}).get("status")}  # a status write changes nothing else
         handler = {"GET": self._read, "POST": self._create, "PUT": self._replace, "PATCH": self._patch,
                    "DELETE": self._delete}.get(request.method)
         if handler is None:

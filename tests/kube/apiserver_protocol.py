@@ -17,10 +17,20 @@ RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
     ("resource.k8s.io", "v1", "resourceclaims"): ("ResourceClaim", True),
     ("resource.k8s.io", "v1", "resourceclaimtemplates"): ("ResourceClaimTemplate", True),
     ("kubeflow.org", "v1", "profiles"): ("Profile", False),
+    ("apps", "v1", "statefulsets"): ("StatefulSet", True),
+    ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
     ("wgpolicyk8s.io", "v1alpha2", "policyreports"): ("PolicyReport", True),
     ("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports"): ("ClusterPolicyReport", False),
     ("events.k8s.io", "v1", "events"): ("Event", True),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
+    # policy kinds kept as objects (webhook/kube/policy_objects.py); their status is a subresource
+    ("quartermaster.dev", "v1alpha1", "profilequotas"): ("ProfileQuota", False),
+    ("quartermaster.dev", "v1alpha1", "notebookinjections"): ("NotebookInjection", False),
+    ("quartermaster.dev", "v1alpha1", "deviceclaimrewrites"): ("DeviceClaimRewrite", False),
+    ("kyverno.io", "v1", "clusterpolicies"): ("ClusterPolicy", False),
+    ("kyverno.io", "v1", "policies"): ("Policy", True),
+    ("policies.kyverno.io", "v1", "validatingpolicies"): ("ValidatingPolicy", False),
+    ("policies.kyverno.io", "v1", "mutatingpolicies"): ("MutatingPolicy", False),
 }
 TOKEN = "test-token"
 

@@ -31,9 +31,9 @@ def test_initial_sync_lists_every_kind(apiserver, live_state):
     assert state.get("ResourceClaimTemplate", "jdoe", "gpu-1")["apiVersion"] == "resource.k8s.io/v1"
     assert state.get("Namespace", "", "kube-system") is not None
     assert state.get("Profile", "", "jdoe")["spec"]["resourceQuotaSpec"]["hard"] == {"requests.nvidia.com/gpu": "2"}
-    assert {s.kind: s.relists for s in state.statuses()} == {k: 1 for k in
-                                                             ("Namespace", "Pod", "PersistentVolumeClaim", "ResourceClaim",
-                                                              "ResourceClaimTemplate", "Profile")}
+    assert {s.kind: s.relists for s in state.statuses()} == {k: 1 for k in (
+        "Namespace", "Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate", "Profile", "StatefulSet",
+        "Notebook")}
     # then each watches from the version it listed (the watch request follows the list)
     eventually(lambda: {"pods", "namespaces", "persistentvolumeclaims", "resourceclaims", "resourceclaimtemplates",
                         "profiles"} <= {s.plural for s in apiserver.seen("GET", watch=True)})

@@ -146,8 +146,10 @@ async def test_an_audited_admission_is_reported_with_the_events_the_policy_asks_
     policies = tmp_path / "policies"
     policies.mkdir()
     quota = (REPO / "policies" / "profile-quota.yaml").read_text().replace("mode: Enforce", "mode: Audit")
-    quota = quota.replace("  name: profile-quota\n", "  name: profile-quota\n  annotations:\n"
-                          "    quartermaster.dev/events: fail\n    policies.kyverno.io/severity: high\n")
+    # the default policy carries severity and category annotations already: ask for events beside them
+    quota = quota.replace("    policies.kyverno.io/severity: high\n",
+                          "    policies.kyverno.io/severity: high\n    quartermaster.dev/events: fail\n")
+    assert "quartermaster.dev/events: fail" in quota
     (policies / "profile-quota.yaml").write_text(quota)
     apiserver.put(namespace("jdoe"))
     apiserver.put(dict(pod_with_gpu("running"), metadata={"name": "running", "namespace": "jdoe"}))

@@ -1,22 +1,79 @@
+import time
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from webhook.model.quantity import format_bytes, parse_quantity
+from webhook.model.quantity import (MAX_TEXT, MAX_VALUE, QuantityError, QuantityRangeError, format_bytes,
+                                    parse_quantity)
 
 
 @pytest.mark.parametrize("text, value", [
     ("30Gi", 30 * 2**30), ("1Ti", 2**40), ("500m", Fraction(1, 2)), ("1", 1), ("1e3", 1000), ("1.5Gi", 3 * 2**29),
-    ("10G", 10**10), (2, 2), ("0.5", Fraction(1, 2)),
+    ("10G", 10**10), (2, 2), ("0.5", Fraction(1, 2)), ("1E", 10**18), ("1e+5", 10**5), ("1.G", 10**9),
+    ("+1", 1), ("-1", -1), (" 2 ", 2), (1.5, Fraction(3, 2)), (0.1, Fraction(1, 10)),
 ])
 def test_parse(text, value):
     assert parse_quantity(text) == value
 
 
-@pytest.mark.parametrize("bad", ["", "Gi", "1GB", "abc", "1 Gi", True])
+@pytest.mark.parametrize("text", ["Gi", "e5", "+", "-", ".", "000", "0.0e9"])
+def test_scans_as_zero_like_the_api_server(text):
+    """parseQuantityString returns zero for an empty number before a valid suffix."""
+    assert parse_quantity(text) == 0
+
+
+@pytest.mark.parametrize("text, value", [
+    ("0.5n", Fraction(1, 10**9)), ("1e-99999999", Fraction(1, 10**9)), ("-1e-30", -Fraction(1, 10**9)),
+    ("1.0000000001", 1 + Fraction(1, 10**9)), ("0.000000000000000000000000001Ki", Fraction(1, 10**9)),
+])
+def test_rounds_away_from_zero_to_a_nano(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["8Ei", "16Ei", "99999999999999999999999Ki"])
+def test_binary_si_is_capped_like_the_api_server(text):
+    assert parse_quantity(text) == MAX_VALUE
+
+
+@pytest.mark.parametrize("value", ["1e99999999", "9223372036854775808", "1e19", "-1e19", "10E", 1e300, 2**64,
+                                   float("inf"), "1" * (MAX_TEXT + 1)])
+def test_out_of_range_is_a_range_error(value):
+    started = time.perf_counter()
+    with pytest.raises(QuantityRangeError):
+        parse_quantity(value)
+    assert time.perf_counter() - started < 0.01
+
+
+@pytest.mark.parametrize("bad", ["", "1GB", "abc", "1 Gi", True, "1e", "1Ki5", "1.1.M", "0.1mi", "-3.01e-", "1e9223372036854775808",
+                                 "Non-Numeric", None, [], "1e5e"])
 def test_parse_rejects(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(QuantityError):
         parse_quantity(bad)
+
+
+def _fastest(text: str) -> float:
+    """Best of three: the machine is shared, a descheduled run says nothing about the parser."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        try:
+            parse_quantity(text)
+        except QuantityError:
+            pass
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="0123456789.+-eEinumkKMGTPi ", max_size=MAX_TEXT + 5))
+def test_any_text_parses_or_refuses_within_a_millisecond(text):
+    assert _fastest(text) < 0.001, text
+    try:
+        value = parse_quantity(text)
+    except QuantityError:
+        return
+    assert abs(value) <= MAX_VALUE and (value * 10**9).denominator == 1
 
 
 def test_format_bytes():

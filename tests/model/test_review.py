@@ -52,6 +52,11 @@ def test_malformed_bodies(raw, reason):
     ("dryRun", "yes", "dryRun"),
     ("namespace", 7, "namespace"),
     ("userInfo", {"groups": "admins"}, "groups"),
+    ("userInfo", {"username": ["root"]}, "username"),
+    ("operation", ["CREATE"], "operation"),
+    ("operation", {"op": 1}, "operation"),
+    ("operation", 3, "operation"),
+    ("resource", {"resource": ["pods"]}, "request.resource.resource"),
 ])
 def test_wrong_types(field, value, reason):
     doc = review(pod())
@@ -84,3 +89,45 @@ def test_warnings_are_clean_and_short():
 def test_annotation_key_is_a_label_name():
     key = annotation_key("profile-quota", "gpus/limit")
     assert key == "profile-quota.gpus-limit" and len(annotation_key("p" * 100, "r")) <= 63
+
+
+@pytest.mark.parametrize("mutate, reason", [
+    (lambda o: o.update(metadata=[1]), r"request.object.metadata must be an object"),
+    (lambda o: o.update(metadata="x"), r"request.object.metadata must be an object"),
+    (lambda o: o["metadata"].update(labels={"a": True}), r"labels\['a'\] must be a string, got bool"),
+    (lambda o: o["metadata"].update(labels={"a": 1}), r"labels\['a'\] must be a string, got int"),
+    (lambda o: o["metadata"].update(labels={"a": 1.5}), r"labels\['a'\] must be a string, got float"),
+    (lambda o: o["metadata"].update(labels=["a"]), r"labels must be an object"),
+    (lambda o: o["metadata"].update(annotations={"a": None}), r"annotations\['a'\] must be a string"),
+    (lambda o: o["metadata"].update(name=5), r"metadata.name must be a string"),
+    (lambda o: o["metadata"].update(ownerReferences=["x"]), r"ownerReferences"),
+    (lambda o: o["metadata"].update(finalizers=[1]), r"finalizers"),
+    (lambda o: o.update(spec="nope"), r"request.object.spec must be an object"),
+    (lambda o: o.update(kind=1), r"request.object.kind must be a string"),
+])
+def test_object_shape_checked_once_at_the_edge(mutate, reason):
+    doc = review(pod(labels={"team": "a"}))
+    mutate(doc["request"]["object"])
+    with pytest.raises(MalformedReview, match=reason):
+        parse_review(body(doc))
+
+
+def test_old_object_shape_checked_too():
+    doc = review(pod(), operation="UPDATE", old=pod())
+    doc["request"]["oldObject"]["metadata"] = 7
+    with pytest.raises(MalformedReview, match="request.oldObject.metadata"):
+        parse_review(body(doc))
+
+
+@pytest.mark.parametrize("depth", [150, 5_000, 100_000])
+def test_deep_json_is_malformed_not_a_recursion_error(depth):
+    doc = review(pod())
+    raw = body(doc).replace(b'"spec": {', b'"spec": {"deep": ' + b"[" * depth + b"]" * depth + b", ", 1)
+    with pytest.raises(MalformedReview, match="nested deeper"):
+        parse_review(raw)
+
+
+def test_nan_and_infinity_are_not_json():
+    raw = body(review(pod())).replace(b'"spec": {', b'"spec": {"x": NaN, ', 1)
+    with pytest.raises(MalformedReview, match="NaN"):
+        parse_review(raw)

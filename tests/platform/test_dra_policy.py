@@ -61,7 +61,8 @@ def test_default_policy_compiles_to_the_documented_settings():
     assert (mig.device_class, profile) == ("mig.nvidia.com", "1g.10gb+me")
     assert mig.selectors_for(profile) == ("device.attributes['gpu.nvidia.com'].profile == '1g.10gb+me'",)
     assert config.mapping_for("nvidia.com/gpu-fake") is None and config.mapping_for("amd.com/gpu") is None
-    assert [m.name for m in config.choices.models] == ["a100-40gb", "a100-80gb", "h100-80gb"]
+    assert [m.name for m in config.choices.models] == ["t4", "v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb",
+                                                       "h100-pcie", "h100-sxm"]
     assert config.choices.memory_maximum == Fraction(80 * 2**30)
     assert config.templates.labels == {"app.kubernetes.io/managed-by": "quartermaster"}
 

@@ -67,8 +67,8 @@ def _quartermaster() -> list[str]:
 
 
 def test_apply_prints_only_yaml_the_pod_then_its_template():
-    proc = subprocess.run([*_quartermaster(), "apply", "--policies", "policies", "--state", "examples/state",
-                           "examples/gpu-pod.yaml"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*_quartermaster(), "apply", "--detailed-results", "--policies", "policies", "--state",
+                           "examples/state", "examples/gpu-pod.yaml"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     docs = list(yaml.safe_load_all(proc.stdout))  # stdout is YAML and nothing else
     assert [d["kind"] for d in docs] == ["Pod", "ResourceClaimTemplate"]

@@ -50,7 +50,8 @@ def test_the_credentials_reach_the_sidecar_only_and_the_token_is_read_only_for_t
     assert by_name(notebook["volumeMounts"], "oidc-token")["readOnly"] is True
     assert by_name(pod["spec"]["volumes"], "oidc-token")["emptyDir"]["medium"] == "Memory"
     assert by_name(pod["spec"]["volumes"], "oidc-credentials")["secret"] == {"secretName": "oidc-jdoe"}
-    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-s", "/var/run/secrets/oidc/token"]
+    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-e", "/var/run/secrets/oidc/.ready"]
+    assert sidecar["command"] == ["quartermaster", "token-refresher"]
     assert "--token-file=/var/run/secrets/oidc/token" in sidecar["args"]
     assert by_name(notebook["env"], "OAUTH2_TOKEN")["value"] == "FILE:/var/run/secrets/oidc/token"
     assert by_name(notebook["env"], "HOME")["value"] == notebook["workingDir"] == "/eos/user/j/jdoe"
@@ -82,7 +83,7 @@ def test_names_and_paths_come_from_the_yaml() -> None:
 def test_home_volume_templates(volume: dict[str, Any], expected: dict[str, Any]) -> None:
     spec = compile_spec({**copy.deepcopy(DEFAULT), "home": {**DEFAULT["home"], "volume": volume}})
     result = inject(spec, render(spec, profile_info(namespace("john.doe@example.org", "ml"))), POD)
-    assert by_name(result.pod["spec"]["volumes"], "eos-home") == {"name": "eos-home", **expected}
+    assert by_name(result.pod["spec"]["volumes"], "eos") == {"name": "eos", **expected}
     assert_valid_k8s(result.pod)
 
 
@@ -131,7 +132,8 @@ def test_a_pod_of_only_other_injectors_containers_is_skipped() -> None:
 VARIANTS = {
     "default": {},
     "plain": {"tokenRefresher": {"sidecar": "Plain"}},
-    "relocate": {"home": {"mountPath": "/home/jovyan", "workspace": {"action": "Relocate", "relocateTo": "/workspace"}}},
+    "relocate": {"home": {"mountPath": "/home/jovyan", "homePath": "/home/jovyan",
+                          "workspace": {"action": "Relocate", "relocateTo": "/workspace"}}},
     "all-override": {"containers": {"select": "All"}, "merge": {"env": "Override", "volumes": "Override",
                                                                 "volumeMounts": "Override", "workingDir": "Override"}},
     "keep-everything": {"merge": {"env": "Keep", "volumes": "Keep", "volumeMounts": "Keep", "workingDir": "Keep"}},

@@ -114,7 +114,7 @@ def test_an_object_selector_in_the_yaml_replaces_the_default(tmp_path: Path) -> 
     ("home__mountPath", "eos/{user}", "spec.home.mountPath", "absolute path"),
     ("tokenRefresher__credentials__secretName", "OIDC_{user}", "spec.tokenRefresher.credentials.secretName",
      "Kubernetes object name"),
-    ("tokenRefresher__token__volumeName", "eos-home", "spec.tokenRefresher.token.volumeName", "spec.home.volumeName"),
+    ("tokenRefresher__token__volumeName", "eos", "spec.tokenRefresher.token.volumeName", "spec.home.volumeName"),
     ("tokenRefresher__name", "istio-proxy", "spec.tokenRefresher.name", "spec.containers.ignore"),
     ("tokenRefresher__notebookEnv", [{"name": "HOME", "value": "{home}"}], "spec.tokenRefresher.notebookEnv",
      "spec.home.homeEnv"),

@@ -28,7 +28,8 @@ def test_the_default_policy_loads_with_the_platform_registry():
     assert result.ok, result.errors
     (policy,) = result.policies
     assert policy.id.kind == "ProfileQuota" and policy.phases == {Phase.VALIDATE}
-    assert policy.match.kinds == {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
+    assert policy.match.kinds == {"Pod", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate", "Deployment",
+                                  "StatefulSet", "ReplicaSet", "DaemonSet", "Job", "CronJob", "Notebook"}
     assert policy.match.operations == {"CREATE", "UPDATE"}
     assert policy.settings.classes["personal"].gpus == 1 and policy.settings.classes["personal"].storage == 30 * GI
     assert policy.settings.classes["team"].gpus == 8 and policy.settings.classes["team"].storage == 1024 * GI

@@ -65,5 +65,5 @@ async def test_denial_over_https_explains_and_audit_mode_warns(tmp_path):
     async with running_server(directory, tmp_path, qm_state=state, registry=registry) as server:
         response = await server.admit("/validate", review(pod("train", gpus=1)))
         assert response["allowed"] is True
-        assert response["warnings"][0].startswith("profile-quota: GPU quota exceeded in profile 'jdoe'")
+        assert response["warnings"][0].startswith("profile-quota: over GPU quota in 'jdoe' (")
         assert "in use 1 (Pod nb-a: 1)" in response["auditAnnotations"]["profile-quota.gpu-quota"]

@@ -145,7 +145,8 @@ async def test_health_ready_metrics(policies, tmp_path):
         assert status == 200
         assert 'quartermaster_admission_requests_total{endpoint="validate",kind="Pod",operation="CREATE",verdict="denied"} 1.0' in metrics
         assert 'quartermaster_admission_requests_total{endpoint="mutate",kind="Pod",operation="CREATE",verdict="allowed"} 1.0' in metrics
-        assert 'quartermaster_policy_results_total{policy="require-team",policy_kind="RequireLabel",result="fail",rule="has-label"} 1.0' in metrics
+        assert ('quartermaster_policy_results_total{mode="enforce",policy="require-team",policy_kind="RequireLabel",'
+                'resource_kind="Pod",resource_namespace="jdoe",result="fail",rule="has-label"} 1.0') in metrics
         assert 'quartermaster_admission_duration_seconds_bucket{endpoint="validate",le="0.005"}' in metrics
         assert 'quartermaster_malformed_requests_total{endpoint="validate",status="400"} 1.0' in metrics
         assert "quartermaster_policy_load_failing 0.0" in metrics

@@ -116,3 +116,18 @@ def test_ledgers_are_one_per_policy_name():
     assert ledgers.for_policy("q") is ledgers.for_policy("q")
     assert ledgers.for_policy("q") is not ledgers.for_policy("r")
     assert ledgers.for_policy("q") is not other.for_policy("q")
+
+
+def test_a_deleted_object_releases_its_reservations():
+    from webhook.model.cluster import ObjectKey
+
+    state = InMemoryClusterState()
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "jdoe"}}
+    ledgers = ReservationLedgers()
+    ledger = ledgers.for_policy("quota")
+    ledger.reserve("jdoe", obj, state, timeout=300)
+    state.record_admitted(obj, "CREATE")
+    state.record_deleted("Pod", "jdoe", "p")  # created and deleted before anyone asked for the scope again
+    assert len(ledger.pending("jdoe", state)) == 1
+    assert ledgers.release_deleted(ObjectKey("Pod", "jdoe", "p")) == 1
+    assert ledger.pending("jdoe", state) == ()

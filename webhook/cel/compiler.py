@@ -1,116 +1,152 @@
-"""Compile CEL once, evaluate per request, with a static cost guard.
+"""Compile CEL once per process, evaluate per request, bounded.
 
-cel-python interprets in pure Python and cannot be interrupted, so the guard is applied at compile
-time: expression length and comprehension nesting are bounded, which (with the 3 MiB request cap)
-bounds evaluation work.
+Limits: at compile time the expression length, comprehension nesting and `cel.bind` count are
+bounded; at evaluation both backends stop after 10,000 comprehension steps (the C++ runtime's own
+budget, mirrored in the Python one), so a runaway expression is a CelError in milliseconds.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import celpy
-from celpy import celtypes
+from webhook.cel import dra, source
+from webhook.cel.activation import Activation
+from webhook.cel.envs import EnvSpec, env_spec
+from webhook.cel.errors import CelError
+from webhook.cel.functions import CURRENT, EvalContext
+from webhook.cel.orvalue import rewrite_or_value
 
 MAX_EXPRESSION_LENGTH = 5000
 MAX_COMPREHENSION_DEPTH = 3
-_MACROS = ("all(", "exists(", "exists_one(", "map(", "filter(")
+MAX_BINDS = 3
+MAX_CACHED = 20_000   # compiled programs kept; policy reloads with edited expressions must not grow it forever
+BACKENDS = ("cel-expr-python", "cel-python")
+
+_backends: dict[str, Any] = {}
+_cache: dict[tuple[str, str, str], "CelProgram"] = {}
+_lock = threading.Lock()  # policy reloads compile in a worker thread
 
 
-class CelError(Exception):
-    """A CEL expression did not compile, or failed to evaluate."""
+def _backend(name: str) -> Any:
+    with _lock:
+        if name not in _backends:
+            if name == "cel-expr-python":
+                from webhook.cel.backend_cpp import CppBackend
+                _backends[name] = CppBackend()
+            elif name == "cel-python":
+                from webhook.cel.backend_py import PyBackend
+                _backends[name] = PyBackend()
+            else:
+                raise CelError(f"unknown CEL backend {name!r} (QUARTERMASTER_CEL); expected one of {', '.join(BACKENDS)}")
+        return _backends[name]
 
 
-def to_cel(value: Any) -> Any:
-    return celpy.json_to_cel(value)
+def _short(expression: str) -> str:
+    flat = " ".join(expression.split())
+    return flat if len(flat) <= 160 else flat[:157] + "..."
 
 
-def from_cel(value: Any) -> Any:
-    """CEL values back to plain JSON-able Python."""
-    if isinstance(value, celtypes.BoolType):
-        return bool(value)
-    if isinstance(value, (celtypes.IntType, celtypes.UintType)):
-        return int(value)
-    if isinstance(value, celtypes.DoubleType):
-        return float(value)
-    if isinstance(value, celtypes.StringType):
-        return str(value)
-    if isinstance(value, celtypes.BytesType):
-        return bytes(value)
-    if isinstance(value, (celtypes.MapType, dict)):
-        return {from_cel(k): from_cel(v) for k, v in value.items()}
-    if isinstance(value, (celtypes.ListType, list, tuple)):
-        return [from_cel(v) for v in value]
-    return value
-
-
-def _comprehension_depth(expression: str) -> int:
-    """Upper bound of macro nesting, from parentheses around macro calls."""
-    depth = best = 0
-    stack: list[bool] = []
-    i = 0
-    while i < len(expression):
-        ch = expression[i]
-        if ch == "(":
-            is_macro = any(expression.endswith(m[:-1], 0, i) for m in _MACROS)
-            stack.append(is_macro)
-            depth += is_macro
-            best = max(best, depth)
-        elif ch == ")" and stack:
-            depth -= stack.pop()
-        i += 1
-    return best
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CelProgram:
     expression: str
+    env: str
+    backend: str
+    variable_refs: frozenset[str]      # names used as variables.<name>
+    uses_all_variables: bool           # `variables` used whole: every variable may be needed
+    _spec: EnvSpec
     _program: Any
 
-    def evaluate(self, activation: Mapping[str, Any]) -> Any:
-        """Activation values are plain JSON; the result is plain Python."""
-        try:
-            result = self._program.evaluate({k: to_cel(v) for k, v in activation.items()})
-        except celpy.CELEvalError as exc:
-            raise CelError(f"{self.expression}: {exc.args[0] if exc.args else exc}") from None
-        except Exception as exc:  # cel-python raises plain Python errors on some type mismatches
-            raise CelError(f"{self.expression}: {exc}") from None
-        if isinstance(result, celpy.CELEvalError):
-            raise CelError(f"{self.expression}: {result.args[0] if result.args else result}")
-        return from_cel(result)
+    @property
+    def _values_key(self) -> tuple[str, str]:
+        return ("values", self.env)
 
-    def __call__(self, activation: Mapping[str, Any]) -> bool:
-        result = self.evaluate(activation)
+    def evaluate(self, activation: Mapping[str, Any] | Activation, lookups: Any = None, *,
+                 generated: list[Any] | None = None) -> Any:
+        """Activation values are plain JSON; the result is plain Python. `generated` collects generator.Apply."""
+        shared = activation if isinstance(activation, Activation) else None
+        if shared is not None:
+            data = shared.cached(self._values_key, lambda: self._complete(shared.values))
+        else:
+            data = self._complete(activation)
+        token = CURRENT.set(EvalContext(lookups, generated))
+        try:
+            return self._program.run(data, shared)
+        except CelError as exc:
+            raise CelError(f"{_short(self.expression)}: {exc}") from None
+        except RecursionError:
+            raise CelError(f"{_short(self.expression)}: value nested too deeply") from None
+        finally:
+            CURRENT.reset(token)
+
+    def _complete(self, activation: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Environment defaults (the authorizer) and the DRA device in Kubernetes' typed shape."""
+        if not (self._spec.defaults or self._spec.typed_device):
+            return activation
+        data = dict(activation)
+        for name, value in self._spec.defaults:
+            data.setdefault(name, value)
+        if self._spec.typed_device and isinstance(data.get("device"), Mapping):
+            data["device"] = dra.device_activation(data["device"])
+        return data
+
+    def __call__(self, activation: Mapping[str, Any] | Activation, lookups: Any = None) -> bool:
+        result = self.evaluate(activation, lookups)
         if not isinstance(result, bool):
-            raise CelError(f"{self.expression}: must evaluate to a bool, got {type(result).__name__}")
+            raise CelError(f"{_short(self.expression)}: must evaluate to a bool, got {type(result).__name__}")
         return result
 
 
 class CelCompiler:
-    """One environment, one cache: the same expression text compiles once for the whole process."""
+    """One cache per process: the same (backend, env, expression) compiles once."""
 
-    def __init__(self) -> None:
-        self._env = celpy.Environment()
-        self._cache: dict[str, CelProgram] = {}
-        self._lock = threading.Lock()  # policy reloads compile in a worker thread
+    def __init__(self, backend: str | None = None) -> None:
+        self.backend = backend or os.environ.get("QUARTERMASTER_CEL") or "cel-expr-python"
+        _backend(self.backend)
 
-    def compile(self, expression: str) -> CelProgram:
+    def compile(self, expression: str, env: str = "admission") -> CelProgram:
         if not isinstance(expression, str) or not expression.strip():
             raise CelError("expression must be a non-empty string")
-        cached = self._cache.get(expression)
+        key = (self.backend, env, expression)
+        cached = _cache.get(key)
         if cached is not None:
             return cached
+        program = self._compile(expression, env)
+        with _lock:
+            if len(_cache) >= MAX_CACHED:
+                _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
+            return _cache.setdefault(key, program)
+
+    def _compile(self, expression: str, env: str) -> CelProgram:
+        try:
+            spec = env_spec(env)
+        except ValueError as exc:
+            raise CelError(str(exc)) from None
         if len(expression) > MAX_EXPRESSION_LENGTH:
             raise CelError(f"expression is longer than {MAX_EXPRESSION_LENGTH} characters")
-        if _comprehension_depth(expression) > MAX_COMPREHENSION_DEPTH:
-            raise CelError(f"expression nests more than {MAX_COMPREHENSION_DEPTH} comprehensions (all, exists, map, filter)")
         try:
-            ast = self._env.compile(expression)
-            program = CelProgram(expression, self._env.program(ast))
-        except Exception as exc:
-            raise CelError(f"does not compile: {str(exc).strip()}") from None
-        with self._lock:
-            self._cache[expression] = program
-        return program
+            tokens = source.tokenize(expression)
+        except ValueError as exc:
+            raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
+        if source.comprehension_depth(tokens) > MAX_COMPREHENSION_DEPTH:
+            raise CelError(f"expression nests more than {MAX_COMPREHENSION_DEPTH} comprehensions (all, exists, map, filter)")
+        if source.bind_count(tokens) > MAX_BINDS:
+            raise CelError(f"expression uses cel.bind more than {MAX_BINDS} times")
+        if spec.typed_device:
+            try:
+                dra.check_device_expression(tokens)
+            except CelError as exc:
+                raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
+        text, text_tokens = expression, tokens
+        if spec.or_value_compat:
+            text = rewrite_or_value(expression, tokens)
+            text_tokens = source.tokenize(text) if text != expression else tokens
+        text = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
+        try:
+            compiled = _backend(self.backend).compile(spec, text)
+        except CelError as exc:
+            raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
+        refs, whole = source.variable_refs(tokens)
+        return CelProgram(expression, env, self.backend, refs, whole, spec, compiled)

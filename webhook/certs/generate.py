@@ -70,7 +70,11 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
 
 
-def make_ca(common_name: str = "Quartermaster CA", days: int = 3650,
+# The lifetimes docs/deploy.md promises, for generated and rotated certificates alike (RotationPolicy).
+SERVING_DAYS, CA_DAYS = 90, 1825
+
+
+def make_ca(common_name: str = "Quartermaster CA", days: int = CA_DAYS,
             now: dt.datetime | None = None) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     # path length 1, not 0: a CA rollover cross-signs its successor with this CA (one intermediate), so that
     # clients still trusting only this CA verify the successor's serving certificates (webhook.certs.rotate)
@@ -92,7 +96,7 @@ def make_ca(common_name: str = "Quartermaster CA", days: int = 3650,
 
 
 def make_serving_cert(ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, dns_names: list[str],
-                      ips: list[str] = ("127.0.0.1", "::1"), days: int = 365,
+                      ips: list[str] = ("127.0.0.1", "::1"), days: int = SERVING_DAYS,
                       now: dt.datetime | None = None) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = now or _now()

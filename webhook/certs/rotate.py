@@ -24,9 +24,15 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import NameOID
 
-from webhook.certs.generate import make_ca, make_serving_cert
+from webhook.certs.generate import CA_DAYS, SERVING_DAYS, make_ca, make_serving_cert
 from webhook.certs.material import CertMaterial, PrivateKey, read_directory, write_directory
 from webhook.certs.verify import serving_names, verify_serving
+
+
+def _hours(span: dt.timedelta) -> str:
+    """A duration as people write it in these messages ("24 hours", "1.5 hours"), never timedelta's repr."""
+    hours = span.total_seconds() / 3600
+    return f"{hours:g} hour{'' if hours == 1 else 's'}"
 
 
 BACKDATE = dt.timedelta(minutes=5)  # generate.py starts validity 5 minutes early, for clock skew
@@ -38,9 +44,9 @@ class RotationError(Exception):
 
 @dataclass(frozen=True)
 class RotationPolicy:
-    serving_days: int = 90
+    serving_days: int = SERVING_DAYS
     renew_before_days: int = 30       # a third of the serving lifetime: many daily runs get a chance
-    ca_days: int = 1825
+    ca_days: int = CA_DAYS
     ca_renew_before_days: int = 180
     overlap: dt.timedelta = dt.timedelta(hours=24)  # old and new CA both trusted at least this long
 
@@ -152,7 +158,8 @@ def _introduce_ca(material: CertMaterial, policy: RotationPolicy, now: dt.dateti
     rolled = replace(material, bundle=(*material.bundle, new_ca), ca_key=new_key)
     rolled = _serving(rolled, new_ca, new_key, policy, now, dns_names, (cross,))
     steps.append(f"CA rollover: new CA {_cn(new_ca)} ({why}); the bundle trusts {_cn(old_ca)} and {_cn(new_ca)} "
-                 f"for at least {policy.overlap}, the serving certificate is cross-signed by {_cn(old_ca)}")
+                 f"for at least {_hours(policy.overlap)}; the new serving certificate chains to {_cn(old_ca)} "
+                 "through the cross-signed new CA, so clients that trust only the old CA keep connecting")
     return rolled
 
 
@@ -194,7 +201,7 @@ def plan_rotation(current: CertMaterial, policy: RotationPolicy = RotationPolicy
     in_overlap = _rollover_in_progress(material)
     if rotate_ca and in_overlap:
         raise RotationError(f"a CA rollover is in progress (the bundle trusts {len(material.bundle)} CAs); "
-                            f"rotate the CA again after the overlap of {policy.overlap} has passed and a rotation "
+                            f"rotate the CA again after the overlap of {_hours(policy.overlap)} has passed and a rotation "
                             f"has retired the old CA")
     if rotate_ca or (ca_left < dt.timedelta(days=policy.ca_renew_before_days) and not in_overlap):
         why = "requested" if rotate_ca else f"{_cn(signing)} expires in {max(ca_left.days, 0)} days"

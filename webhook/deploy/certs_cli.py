@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from webhook.certs.generate import CA_CERT
+from webhook.commandline import HelpFormatter, add_command, positive_int
 from webhook.certs.inspect import format_inspection, inspect_material
 from webhook.certs.material import CertMaterial, CertMaterialError, read_directory
 from webhook.certs.rotate import RotationError, RotationPlan, RotationPolicy, rotate_directory
@@ -35,39 +36,68 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_certs_command(commands: argparse._SubParsersAction) -> None:
-    certs = commands.add_parser("certs", help="inspect and rotate the webhook certificates",
-                                description=__doc__.split("\n\n")[0] if __doc__ else None)
+    certs = add_command(commands, "certs", "inspect and rotate the webhook certificates",
+                        "Inspect and rotate the webhook's certificates (a cert dir or a Kubernetes Secret), print the CA\n"
+                        "bundle. Exit 0 done or nothing due, 1 refused, 2 bad input.", _EXAMPLES["certs"], run_certs)
     sub = certs.add_subparsers(dest="certs_command", metavar="SUBCOMMAND", required=True)
 
-    inspect = sub.add_parser("inspect", help="subjects, SANs, expiry, and whether the chain verifies")
+    inspect = _sub(sub, "inspect", "subjects, SANs, expiry, and whether the chain verifies")
     _source_options(inspect)
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
 
-    rotate = sub.add_parser(
-        "rotate", help="renew what is due (serving certificate, CA rollover)",
-        description="Renew the serving certificate when it is within --renew-before-days of expiry; start a CA "
-                    "rollover when the CA is within --ca-renew-before-days (or with --ca): the new CA is cross-signed "
-                    "by the old one and both are trusted for --overlap-hours; a later run retires the old CA. "
-                    "With --secret, the caBundle of the named webhook configurations is updated before the Secret.")
+    rotate = _sub(
+        sub, "rotate", "renew what is due (serving certificate, CA rollover)",
+        "Renew the serving certificate when it is within --renew-before-days of expiry; start a CA rollover\n"
+        "when the CA is within --ca-renew-before-days (or with --ca): the new CA is cross-signed by the old one\n"
+        "and both are trusted for --overlap-hours; a later run retires the old CA. With --secret, the caBundle\n"
+        "of the named webhook configurations is updated before the Secret.")
     _source_options(rotate)
     rotate.add_argument("--ca", action="store_true", help="start a CA rollover now")
     rotate.add_argument("--dry-run", action="store_true", help="say what is due, change nothing")
     rotate.add_argument("--dns-name", action="append", default=None, metavar="NAME",
                         help="DNS names of the serving certificate (repeat; default: keep the current ones)")
     defaults = RotationPolicy()
-    rotate.add_argument("--serving-days", type=int, default=defaults.serving_days)
-    rotate.add_argument("--renew-before-days", type=int, default=defaults.renew_before_days)
-    rotate.add_argument("--ca-days", type=int, default=defaults.ca_days)
-    rotate.add_argument("--ca-renew-before-days", type=int, default=defaults.ca_renew_before_days)
-    rotate.add_argument("--overlap-hours", type=float, default=defaults.overlap.total_seconds() / 3600)
+    days = positive_int(36500)
+    rotate.add_argument("--serving-days", type=days, default=defaults.serving_days, metavar="DAYS",
+                        help=f"lifetime of a new serving certificate (default: {defaults.serving_days})")
+    rotate.add_argument("--renew-before-days", type=days, default=defaults.renew_before_days, metavar="DAYS",
+                        help=f"renew the serving certificate when fewer days are left (default: {defaults.renew_before_days})")
+    rotate.add_argument("--ca-days", type=days, default=defaults.ca_days, metavar="DAYS",
+                        help=f"lifetime of a new CA (default: {defaults.ca_days})")
+    rotate.add_argument("--ca-renew-before-days", type=days, default=defaults.ca_renew_before_days, metavar="DAYS",
+                        help=f"start a CA rollover when fewer days are left (default: {defaults.ca_renew_before_days})")
+    overlap = defaults.overlap.total_seconds() / 3600
+    rotate.add_argument("--overlap-hours", type=float, default=overlap, metavar="HOURS",
+                        help=f"hours the old and the new CA are both trusted after a rollover (default: {overlap:g})")
     rotate.add_argument("--mutating-webhook", action="append", default=[], metavar="NAME",
                         help="MutatingWebhookConfiguration whose caBundle follows the Secret (repeat)")
     rotate.add_argument("--validating-webhook", action="append", default=[], metavar="NAME",
                         help="ValidatingWebhookConfiguration whose caBundle follows the Secret (repeat)")
 
-    bundle = sub.add_parser("bundle", help="print the CA bundle (ca.crt) for the webhook configurations' caBundle")
+    bundle = _sub(sub, "bundle", "print the CA bundle (ca.crt) for the webhook configurations' caBundle")
     _source_options(bundle)
     bundle.add_argument("--base64", action="store_true", help="one line of base64, as caBundle takes it")
+
+
+_EXAMPLES = {
+    "certs": ["quartermaster certs inspect --cert-dir certs",
+              "quartermaster certs rotate --dry-run --secret quartermaster/quartermaster-tls --in-cluster",
+              "quartermaster certs bundle --base64"],
+    "inspect": ["quartermaster certs inspect --cert-dir certs",
+                "quartermaster certs inspect --secret quartermaster/quartermaster-tls --kubeconfig ~/.kube/config --json"],
+    "rotate": ["quartermaster certs rotate --cert-dir certs --dry-run",
+               "quartermaster certs rotate --cert-dir certs --ca              # start a CA rollover now",
+               "quartermaster certs rotate --secret quartermaster/quartermaster-tls --in-cluster \\",
+               "    --mutating-webhook quartermaster --validating-webhook quartermaster"],
+    "bundle": ["quartermaster certs bundle --cert-dir certs",
+               "quartermaster certs bundle --secret quartermaster/quartermaster-tls --base64"],
+}
+
+
+def _sub(sub: argparse._SubParsersAction, name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
+    epilog = "Examples:\n" + "\n".join(f"  {line}" for line in _EXAMPLES[name])
+    return sub.add_parser(name, help=summary, description=description or summary[0].upper() + summary[1:] + ".",
+                          epilog=epilog, formatter_class=HelpFormatter)
 
 
 def _secret_ref(text: str) -> tuple[str, str]:

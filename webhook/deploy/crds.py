@@ -55,6 +55,8 @@ def _printer_columns(schema: dict[str, Any]) -> list[dict[str, Any]]:
                         "description": "Enforce blocks, Audit only warns and reports"})
     if "failurePolicy" in fields:
         columns.append({"name": "FailurePolicy", "type": "string", "jsonPath": ".spec.failurePolicy", "priority": 1})
+    columns.append({"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status",
+                    "description": "False when the webhook refused the policy object (see the condition's message)"})
     columns.append({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})
     return columns
 
@@ -68,6 +70,10 @@ def crd_for(kind: PolicyKind) -> GeneratedCrd:
     if problems:  # a converter bug: the API server would refuse the CRD
         raise SchemaConversionError(kind.kind, "; ".join(problems))
     schema = dict(conversion.schema)
+    # live mode writes a Ready condition here when it loads or refuses the object (kube/policy_objects.py)
+    schema["properties"] = {**(schema.get("properties") or {}), "status": {
+        "type": "object", "x-kubernetes-preserve-unknown-fields": True,
+        "description": "Written by the webhook: conditions[type=Ready] says whether it loaded this policy, and why not."}}
     schema.setdefault("description", f"{kind.kind}: a Quartermaster platform policy ({kind.api_version}). "
                                      f"The webhook reads the same fields from policy YAML files.")
     plural = plural_of(kind.kind)
@@ -84,6 +90,7 @@ def crd_for(kind: PolicyKind) -> GeneratedCrd:
             "versions": [{
                 "name": version, "served": True, "storage": True,
                 "schema": {"openAPIV3Schema": schema},
+                "subresources": {"status": {}},
                 "additionalPrinterColumns": _printer_columns(schema),
             }],
         },

@@ -11,16 +11,19 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from webhook.commandline import add_command
 from webhook.deploy.chart_files import crd_yaml
 from webhook.deploy.crds import generate_crds
 from webhook.deploy.openapi import SchemaConversionError
 
 
 def add_crds_command(commands: argparse._SubParsersAction) -> None:
-    crds = commands.add_parser(
-        "crds", help="print the CRDs of the platform policy kinds",
-        description="Print the CustomResourceDefinitions of the platform policy kinds (their openAPIV3Schema is "
-                    "derived from the kinds' JSON schemas), as one YAML stream, or write one file each.")
+    crds = add_command(
+        commands, "crds", "print the CRDs of the platform policy kinds",
+        "Print the CustomResourceDefinitions of the platform policy kinds (their openAPIV3Schema is derived from\n"
+        "the kinds' JSON schemas), as one YAML stream, or write one file each.",
+        ["quartermaster crds | kubectl apply -f -       # install or update the CRDs without the chart",
+         "quartermaster crds --output crds/             # one file per CRD"], run_crds)
     crds.add_argument("--output", type=Path, default=None, metavar="DIR", help="write DIR/<crd name>.yaml instead")
 
 

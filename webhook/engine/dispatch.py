@@ -55,6 +55,11 @@ def _failure(policy: CompiledPolicy, what: str, exc: BaseException) -> RuleResul
     return errored(policy.id, what, f"policy {policy.id} could not be evaluated ({reason})", _action(policy))
 
 
+def _unsynced(policy: CompiledPolicy) -> RuleResult:
+    return errored(policy.id, "state", f"policy {policy.id} cannot decide: the cluster state is not synced with the "
+                                       "Kubernetes API yet (or lost it); try again shortly", _action(policy))
+
+
 def _broken(policy: CompiledPolicy) -> RuleResult:
     return errored(policy.id, "compile", f"policy {policy.id} does not compile ({policy.error}); fix it in "
                                          f"{policy.source}", _action(policy))
@@ -62,22 +67,31 @@ def _broken(policy: CompiledPolicy) -> RuleResult:
 
 class AdmissionEngine:
     def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
-                 on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None) -> None:
+                 on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None,
+                 on_deleted: Callable[[ObjectKey], Any] | None = None, force_audit: bool = False) -> None:
+        self.force_audit = force_audit  # serve --force-audit: every failure is reported and warned, none blocks
         self.store = store
         self.state = state
         self.sink = sink
         self.on_result = on_result
+        # told of every admitted DELETE: quota reservations for the object end there (see ReservationLedgers)
+        self.on_deleted = on_deleted
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
-    def _context(self, request: AdmissionRequest) -> EvalContext:
+    def _context(self, request: AdmissionRequest, background: bool = False) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
         return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
-                           request=request)
+                           request=request, background=background)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
-                 ctx: EvalContext, out: _Collected) -> bool:
+                 ctx: EvalContext, out: _Collected, synced: bool = True) -> bool:
         if policy.error is not None:
             out.results.append(_broken(policy))
+            return False
+        if not synced:
+            # a stale or empty cache would make wrong decisions (a profile's namespace unknown: its quota skipped);
+            # the policy's failurePolicy decides, as for any policy that cannot be evaluated
+            out.results.append(_unsynced(policy))
             return False
         try:
             return policy.matches(request, obj, ctx)
@@ -93,24 +107,22 @@ class AdmissionEngine:
         if request.object is None or not policies:
             return MutateResult(Verdict(allowed=True), request.object)
         ctx = self._context(request)
+        synced = bool(getattr(self.state, "synced", True))
         # request.object is never changed: a policy that edits in place gets its own copy (and a failure
         # half-way leaves `obj` as it was); one that says `copies_input` builds a new object itself
         obj: dict[str, Any] = dict(request.object)
         out = _Collected()
+        applied: list[tuple[CompiledPolicy, dict[str, Any]]] = []
         for policy in policies:
-            if not self._applies(policy, request, obj, ctx, out):
+            if not self._applies(policy, request, obj, ctx, out, synced):
                 continue
-            try:
-                given = obj if getattr(policy, "copies_input", False) else clone(obj)
-                outcome = await asyncio.wait_for(policy.mutate(request, given, ctx), max(0.0, deadline - loop.time()))
-            except Exception as exc:
-                log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
-                out.results.append(_failure(policy, "mutate", exc))
-                continue
-            obj = dict(outcome.object)
-            out.results.extend(outcome.results)
-            out.warnings.extend(outcome.warnings)
-            out.creates.extend(outcome.creates)
+            obj = await self._mutate_with(policy, request, obj, ctx, out, deadline)
+            applied.append((policy, obj))
+        # reinvocationPolicy IfNeeded, as the API server does it: one more run for a policy whose
+        # output a later policy changed
+        for policy, after in applied:
+            if getattr(policy, "reinvoke", False) and after != obj and self._applies(policy, request, obj, ctx, out):
+                obj = await self._mutate_with(policy, request, obj, ctx, out, deadline)
         verdict = self._verdict(request, out)
         if not verdict.allowed:
             return MutateResult(verdict, request.object)
@@ -119,6 +131,22 @@ class AdmissionEngine:
             return MutateResult(failed_create, request.object)
         patch = tuple(jsonpatch.diff(request.object, obj))
         return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates))
+
+    async def _mutate_with(self, policy: CompiledPolicy, request: AdmissionRequest, obj: dict[str, Any],
+                           ctx: EvalContext, out: _Collected, deadline: float) -> dict[str, Any]:
+        """One mutating policy on the object so far; a failure is a result and leaves the object as it was."""
+        loop = asyncio.get_running_loop()
+        try:
+            given = obj if getattr(policy, "copies_input", False) else clone(obj)
+            outcome = await asyncio.wait_for(policy.mutate(request, given, ctx), max(0.0, deadline - loop.time()))
+        except Exception as exc:
+            log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
+            out.results.append(_failure(policy, "mutate", exc))
+            return obj
+        out.results.extend(outcome.results)
+        out.warnings.extend(outcome.warnings)
+        out.creates.extend(outcome.creates)
+        return dict(outcome.object)
 
     async def _create(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
         if request.dry_run:
@@ -141,12 +169,13 @@ class AdmissionEngine:
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
-        ctx = self._context(request)
+        ctx = self._context(request, background)
+        synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
         for policy in policies:
             if background and not policy.background:
                 continue
-            if not self._applies(policy, request, request.object, ctx, out):
+            if not self._applies(policy, request, request.object, ctx, out, synced):
                 continue
             try:
                 outcome = await asyncio.wait_for(policy.validate(request, obj or {}, ctx), max(0.0, deadline - loop.time()))
@@ -158,14 +187,19 @@ class AdmissionEngine:
             out.warnings.extend(outcome.warnings)
             out.rollbacks.extend(outcome.rollbacks)
             out.generates.extend(outcome.generates)
-        verdict = self._verdict(request, out)
-        if not verdict.allowed:
+        try:
+            verdict = self._verdict(request, out)
+            if not verdict.allowed:
+                for rollback in out.rollbacks:
+                    rollback()
+                return verdict
+            if request.dry_run:
+                return verdict
+            self._record(request)
+        except BaseException:  # an answer that is not an admission must not leave reservations behind
             for rollback in out.rollbacks:
                 rollback()
-            return verdict
-        if request.dry_run:
-            return verdict
-        self._record(request)
+            raise
         return replace(verdict, generated=await self._generate(request, out.generates, deadline))
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
@@ -175,8 +209,10 @@ class AdmissionEngine:
         done = []
         for obj in objects:
             try:
-                created = await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
-                done.append(created.object)
+                # stored as the API server would (uid, resourceVersion; the standalone state keeps no Secret
+                # data), reported as the policy generated it: what `apply` prints and `test` compares
+                await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
+                done.append(obj)
             except Exception as exc:
                 log.error("could not create generated %s: %s", ObjectKey.of(obj), exc, extra={"uid": request.uid})
         return tuple(done)
@@ -184,6 +220,8 @@ class AdmissionEngine:
     def _record(self, request: AdmissionRequest) -> None:
         if request.operation == "DELETE":
             self.state.record_deleted(request.kind.kind, request.namespace, request.name)
+            if self.on_deleted is not None:
+                self.on_deleted(ObjectKey(request.kind.kind, request.namespace, request.name))
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
             obj = dict(request.object)
             meta = dict(obj.get("metadata") or {})
@@ -199,6 +237,8 @@ class AdmissionEngine:
     # --- verdict -----------------------------------------------------------------------------------
     def _verdict(self, request: AdmissionRequest, out: _Collected) -> Verdict:
         results = tuple(out.results)
+        if self.force_audit:
+            results = tuple(replace(r, action=Action.AUDIT) if r.blocks else r for r in results)
         self._report(request, results)
         return verdict_of(results, out.warnings)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from webhook.engine.dispatch import AdmissionEngine
+from webhook.model.apiresources import lookup as api_resource
 from webhook.model.cluster import CLUSTER_SCOPED
 from webhook.model.results import RuleResult
 from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
@@ -47,10 +48,11 @@ def offline_request(resource: Mapping[str, Any] | None, *, operation: str = "CRE
     group, _, version = str(subject.get("apiVersion", "v1")).rpartition("/")
     kind = str(subject.get("kind", ""))
     meta = subject.get("metadata") or {}
-    namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
+    known = api_resource(str(subject.get("apiVersion", "v1")), kind)
+    namespace = "" if kind in CLUSTER_SCOPED or not known.namespaced else str(meta.get("namespace") or "default")
     options_kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}.get(operation)
     return AdmissionRequest(
-        uid=str(uuid.uuid4()), kind=GroupVersionKind(group, version, kind), resource=plural(kind), sub_resource="",
+        uid=str(uuid.uuid4()), kind=GroupVersionKind(group, version, kind), resource=known.resource, sub_resource="",
         namespace=namespace, name=str(meta.get("name", "")), operation=operation, object=resource, old_object=old,
         dry_run=dry_run, user=user,
         options={"apiVersion": "meta.k8s.io/v1", "kind": options_kind} if options_kind else None)

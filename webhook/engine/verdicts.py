@@ -11,17 +11,24 @@ from webhook.model.verdict import Verdict, annotation_key, clean_warning
 from webhook.reports.sink import ResourceRef
 
 
+# the reasons a ValidatingAdmissionPolicy validation may give, with the HTTP code Kubernetes answers with
+STATUS_CODES = {"Forbidden": 403, "Unauthorized": 401, "Invalid": 422, "RequestEntityTooLarge": 413}
+
+
 def verdict_of(results: tuple[RuleResult, ...], warnings: Iterable[str] = ()) -> Verdict:
     """Messages name policies as users know them (their name); reports and metrics keep the full identity."""
     blocking = [r for r in results if r.blocks]
     reported = [r for r in results if r.reported]
     texts = [clean_warning(w) for w in warnings]
-    texts += [clean_warning(f"{r.policy.qualified_name}: {r.message}") for r in reported]
+    texts += [clean_warning(r.warning) for r in reported]
     annotations = {annotation_key(r.policy.qualified_name, r.rule): r.message for r in reported}
+    annotations.update({annotation_key(r.policy.qualified_name, key): value for r in results for key, value in r.audit})
     verdict = Verdict(True, warnings=tuple(dict.fromkeys(texts)), audit_annotations=annotations, results=results)
     if blocking:
-        message = "; ".join(f"[{r.policy.qualified_name}/{r.rule}] {r.message}" for r in blocking)
-        return replace(verdict, allowed=False, code=403, reason="Forbidden", message=message)
+        # policies without rules (ValidatingPolicy...) report an empty rule name: show the policy alone
+        message = "; ".join(f"[{r.policy.qualified_name}{'/' + r.rule if r.rule else ''}] {r.message}" for r in blocking)
+        reason = next((r.reason for r in blocking if r.reason), "Forbidden")
+        return replace(verdict, allowed=False, code=STATUS_CODES.get(reason, 403), reason=reason, message=message)
     return verdict
 
 

@@ -192,6 +192,20 @@ class KubeApi:
             body=dict(body), _preload_content=False, _request_timeout=timeout)
         return _with_kind(_decode(replaced), resource)
 
+    def patch_status(self, resource: ResourceType, namespace: str, name: str, status: Mapping[str, Any],
+                     timeout: Timeout) -> dict[str, Any]:
+        """A JSON merge patch of the status subresource of a custom object (a policy's conditions)."""
+        where = (resource.group, resource.version)
+        if resource.namespaced:
+            call = self.custom.patch_namespaced_custom_object_status
+            patched = call(*where, namespace, resource.plural, name, body={"status": dict(status)},
+                           _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=timeout)
+        else:
+            call = self.custom.patch_cluster_custom_object_status
+            patched = call(*where, resource.plural, name, body={"status": dict(status)},
+                           _content_type="application/merge-patch+json", _preload_content=False, _request_timeout=timeout)
+        return _with_kind(_decode(patched), resource)
+
     def delete(self, resource: ResourceType, namespace: str, name: str, timeout: Timeout) -> bool:
         try:
             self._item(resource, namespace, name, "delete")(_preload_content=False, _request_timeout=timeout)

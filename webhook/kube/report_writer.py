@@ -58,6 +58,34 @@ class _Pending:
 Resolver = Callable[[ResourceRef], tuple[Resolution, ResourceRef]]
 
 
+class NamespaceBudget:
+    """At most `limit` uses per namespace in each window of `window` seconds."""
+
+    def __init__(self, limit: int, window: float, clock: Callable[[], float]) -> None:
+        self.limit, self.window, self.clock = limit, window, clock
+        self._used: dict[str, tuple[float, int]] = {}  # namespace -> (window start, uses)
+
+    def take(self, namespace: str) -> bool:
+        now = self.clock()
+        start, used = self._used.get(namespace, (now, 0))
+        if now - start >= self.window:
+            start, used = now, 0
+        if used >= self.limit:
+            return False
+        self._used[namespace] = (start, used + 1)
+        if len(self._used) > 10 * KNOWN_REPORTS:  # namespaces come and go: forget the oldest windows
+            for key in sorted(self._used, key=lambda k: self._used[k][0])[: len(self._used) // 2]:
+                del self._used[key]
+        return True
+
+
+def _cut(entry: dict[str, Any], limit: int) -> dict[str, Any]:
+    message = entry.get("message")
+    if isinstance(message, str) and len(message.encode()) > limit:
+        entry = {**entry, "message": message.encode()[: limit - 3].decode(errors="ignore") + "..."}
+    return entry
+
+
 class PolicyReportWriter:
     def __init__(self, api: KubeApi, calls: BlockingCalls, settings: LiveSettings, metrics: Metrics,
                  policy_meta: Callable[[PolicyId], PolicyMeta], known_policies: Callable[[], frozenset[str]],
@@ -75,6 +103,9 @@ class PolicyReportWriter:
         self._known: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
         self._known_lock = threading.Lock()  # written from several worker threads
         self._wake = asyncio.Event()
+        self._pending_per_namespace: dict[str, int] = {}
+        self._events_budget = NamespaceBudget(settings.events_per_namespace, settings.report_window_seconds, clock)
+        self._reports_budget = NamespaceBudget(settings.reports_per_namespace, settings.report_window_seconds, clock)
         self.dropped = 0
         self.writes = 0  # report PUTs and POSTs
         self.events = 0
@@ -123,10 +154,10 @@ class PolicyReportWriter:
         for key, pending in list(self._pending.items()):
             resolution, resolved = self.resolve(pending.resource)
             if resolution is Resolution.READY:
-                ready.append((resolved, self._pending.pop(key)))
+                ready.append((resolved, self._forget(key)))
             elif resolution is Resolution.DROP or now - pending.since > self.settings.report_resolve_seconds:
                 # never showed up: denied later by another webhook, or deleted already
-                self._pending.pop(key)
+                self._forget(key)
         if not ready:
             return
         self.batches += 1
@@ -141,7 +172,11 @@ class PolicyReportWriter:
             key = (ref.api_version, ref.kind, ref.namespace, ref.name)
             pending = self._pending.get(key)
             if pending is None:
+                if self._pending_per_namespace.get(ref.namespace, 0) >= self.settings.report_pending_per_namespace:
+                    self._drop(len(results))
+                    continue
                 pending = self._pending[key] = _Pending(ref, since=now)
+                self._pending_per_namespace[ref.namespace] = self._pending_per_namespace.get(ref.namespace, 0) + 1
             elif ref.uid and not pending.resource.uid:
                 pending.resource = ref
             denied = not background and any(r.blocks for r in results)
@@ -153,16 +188,31 @@ class PolicyReportWriter:
                     pending.entries[(result.policy, result.rule)] = entry
             pending.report = bool(pending.entries)
             if not pending.entries and not pending.events:
-                del self._pending[key]
+                self._forget(key)
+
+    def _forget(self, key: tuple[str, str, str, str]) -> _Pending:
+        pending = self._pending.pop(key)
+        namespace = key[2]
+        left = self._pending_per_namespace.get(namespace, 1) - 1
+        if left > 0:
+            self._pending_per_namespace[namespace] = left
+        else:
+            self._pending_per_namespace.pop(namespace, None)
+        return pending
 
     async def _write_one(self, ref: ResourceRef, pending: _Pending, limit: asyncio.Semaphore, budget: list[int]) -> None:
         async with limit:
             try:
                 if pending.report:
-                    new = [result_entry(e, self.policy_meta(e.result.policy)) for e in pending.entries.values()]
+                    limit = self.settings.report_message_bytes
+                    new = [_cut(result_entry(e, self.policy_meta(e.result.policy)), limit) for e in pending.entries.values()]
                     await self.calls(self._write_report, ref, new, self.known_policies())
                     pending.report = False  # written: a retry for the events must not write it again
                 while pending.events and budget[0] > 0:
+                    if not self._events_budget.take(ref.namespace):
+                        self._drop(len(pending.events))  # this namespace had its share of Events in this window
+                        pending.events.clear()
+                        break
                     budget[0] -= 1
                     await self.calls(self.api.create, EVENTS, event_for(ref, pending.events[0].result, self.settings.who),
                                      self.settings.api_timeout)
@@ -185,6 +235,7 @@ class PolicyReportWriter:
         current = self._pending.get(key)
         if current is None:
             self._pending[key] = pending
+            self._pending_per_namespace[ref.namespace] = self._pending_per_namespace.get(ref.namespace, 0) + 1
         else:  # newer results arrived meanwhile: they win
             current.entries = {**pending.entries, **current.entries}
             current.events = pending.events + current.events
@@ -206,6 +257,9 @@ class PolicyReportWriter:
             if existing is not None and same_results(old, results):
                 self._remember(key, existing)
                 return
+            if existing is None and not self._new_report_allowed(ref.namespace):
+                self._drop(len(new))  # this namespace had its share of new reports in this window
+                return
             body = build_report(ref, results, existing)
             try:
                 if existing is None:
@@ -219,6 +273,10 @@ class PolicyReportWriter:
             self.writes += 1
             self._remember(key, written)
             return
+
+    def _new_report_allowed(self, namespace: str) -> bool:
+        with self._known_lock:  # called from worker threads
+            return self._reports_budget.take(namespace)
 
     def _remember(self, key: tuple[str, str], report: Mapping[str, Any]) -> None:
         with self._known_lock:

@@ -36,6 +36,11 @@ RESOURCE_CLAIMS = ResourceType(RESOURCE_CLAIM, "resource.k8s.io", "v1", "resourc
 RESOURCE_CLAIM_TEMPLATES = ResourceType(RESOURCE_CLAIM_TEMPLATE, "resource.k8s.io", "v1", "resourceclaimtemplates",
                                         namespaced=True)
 PROFILES = ResourceType(PROFILE, "kubeflow.org", "v1", "profiles", namespaced=False, optional=True)
+# the owner chain of a notebook pod (Pod -> StatefulSet -> Notebook), whose creator a team profile's
+# notebook gets its identity from (NotebookInjection spec.identity); optional: informers tolerate an
+# API server or RBAC without them, and the identity is then unknown (refused, never guessed)
+STATEFULSETS = ResourceType("StatefulSet", "apps", "v1", "statefulsets", namespaced=True, optional=True)
+NOTEBOOKS = ResourceType("Notebook", "kubeflow.org", "v1", "notebooks", namespaced=True, optional=True)
 POLICY_REPORTS = ResourceType("PolicyReport", "wgpolicyk8s.io", "v1alpha2", "policyreports", namespaced=True)
 CLUSTER_POLICY_REPORTS = ResourceType("ClusterPolicyReport", "wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports",
                                       namespaced=False)
@@ -43,7 +48,7 @@ EVENTS = ResourceType("Event", "events.k8s.io", "v1", "events", namespaced=True)
 LEASES = ResourceType("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True)
 
 # What the informers watch: every kind of the ClusterState protocol.
-WATCHED = (NAMESPACES, PODS, PVCS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, PROFILES)
+WATCHED = (NAMESPACES, PODS, PVCS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, PROFILES, STATEFULSETS, NOTEBOOKS)
 KNOWN = WATCHED + (RESOURCE_QUOTAS, POLICY_REPORTS, CLUSTER_POLICY_REPORTS, EVENTS, LEASES)
 _BY_KIND = {(r.api_version, r.kind): r for r in KNOWN}
 

@@ -10,13 +10,14 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from webhook.kube.background import BackgroundWork
 from webhook.kube.backstop import LimitsSource, QuotaBackstop
 from webhook.kube.calls import BlockingCalls
 from webhook.kube.client import KubeApi
 from webhook.kube.lease import LeaderElector
+from webhook.kube.policy_objects import PolicyObjectFeed
 from webhook.kube.report_writer import PolicyReportWriter, Resolution
 from webhook.kube.resources import watched
 from webhook.kube.settings import LiveSettings
@@ -46,11 +47,14 @@ def resolver(state: LiveClusterState):
 
 
 class LiveRuntime:
-    def __init__(self, settings: LiveSettings, metrics: Metrics, api: KubeApi | None = None) -> None:
+    def __init__(self, settings: LiveSettings, metrics: Metrics, api: KubeApi | None = None,
+                 known_policy_kind: Callable[[str, str], bool] | None = None) -> None:
         self.settings = settings
         self.api = api or KubeApi.connect(settings.kubeconfig, settings.in_cluster)
         self.calls = BlockingCalls()
         self.state = LiveClusterState(self.api, settings, self.calls)
+        # policy objects (ProfileQuota, ClusterPolicy...) of the kinds the engine knows; none when it knows none
+        self.policy_objects = PolicyObjectFeed(self.api, settings, known_policy_kind or (lambda _v, _k: False))
         self.store: PolicyStore | None = None
         self._metas: tuple[int, dict[PolicyId, PolicyMeta]] = (-1, {})
         self.writer = PolicyReportWriter(self.api, self.calls, settings, metrics, self.policy_meta, self.known_policies,
@@ -86,6 +90,7 @@ class LiveRuntime:
     # --- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         self.state.start()  # informer threads; /readyz says unready until they synced
+        self.policy_objects.start()  # the policy source picks them up at its next poll
         self._tasks = [asyncio.create_task(self.writer.run(), name="policy-reports"),
                        asyncio.create_task(self.elector.run(), name="lease")]
         if self.background is not None:
@@ -100,5 +105,6 @@ class LiveRuntime:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.calls(self.elector.release), 2.0)
         await asyncio.to_thread(self.state.stop)
+        await asyncio.to_thread(self.policy_objects.stop, 0.0)
         self.calls.shutdown()
         self.api.close()

@@ -41,6 +41,13 @@ class LiveSettings:
     report_resolve_seconds: float = 30.0  # wait this long for a new resource to show in the informer
     report_attempts: int = 5  # a report write that keeps failing is dropped (and counted) after this many
     events_per_batch: int = 100  # Events are for people: a flood is cut here, the reports keep everything
+    # per namespace, so that one profile's flood (of denials, of audit failures) cannot crowd out the others
+    # or fill etcd: resources waiting to be written, Events and new reports per window; more are dropped and counted
+    report_pending_per_namespace: int = 1_000
+    events_per_namespace: int = 50
+    reports_per_namespace: int = 500
+    report_window_seconds: float = 600.0
+    report_message_bytes: int = 1_024  # a result message longer than this is cut (reports are for reading)
     # --- background work (one replica: the Lease holder) ---
     scan_interval: float = 3600.0  # 0: scan only when the policies change
     lease_name: str = "quartermaster-background"
@@ -50,6 +57,8 @@ class LiveSettings:
     backstop: bool = True
     backstop_name: str = "quartermaster-profile-quota"
     backstop_interval: float = 60.0
+    # API groups whose policy kinds are read as cluster objects (Kyverno's only when Kyverno does not run)
+    policy_object_groups: tuple[str, ...] = ("quartermaster.dev",)
 
     @property
     def who(self) -> str:
@@ -62,5 +71,7 @@ class LiveSetupError(Exception):
 
 def live_settings(args: Any, namespace: str) -> LiveSettings:
     """From `serve`'s arguments: --kubeconfig/--in-cluster, --scan-interval, --no-quota-backstop."""
+    groups = tuple(g for g in str(getattr(args, "policy_objects", "quartermaster.dev")).split(",") if g and g != "none")
     return LiveSettings(kubeconfig=args.kubeconfig, in_cluster=bool(args.in_cluster), namespace=namespace,
-                        scan_interval=float(args.scan_interval), backstop=not args.no_quota_backstop)
+                        scan_interval=float(args.scan_interval), backstop=not args.no_quota_backstop,
+                        policy_object_groups=groups)

@@ -56,6 +56,7 @@ class EvalContext:
     dry_run: bool
     lookups: Lookups = NO_LOOKUPS  # objects, global context, HTTP, images: what the cluster state can answer
     request: AdmissionRequest | None = None
+    background: bool = False  # a background scan re-checks an object the state already holds
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)  # the `request` variable, built on first use
 
     def activation(self, obj: Mapping[str, Any] | None) -> dict[str, Any]:

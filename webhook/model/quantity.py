@@ -1,35 +1,133 @@
-"""Kubernetes resource.Quantity parsing ("30Gi", "500m", "1e3") into exact Fractions."""
+"""Kubernetes resource.Quantity parsing ("30Gi", "500m", "1e3") into exact Fractions, bounded by construction.
+
+The grammar is the API server's (k8s.io/apimachinery/pkg/api/resource, `parseQuantityString` and the
+suffix table), including its quirks: a sign, digits, an optional fraction, then a suffix made of
+`eEinumkKMGTP` letters, an optional sign and digits; "Gi", "e5", "+" and "." scan as zero there, so they
+are zero here. The value, like the API server's, is rounded away from zero to a whole nano and a
+binary-SI value is capped at 2^63-1.
+
+Where the API server would do unbounded big-number work (`1e99999999` makes it build 10^99999999),
+this parser decides from the lengths alone, before any arithmetic:
+- a value whose magnitude is 2^63 or more (in base units) with a decimal suffix or exponent raises
+  QuantityRangeError: nothing on a GPU platform is that large, and no quota could hold it;
+- a non-zero value below one nano is one nano, as in the API server;
+- the text may hold at most MAX_TEXT characters (the API server has no limit; nobody writes more).
+So every parse costs at most a few microseconds, whatever the input.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
+MAX_VALUE = 2**63 - 1  # the API server's maxAllowed (binary-SI values are capped there)
+MAX_TEXT = 256
+NANO = Fraction(1, 10**9)
+
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _SUFFIX = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
-    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+    **{k: Fraction(10) ** v for k, v in _DECIMAL.items()},
+    **{k: Fraction(2**v) for k, v in _BINARY.items()},
 }
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
+# the scanner of parseQuantityString as one expression: sign, digits, fraction, suffix letters, exponent digits
+_SCAN = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?([eEinumkKMGTP]*[+-]?\d*)")
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)")
+_INT64 = 2**63
+
+
+class QuantityError(ValueError):
+    """The text is not a Kubernetes quantity."""
+
+
+class QuantityRangeError(QuantityError):
+    """A well-formed quantity too large to stand for anything (or too long to read)."""
+
+
+def _suffix(text: str, suffix: str) -> tuple[int, int]:
+    """(base, exponent) of a suffix, as the API server's suffixHandler.interpret reads it."""
+    if suffix in _DECIMAL:
+        return 10, _DECIMAL[suffix]
+    if suffix in _BINARY:
+        return 2, _BINARY[suffix]
+    match = _EXPONENT.fullmatch(suffix)
+    if match:
+        significant = match.group(1).lstrip("+-").lstrip("0")
+        if len(significant) > 19 or not -_INT64 <= int(match.group(1)) < _INT64:  # Go's strconv.ParseInt(s, 10, 64)
+            raise QuantityError(f"{text!r} is not a Kubernetes quantity: exponent {match.group(1)} is not a 64-bit integer")
+        return 10, int(match.group(1))
+    raise QuantityError(f"{text!r} is not a Kubernetes quantity: unknown suffix {suffix!r} "
+                        "(use one of n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as e3)")
+
+
+def _round_nano(value: Fraction) -> Fraction:
+    """Away from zero to a whole nano, as the API server does (inf.RoundUp at scale 9)."""
+    nanos = value * 10**9
+    whole = math.ceil(nanos) if nanos > 0 else math.floor(nanos)
+    return Fraction(whole, 10**9)
+
+
+def _too_large(text: str) -> QuantityRangeError:
+    return QuantityRangeError(f"{text!r} is out of range: a quantity may be at most 2^63-1 "
+                              "(9223372036854775807) in base units")
+
+
+def _value(text: str, negative: bool, num: str, denom: str, base: int, exponent: int) -> Fraction:
+    digits = (num + denom).lstrip("0")
+    if not digits:
+        return Fraction(0)
+    # power of ten of the leading significant digit, known before any arithmetic
+    lead = len(digits) - 1 - len(denom) + (exponent if base == 10 else 0)
+    sign = -1 if negative else 1
+    if base == 10:
+        if lead >= 19:
+            raise _too_large(text)
+        if lead < -9:
+            return sign * NANO  # below a nano: rounded up to one, as the API server does
+        value = Fraction(int(digits), 10 ** len(denom)) * Fraction(10) ** exponent
+    else:
+        if lead >= 19:
+            return sign * Fraction(MAX_VALUE)  # binary SI: capped silently, as the API server does
+        value = Fraction(int(digits), 10 ** len(denom)) * 2**exponent
+    magnitude = _round_nano(value)
+    if magnitude > MAX_VALUE:
+        if base == 2:
+            return sign * Fraction(MAX_VALUE)
+        raise _too_large(text)
+    return sign * magnitude
+
+
+def _parse_text(text: str) -> Fraction:
+    if len(text) > MAX_TEXT:
+        raise QuantityRangeError(f"quantity of {len(text)} characters is out of range (at most {MAX_TEXT})")
+    if not text:
+        raise QuantityError("'' is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)")
+    match = _SCAN.fullmatch(text)
+    if match is None:
+        raise QuantityError(f"{text!r} is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)")
+    sign, num, denom, suffix = match.groups()
+    base, exponent = _suffix(text, suffix)
+    return _value(text, sign == "-", num, denom or "", base, exponent)
 
 
 def parse_quantity(value: str | int | float) -> Fraction:
-    """Raise ValueError with the accepted forms when the text is not a Kubernetes quantity."""
+    """Raise QuantityError (a ValueError) with the accepted forms when the value is not a Kubernetes quantity,
+    QuantityRangeError when it is one but beyond every bound. JSON numbers are read as their text, as the
+    API server reads them."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a quantity")
-    if isinstance(value, (int, float)):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        if abs(value) > MAX_VALUE:
+            raise _too_large(str(value) if value.bit_length() < 200 else "an integer")
         return Fraction(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)")
-    number, exponent, suffix = match.groups()
-    amount = Fraction(number)
-    if exponent:
-        return amount * Fraction(10) ** int(exponent[1:])
-    return amount * _SUFFIX[suffix or ""]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityRangeError(f"{value!r} is out of range")
+        return _parse_text(repr(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{type(value).__name__} is not a quantity; write a string such as 30Gi")
+    return _parse_text(value.strip())
 
 
 def format_bytes(amount: Fraction | int) -> str:

@@ -46,6 +46,10 @@ class RuleResult:
     outcome: Outcome
     message: str = ""
     action: Action = Action.ENFORCE
+    # a denial's status.reason when this result blocks (ValidatingAdmissionPolicy's `reason`); "" is Forbidden
+    reason: str = ""
+    # audit annotations the policy computed (ValidatingAdmissionPolicy's auditAnnotations), key -> value
+    audit: tuple[tuple[str, str], ...] = ()
 
     @property
     def blocks(self) -> bool:
@@ -55,6 +59,14 @@ class RuleResult:
     def reported(self) -> bool:
         """A failure that is let through: the user gets a warning, the platform team a report entry."""
         return self.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.WARN) and not self.blocks
+
+    # a short form of the message for the warning kubectl prints (under 120 characters with the policy
+    # name); the message keeps the whole text for denials, reports and logs
+    summary: str = ""
+
+    @property
+    def warning(self) -> str:
+        return f"{self.policy.qualified_name}: {self.summary or self.message}"
 
 
 def passed(policy: PolicyId, rule: str, message: str = "") -> RuleResult:

@@ -10,10 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from webhook.model.errors import MalformedReview
+from webhook.model.shapes import shape_problem
 from webhook.model.verdict import Verdict
 
 API_VERSION = "admission.k8s.io/v1"
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# Deeper than any Kubernetes object; far enough below Python's recursion limit that copying, diffing and
+# CEL conversion of an admitted object (a few frames per level) can never raise RecursionError.
+MAX_DEPTH = 100
+_META_STRINGS = ("name", "namespace", "generateName", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
 def _user(req: Mapping[str, Any]) -> UserInfo:
     user = req.get("userInfo") or {}
     _require(isinstance(user, dict), "request.userInfo must be an object")
+    _require(isinstance(user.get("username") or "", str), "request.userInfo.username must be a string")
     groups = user.get("groups") or []
     _require(isinstance(groups, list) and all(isinstance(g, str) for g in groups), "request.userInfo.groups must be a list of strings")
     extra = user.get("extra") or {}
@@ -127,21 +133,92 @@ def _user(req: Mapping[str, Any]) -> UserInfo:
                     {str(k): tuple(v) for k, v in extra.items()})
 
 
-def _loads(body: bytes) -> Any:
-    """orjson (about twice as fast on a pod review); what it refuses goes to the standard parser, which
-    accepts a little more (UTF-16/32, NaN, huge integers) and words the error as it always did."""
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _decode(body: bytes) -> Any:
+    # orjson first (about twice as fast on a pod review); it refuses NaN/Infinity and nesting past 1024
+    # levels too. What it refuses goes to the standard parser, which accepts a little more (UTF-16/32, huge
+    # integers) and words the errors as they always were worded.
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
-        return json.loads(body)
+        pass
+    try:
+        return json.loads(body, parse_constant=_no_constants)
+    except RecursionError:  # the C decoder's own guard, at about 1000 levels
+        raise MalformedReview(f"body is not JSON we accept: nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedReview(f"body is not JSON: {exc}") from None
+
+
+def _check_depth(root: Any, where: str) -> None:
+    """Iterative, so that the check itself cannot recurse too deep."""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        _require(depth <= MAX_DEPTH, f"{where} is nested deeper than {MAX_DEPTH} levels")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+
+
+def _check_string_map(value: Any, where: str) -> None:
+    _require(value is None or isinstance(value, dict), f"{where} must be an object of strings")
+    for key, item in (value or {}).items():
+        _require(isinstance(item, str), f"{where}[{key!r}] must be a string, got {type(item).__name__}")
+
+
+def _check_object(obj: Mapping[str, Any] | None, where: str) -> None:
+    """The fields every policy reads without checking: once here, so that a policy never meets a
+    metadata that is a list or a label that is a number (the API server would never send either)."""
+    if obj is None:
+        return
+    _check_depth(obj, where)
+    for key in ("apiVersion", "kind"):
+        _require(obj.get(key) is None or isinstance(obj[key], str), f"{where}.{key} must be a string")
+    for key in ("spec", "status"):
+        _require(obj.get(key) is None or isinstance(obj[key], dict), f"{where}.{key} must be an object")
+    meta = obj.get("metadata")
+    _require(meta is None or isinstance(meta, dict), f"{where}.metadata must be an object")
+    meta = meta or {}
+    for key in _META_STRINGS:
+        _require(meta.get(key) is None or isinstance(meta[key], str), f"{where}.metadata.{key} must be a string")
+    _check_string_map(meta.get("labels"), f"{where}.metadata.labels")
+    _check_string_map(meta.get("annotations"), f"{where}.metadata.annotations")
+    owners = meta.get("ownerReferences")
+    _require(owners is None or (isinstance(owners, list) and all(isinstance(o, dict) for o in owners)),
+             f"{where}.metadata.ownerReferences must be a list of objects")
+    finalizers = meta.get("finalizers")
+    _require(finalizers is None or (isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)),
+             f"{where}.metadata.finalizers must be a list of strings")
+
+
+def object_problem(obj: Mapping[str, Any], where: str) -> str | None:
+    """What `parse_review` would refuse in this object, for readers of files (`apply`); None when fine."""
+    try:
+        _check_object(obj, where)
+    except MalformedReview as exc:
+        return str(exc)
+    return shape_problem(str(obj.get("kind", "")), obj, where)
+
+
+def _check_identity(obj: Mapping[str, Any] | None, where: str, kind: str, namespace: str, name: str) -> None:
+    """The API server sends the object it names: a review whose object is of another kind, namespace or
+    name is not one it would send, and would make the state record one object while a quota reserved another."""
+    if obj is None:
+        return
+    meta = obj.get("metadata") or {}
+    _require(obj.get("kind") in (None, kind), f"{where}.kind {obj.get('kind')!r} differs from request.kind.kind {kind!r}")
+    _require(meta.get("namespace") in (None, "", namespace),
+             f"{where}.metadata.namespace {meta.get('namespace')!r} differs from request.namespace {namespace!r}")
+    _require(not name or meta.get("name") in (None, "", name),
+             f"{where}.metadata.name {meta.get('name')!r} differs from request.name {name!r}")
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode an AdmissionReview body; every way it can be wrong raises MalformedReview with a reason."""
-    try:
-        doc = _loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedReview(f"body is not JSON: {exc}") from None
+    doc = _decode(body)
     _require(isinstance(doc, dict), "body must be a JSON object (an AdmissionReview)")
     _require(doc.get("kind") == "AdmissionReview", "kind must be AdmissionReview")
     _require(doc.get("apiVersion") == API_VERSION, f"apiVersion must be {API_VERSION}, got {doc.get('apiVersion')!r}")
@@ -155,22 +232,31 @@ def parse_review(body: bytes) -> AdmissionRequest:
         _require(isinstance(gvk.get(key, ""), str), f"request.kind.{key} must be a string")
     _require(bool(gvk.get("kind")) and bool(gvk.get("version")), "request.kind needs version and kind")
     operation = req.get("operation")
-    _require(operation in OPERATIONS, f"request.operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
+    _require(isinstance(operation, str) and operation in OPERATIONS, f"request.operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
     resource = req.get("resource") or {}
     _require(isinstance(resource, dict), "request.resource must be an object")
+    _require(isinstance(resource.get("resource") or "", str), "request.resource.resource must be a string")
     dry_run = req.get("dryRun", False)
     _require(dry_run is None or isinstance(dry_run, bool), "request.dryRun must be a boolean")
     user = _user(req)
     obj = _optional_object(req, "object")
     old = _optional_object(req, "oldObject")
     _require(operation == "DELETE" or obj is not None, f"request.object is required for {operation}")
+    _check_object(obj, "request.object")
+    _check_object(old, "request.oldObject")
+    namespace, name = _optional_str(req, "namespace"), _optional_str(req, "name")
+    _check_identity(obj, "request.object", gvk["kind"], namespace, name)
+    _check_identity(old, "request.oldObject", gvk["kind"], namespace, name)
+    for value, where in ((obj, "request.object"), (old, "request.oldObject")):
+        problem = shape_problem(gvk["kind"], value, where) if value is not None else None
+        _require(problem is None, problem or "")
     return AdmissionRequest(
         uid=uid,
         kind=GroupVersionKind(gvk.get("group", ""), gvk["version"], gvk["kind"]),
         resource=str(resource.get("resource", "")),
         sub_resource=_optional_str(req, "subResource"),
-        namespace=_optional_str(req, "namespace"),
-        name=_optional_str(req, "name"),
+        namespace=namespace,
+        name=name,
         operation=operation,
         object=obj,
         old_object=old,

@@ -1,105 +1,122 @@
-"""Admission and policy metrics through the OpenTelemetry SDK, exposed as Prometheus text.
+"""Prometheus metrics of admission, policies and the process, as `GET /metrics` serves them.
 
-Each Metrics object owns its own Prometheus registry, so several servers in one process
-(tests, `apply`) never mix their counts.
+Each Metrics object owns its own registry, so several servers in one process (tests, `apply`) never
+mix their counts. The request path only increments children that were bound to their label values
+once (`_Bound`): no label validation, lock or attribute hashing per admission beyond one dict lookup.
+Every metric is listed in README.md ("Metrics"); the chart's Grafana dashboard uses them.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-from typing import Iterable
+import platform
+from typing import Any, Iterable
 
-from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-from opentelemetry.sdk.resources import Resource
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics,
+                               generate_latest)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from webhook import __version__
+from webhook.model.results import RuleResult
+from webhook.model.review import AdmissionRequest
+
+LAG_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+PREFIX = "quartermaster"
+# `_created` series double every counter for no dashboard in use; Kyverno and OpenTelemetry expose none
+disable_created_metrics()
+
+
+class _Bound:
+    """Children of one labelled metric, bound once per distinct label values and kept."""
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
 
 
 class Metrics:
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        reader = PrometheusMetricReader(registry=self.registry, disable_target_info=True, scope_info_enabled=False)
-        self._provider = MeterProvider(
-            resource=Resource.create({"service.name": "quartermaster"}),
-            metric_readers=[reader],
-            views=[View(instrument_name="quartermaster_admission_duration_seconds",
-                        aggregation=ExplicitBucketHistogramAggregation(LATENCY_BUCKETS))],
-        )
-        meter = self._provider.get_meter("quartermaster")
-        self._requests = meter.create_counter(
-            "quartermaster_admission_requests", description="Admission reviews answered, by endpoint, operation, kind and verdict")
-        self._latency = meter.create_histogram(
-            "quartermaster_admission_duration_seconds", unit="s", description="Time to answer one admission review")
-        self._rule_results = meter.create_counter(
-            "quartermaster_policy_results", description="Policy rule results, by policy, rule and result")
-        self._load_errors = meter.create_counter(
-            "quartermaster_policy_load_errors", description="Policy documents refused on load or reload")
-        self._malformed = meter.create_counter(
-            "quartermaster_malformed_requests", description="Requests refused with HTTP 4xx before evaluation")
-        self._dropped = meter.create_counter(
-            "quartermaster_reports_dropped", description="Policy results dropped because the report queue was full")
-        # counts add up here and reach the OpenTelemetry counters when metrics are read (a scrape): an SDK
-        # counter add costs ~6-12 us (attribute hashing, locks), a dict increment well under one
-        self._pending: Counter[tuple[str, ...]] = Counter()
-        self._pending_lock = threading.Lock()
-        self._policy_errors_now = 0
-        self._snapshot_generation = 0
-        meter.create_observable_gauge(
-            "quartermaster_policy_load_failing", callbacks=[self._observe_failing],
-            description="1 while the last policy load was refused (an older snapshot is serving)")
-        meter.create_observable_gauge(
-            "quartermaster_policy_snapshot_generation", callbacks=[self._observe_generation],
-            description="Generation of the policy snapshot in service")
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        # process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, process_max_fds,
+        # process_start_time_seconds, process_virtual_memory_bytes (from /proc, read at scrape time)
+        ProcessCollector(registry=registry)
+        Gauge(f"{PREFIX}_build_info", "Always 1; the labels say which build is running",
+              ["version", "python_version"], registry=registry).labels(__version__, platform.python_version()).set(1)
+        self._requests = _Bound(Counter(
+            f"{PREFIX}_admission_requests", "Admission reviews answered, by endpoint, operation, kind and verdict",
+            ["endpoint", "operation", "kind", "verdict"], registry=registry))
+        self._latency = _Bound(Histogram(
+            f"{PREFIX}_admission_duration_seconds", "Time to answer one admission review, by endpoint",
+            ["endpoint"], buckets=LATENCY_BUCKETS, registry=registry))
+        self._rule_results = _Bound(Counter(
+            f"{PREFIX}_policy_results", "Policy rule results of admissions, labelled as Kyverno labels its own",
+            ["policy", "policy_kind", "rule", "result", "mode", "resource_kind", "resource_namespace"], registry=registry))
+        self._load_errors = Counter(f"{PREFIX}_policy_load_errors", "Policy documents refused on load or reload",
+                                    registry=registry)
+        self._malformed = _Bound(Counter(
+            f"{PREFIX}_malformed_requests", "Requests refused with HTTP 4xx before evaluation, by endpoint and status",
+            ["endpoint", "status"], registry=registry))
+        self._dropped = Counter(f"{PREFIX}_reports_dropped", "Policy results dropped because the report queue was full",
+                                registry=registry)
+        self._failing = Gauge(f"{PREFIX}_policy_load_failing",
+                              "1 while the last policy load was refused (an older snapshot is serving)", registry=registry)
+        self._loop_lag = Histogram(f"{PREFIX}_event_loop_lag_seconds",
+                                   "How late the event loop ran a timer: the longest any request waited behind other work",
+                                   buckets=LAG_BUCKETS, registry=registry)
+        self._loop_lag_max = 0.0
+        Gauge(f"{PREFIX}_event_loop_lag_max_seconds", "Largest event-loop lag since the previous scrape",
+              registry=registry).set_function(self._take_lag_max)
+        self._connections_closed = _Bound(Counter(
+            f"{PREFIX}_connections_closed", "Connections the server closed, by reason (timeouts, cap)", ["reason"],
+            registry=registry))
+        self._generation = Gauge(f"{PREFIX}_policy_snapshot_generation", "Generation of the policy snapshot in service",
+                                 registry=registry)
 
-    def _observe_failing(self, _: CallbackOptions) -> Iterable[Observation]:
-        yield Observation(1 if self._policy_errors_now else 0)
+    def _take_lag_max(self) -> float:
+        value, self._loop_lag_max = self._loop_lag_max, 0.0
+        return value
 
-    def _observe_generation(self, _: CallbackOptions) -> Iterable[Observation]:
-        yield Observation(self._snapshot_generation)
+    def loop_lag(self, seconds: float) -> None:
+        self._loop_lag.observe(seconds)
+        self._loop_lag_max = max(self._loop_lag_max, seconds)
+
+    def connection_closed(self, reason: str) -> None:
+        self._connections_closed(reason).inc()
 
     def admission(self, endpoint: str, operation: str, kind: str, verdict: str, seconds: float) -> None:
-        self._pending[("request", endpoint, operation, kind, verdict)] += 1
-        self._latency.record(seconds, {"endpoint": endpoint})
+        self._requests(endpoint, operation, kind, verdict).inc()
+        self._latency(endpoint).observe(seconds)
 
-    def rule_result(self, policy: str, rule: str, result: str, policy_kind: str = "") -> None:
-        """`policy` as users name it ("name" or "namespace/name"); `policy_kind` tells same-named kinds apart."""
-        self._pending[("rule", policy, policy_kind, rule, result)] += 1
+    def rule_results(self, request: AdmissionRequest, results: Iterable[RuleResult]) -> None:
+        """One count per rule result of an admission. `policy` as users name it ("name" or "namespace/name"),
+        `policy_kind` tells same-named kinds apart; `mode` is enforce or audit (what a failure does)."""
+        for r in results:
+            self._rule_results(r.policy.qualified_name, r.policy.kind, r.rule, r.outcome.value, r.action.value.lower(),
+                               request.kind.kind, request.namespace).inc()
 
     def policy_load(self, errors: int, generation: int) -> None:
         if errors:
-            self._load_errors.add(errors)
-        self._policy_errors_now = errors
+            self._load_errors.inc(errors)
+        self._failing.set(1 if errors else 0)
         if not errors:
-            self._snapshot_generation = generation
+            self._generation.set(generation)
 
     def malformed(self, endpoint: str, status: int) -> None:
-        self._malformed.add(1, {"endpoint": endpoint, "status": str(status)})
+        self._malformed(endpoint, str(status)).inc()
 
     def report_dropped(self, count: int = 1) -> None:
-        self._dropped.add(count)
-
-    def flush(self) -> None:
-        """Hand the counts gathered since the last read to the OpenTelemetry counters."""
-        with self._pending_lock:
-            pending, self._pending = self._pending, Counter()
-        for key, count in pending.items():
-            if key[0] == "request":
-                attrs = dict(zip(("endpoint", "operation", "kind", "verdict"), key[1:]))
-                self._requests.add(count, attrs)
-            else:
-                self._rule_results.add(count, dict(zip(("policy", "policy_kind", "rule", "result"), key[1:])))
+        self._dropped.inc(count)
 
     def exposition(self) -> bytes:
-        self.flush()
         return generate_latest(self.registry)
 
     def shutdown(self) -> None:
-        self.flush()
-        self._provider.shutdown()
+        """Nothing runs in the background: kept so that callers stop every service the same way."""
+

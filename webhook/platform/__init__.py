@@ -1,7 +1,7 @@
 """The batteries: one policy family, "platform" (quartermaster.dev/v1alpha1), for GPU platforms.
 
 One subpackage per battery: dra/ (DeviceClaimRewrite), notebook/ (NotebookInjection), quota/
-(ProfileQuota and its ResourceQuota backstop limits).
+(ProfileQuota and its ResourceQuota backstop limits), queue/ (QueueAssignment: Kueue LocalQueues).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ def platform_kinds() -> list[PolicyKind]:
     """Every platform policy kind (schemas only: the Helm chart's CRDs are generated from them)."""
     from webhook.platform.dra.compile import KIND as DEVICE_CLAIM_REWRITE
     from webhook.platform.notebook.policy import KIND as NOTEBOOK_INJECTION
+    from webhook.platform.queue.policy import KIND as QUEUE_ASSIGNMENT
     from webhook.platform.quota.policy import KIND as PROFILE_QUOTA
 
-    return [DEVICE_CLAIM_REWRITE, NOTEBOOK_INJECTION, PROFILE_QUOTA]
+    return [DEVICE_CLAIM_REWRITE, NOTEBOOK_INJECTION, PROFILE_QUOTA, QUEUE_ASSIGNMENT]
 
 
 def platform_family(ledgers: ReservationLedgers) -> PerDocumentFamily:
@@ -27,6 +28,8 @@ def platform_family(ledgers: ReservationLedgers) -> PerDocumentFamily:
     # imported here so that importing webhook.platform (for platform_kinds' callers) stays cheap
     from webhook.platform.dra.compile import DOCUMENT_KIND as DEVICE_CLAIM_REWRITE
     from webhook.platform.notebook.policy import DOCUMENT_KIND as NOTEBOOK_INJECTION
+    from webhook.platform.queue.policy import DOCUMENT_KIND as QUEUE_ASSIGNMENT
     from webhook.platform.quota.policy import document_kind
 
-    return PerDocumentFamily(FAMILY_NAME, [DEVICE_CLAIM_REWRITE, NOTEBOOK_INJECTION, document_kind(ledgers)])
+    return PerDocumentFamily(FAMILY_NAME, [DEVICE_CLAIM_REWRITE, NOTEBOOK_INJECTION, document_kind(ledgers),
+                                           QUEUE_ASSIGNMENT])

@@ -162,7 +162,7 @@ def compile_match(spec: Mapping[str, Any], cel: CelCompiler, kinds: frozenset[st
     conditions = []
     for index, condition in enumerate(spec.get("matchConditions") or []):
         try:
-            conditions.append(cel.compile(condition["expression"]))
+            conditions.append(cel.compile(condition["expression"], env="admission"))
         except CelError as exc:
             raise PolicyCompileError(f"spec.matchConditions[{index}].expression", str(exc)) from None
     namespace_selector = spec.get("namespaceSelector", default_namespace_selector)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import yaml
+
+# what the YAML reader refuses: C0 controls but tab, LF and CR; DEL; C1 controls but NEL
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -41,13 +45,26 @@ class DocumentError(Exception):
         self.file, self.index, self.line, self.message = file, index, line, message
 
 
+def _check_characters(name: str, text: str) -> None:
+    """A NUL or another control character is a damaged file (a partial write, a binary pasted into a
+    ConfigMap), never a policy: say where, instead of letting the YAML reader fail on it."""
+    match = _CONTROL.search(text)
+    if match:
+        line = text.count("\n", 0, match.start()) + 1
+        code = ord(match.group())
+        raise DocumentError(name, 0, line, f"control character U+{code:04X} at line {line}: the file is damaged "
+                                           "or not text; YAML allows only tab, newline and printable characters")
+
+
 def read_documents(path: Path, display: str | None = None) -> Iterator[Document]:
     """Every non-empty YAML document of a file; a syntax error raises DocumentError with its line."""
     name = display or str(path)
     text = path.read_text(encoding="utf-8")
-    loader = yaml.SafeLoader(text)
+    _check_characters(name, text)
     index = 0
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
@@ -59,8 +76,11 @@ def read_documents(path: Path, display: str | None = None) -> Iterator[Document]
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise DocumentError(name, index, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise DocumentError(name, index, None, "invalid YAML: nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def policy_files(root: Path) -> list[Path]:

@@ -51,6 +51,19 @@ class PolicyFamily(Protocol):
         """Sees all of its documents at once (in load order), schema-checked when its kind has a schema."""
 
 
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+
+
+def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """Checking a schema costs ~0.1 s; kinds' schemas are module constants, so check each once per process
+    (`test` builds a registry per suite)."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        Draft202012Validator.check_schema(schema)
+        cached = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
+    return cached[1]
+
+
 class FamilyRegistry:
     """Which family owns which (apiVersion, kind); a kind claimed twice is a programming error."""
 
@@ -67,8 +80,7 @@ class FamilyRegistry:
                 raise ValueError(f"{kind.api_version} {kind.kind} is claimed by families "
                                  f"{self._owners[kind.key][0].name} and {family.name}")
             if kind.schema is not None:
-                Draft202012Validator.check_schema(kind.schema)
-                self._validators[kind.key] = Draft202012Validator(kind.schema)
+                self._validators[kind.key] = _validator(kind.schema)
             self._owners[kind.key] = (family, kind)
         self.families.append(family)
 

@@ -56,14 +56,21 @@ class PolicyLoader:
         self.registry = registry
         self.env = CompileEnv(cel=cel)
 
-    def load(self, root: Path) -> LoadResult:
+    def load(self, root: Path, extra: Sequence[Document] = ()) -> LoadResult:
+        """`extra`: documents from elsewhere (policy objects of the cluster), loaded after the files."""
         if not root.exists():
             err = PolicyLoadError(str(root), 0, None, "", "policy path does not exist")
             return LoadResult((), (err,), ())
         gathered = self._read(root)
+        gathered.documents.extend(extra)
+        policies, errors = self.compile_documents(gathered.documents)
+        return LoadResult(policies, tuple(gathered.errors) + errors, tuple(gathered.files))
+
+    def compile_documents(self, documents: Sequence[Document]) -> tuple[tuple[CompiledPolicy, ...], tuple[PolicyLoadError, ...]]:
+        """Check and compile documents already read (the `test` runner reads a suite's files itself)."""
         by_family: dict[str, list[Document]] = {f.name: [] for f in self.registry.families}
-        errors = list(gathered.errors)
-        for doc in gathered.documents:
+        errors: list[PolicyLoadError] = []
+        for doc in documents:
             problem = self.check_document(doc)
             if problem is not None:
                 errors.append(problem)
@@ -76,10 +83,10 @@ class PolicyLoader:
                 compiled, family_errors = self._compile(family, by_family[family.name])
                 policies.extend(compiled)
                 errors.extend(family_errors)
-        order = {(d.file, d.index): n for n, d in enumerate(gathered.documents)}
+        order = {(d.file, d.index): n for n, d in enumerate(documents)}
         policies.sort(key=lambda p: order.get((p.source.file, p.source.document), len(order)))
         errors.extend(_duplicates(policies))
-        return LoadResult(tuple(policies), tuple(errors), tuple(gathered.files))
+        return tuple(policies), tuple(errors)
 
     def _read(self, root: Path) -> _Gathered:
         out = _Gathered()

@@ -1,7 +1,17 @@
-"""A policy directory (plain, git checkout or ConfigMap mount) watched for changes.
+"""A policy directory (plain, git checkout or ConfigMap mount) watched for changes, and optionally the
+policy objects of the cluster (live mode: webhook/kube/policy_objects.py) beside it.
 
 Polling a content hash, not inotify: a ConfigMap update swaps the `..data` symlink atomically,
 which inotify reports as events on paths we never read; the hash sees the new content either way.
+
+A file that served policies and now holds none is refused, not read as "no policies": an editor that
+truncates before writing, or an emptied ConfigMap key, would otherwise switch enforcement off without
+a word. Removing policies means deleting the file (or its ConfigMap key).
+
+Precedence and conflicts: the files are loaded first, the objects after them. An error in a file
+refuses the whole set, as always; an object with an error (or with the identity of a policy already
+defined in a file: the files win) is left out alone, and the feed is told why, so that it can say so
+on the object (a status condition and an Event), as Kyverno marks its policies not Ready.
 """
 
 from __future__ import annotations
@@ -9,24 +19,40 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from dataclasses import replace
 from pathlib import Path
+from typing import Mapping, Protocol, Sequence
 
+from webhook.model.errors import PolicyLoadError
 from webhook.observability.metrics import Metrics
-from webhook.policy.documents import policy_files
+from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 
 log = logging.getLogger(__name__)
 
 
+class ObjectFeed(Protocol):
+    """Policy documents that are not files (cluster objects): what they are, and word of refusals."""
+
+    def documents(self) -> Sequence[Document]: ...  # each with a `file` naming the object, unique per object
+
+    def fingerprint(self) -> str: ...  # changes whenever documents() would
+
+    def refused(self, refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None: ...  # by document file; {} = none
+
+
 class DirectoryPolicySource:
-    def __init__(self, root: Path, loader: PolicyLoader, store: PolicyStore, metrics: Metrics | None = None) -> None:
+    def __init__(self, root: Path, loader: PolicyLoader, store: PolicyStore, metrics: Metrics | None = None,
+                 objects: ObjectFeed | None = None) -> None:
         self.root = root
         self.loader = loader
         self.store = store
         self.metrics = metrics
+        self.objects = objects
         self._fingerprint: str | None = None
         self._generation = 0
+        self._serving_files: frozenset[str] = frozenset()  # files the snapshot in service has policies from
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -36,14 +62,44 @@ class DirectoryPolicySource:
                     digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
                 except OSError:
                     digest.update(str(path).encode() + b"\0unreadable\0")
+        if self.objects is not None:
+            digest.update(self.objects.fingerprint().encode())
         return digest.hexdigest()
+
+    def _load(self) -> LoadResult:
+        """Files and objects; objects with errors are left out one by one (never a file)."""
+        extra = list(self.objects.documents()) if self.objects is not None else []
+        refusals: dict[str, list[PolicyLoadError]] = {}
+        while True:
+            result = self.loader.load(self.root, extra)
+            names = {doc.file for doc in extra}
+            bad = [error for error in result.errors if error.file in names]
+            if not bad:  # terminates: each round leaves out at least one object
+                break
+            for error in bad:
+                refusals.setdefault(error.file, []).append(error)
+            extra = [doc for doc in extra if doc.file not in refusals]
+        if self.objects is not None:
+            self.objects.refused(refusals)
+            for name, errors in refusals.items():
+                log.warning("policy object refused: %s", "; ".join(str(e) for e in errors), extra={"file": name})
+        return result
 
     def reload(self) -> LoadResult:
         """Load everything; publish only a fully valid set, else keep serving the previous snapshot."""
         fingerprint = self.fingerprint()
-        result = self.loader.load(self.root)
+        try:
+            result = self._load()
+        except Exception as exc:  # a loader bug must show as a refused load (degraded, listed), not a crash loop
+            log.exception("policy load failed")
+            failure = PolicyLoadError(str(self.root), 0, None, "", f"policy load failed: {type(exc).__name__}: {exc}")
+            result = LoadResult((), (failure,), ())
+        emptied = self._emptied(result)
+        if emptied:
+            result = replace(result, errors=result.errors + emptied)
         self._fingerprint = fingerprint
         if result.ok:
+            self._serving_files = frozenset(p.source.file for p in result.policies)
             self._generation += 1
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
             self.metrics.policy_load(len(result.errors), self._generation)
@@ -55,6 +111,20 @@ class DirectoryPolicySource:
             for error in result.errors:
                 log.error("policy refused: %s", error, extra={"file": error.file})
         return result
+
+    def _display(self, path: str) -> str:
+        """The loader's name for a file: relative to the policy directory."""
+        base = self.root if self.root.is_dir() else self.root.parent
+        return str(Path(path).relative_to(base)) if Path(path) != self.root else self.root.name
+
+    def _emptied(self, result: LoadResult) -> tuple[PolicyLoadError, ...]:
+        present = {self._display(f) for f in result.files}
+        contributing = {p.source.file for p in result.policies} | {e.file for e in result.errors}
+        return tuple(
+            PolicyLoadError(name, 0, None, "", "the file served policies and now holds no documents (a truncated write "
+                            "or an emptied ConfigMap key?); the previous policies stay in force: restore the file, "
+                            "or delete it to remove its policies")
+            for name in sorted(self._serving_files & present - contributing))
 
     async def watch(self, interval: float = 2.0) -> None:
         """Reload whenever the content changes; runs until cancelled."""

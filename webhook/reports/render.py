@@ -1,30 +1,48 @@
-"""`quartermaster report` output: a table, JSON (a List of the reports), or one HTML page.
+"""`quartermaster report` output: a table, JSON or YAML (a List of the reports), or one HTML page.
 
 Rendering reads PolicyReport objects only, so live reports and standalone results look the same.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+import yaml
+
 from webhook.reports.policyreport import OUTCOMES
 
-FORMATS = ("table", "json", "html")
-_ORDER = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
+FORMATS = ("table", "json", "yaml", "html")
+ORDER = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
 
 
 @dataclass(frozen=True)
 class Row:
-    namespace: str
-    resource: str  # "Pod jdoe/train-0"
+    namespace: str  # "" for cluster-scoped resources
+    kind: str
+    name: str
     policy: str
     rule: str
     result: str
     mode: str
     message: str
+    severity: str = ""
+    category: str = ""
+    policy_kind: str = ""  # properties.policyKind: tells apart two kinds' policies of one name
+
+    @property
+    def resource(self) -> str:  # "Pod jdoe/train-0", "Namespace jdoe"
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+    @property
+    def audited(self) -> bool:
+        """A failure that was reported and admitted (Audit), not enforced."""
+        return self.mode == "Audit" and self.result in ("fail", "error", "warn")
+
+    @property
+    def result_text(self) -> str:
+        return f"{self.result} (audit)" if self.audited else self.result
 
 
 def rows(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
@@ -32,13 +50,14 @@ def rows(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
     for report in reports:
         scope = report.get("scope") or {}
         namespace = str(scope.get("namespace") or (report.get("metadata") or {}).get("namespace") or "")
-        name = f"{namespace}/{scope.get('name', '')}" if namespace else str(scope.get("name", ""))
-        resource = f"{scope.get('kind', '?')} {name}"
         for result in report.get("results") or []:
-            out.append(Row(namespace, resource, str(result.get("policy", "")), str(result.get("rule", "")),
-                           str(result.get("result", "")), str((result.get("properties") or {}).get("mode", "")),
-                           " ".join(str(result.get("message", "")).split())))
-    out.sort(key=lambda r: (_ORDER.get(r.result, 9), r.namespace, r.resource, r.policy, r.rule))
+            out.append(Row(namespace, str(scope.get("kind", "?")), str(scope.get("name", "")),
+                           str(result.get("policy", "")), str(result.get("rule", "")), str(result.get("result", "")),
+                           str((result.get("properties") or {}).get("mode", "")),
+                           " ".join(str(result.get("message", "")).split()),
+                           str(result.get("severity", "")), str(result.get("category", "")),
+                           str((result.get("properties") or {}).get("policyKind", ""))))
+    out.sort(key=lambda r: (ORDER.get(r.result, 9), r.namespace, r.kind, r.name, r.policy, r.rule))
     return out
 
 
@@ -51,65 +70,46 @@ def totals(reports: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def _result_text(row: Row) -> str:
-    return f"{row.result} (audit)" if row.mode == "Audit" and row.result in ("fail", "error", "warn") else row.result
-
-
-def render_table(reports: list[Mapping[str, Any]]) -> str:
+def render_table(reports: list[Mapping[str, Any]], reason: str = "") -> str:
     table = [("POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE")]
-    table += [(r.policy, r.rule, r.resource, _result_text(r), r.message) for r in rows(reports)]
+    table += [(r.policy, r.rule, r.resource, r.result_text, r.message) for r in rows(reports)]
     widths = [max(len(line[i]) for line in table) for i in range(4)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line[:4])) + "  " + line[4] for line in table]
+    if len(table) == 1 and reason:
+        lines.append(f"no results: {reason}")
     counts = totals(reports)
     lines.append(f"{len(reports)} reports: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES))
     return "\n".join(lines) + "\n"
 
 
+def as_list(reports: list[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": [_plain(r) for r in reports]}
+
+
 def render_json(reports: list[Mapping[str, Any]]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(reports)}, indent=2, sort_keys=False) + "\n"
+    return json.dumps(as_list(reports), indent=2, sort_keys=False) + "\n"
 
 
-_STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1f2328; }
-h1 { font-size: 1.4em; } .muted { color: #59636e; }
-table { border-collapse: collapse; width: 100%; margin-top: 1em; }
-th, td { text-align: left; padding: .35em .6em; border-bottom: 1px solid #d1d9e0; vertical-align: top; }
-th { background: #f6f8fa; position: sticky; top: 0; }
-.badge { display: inline-block; min-width: 3.5em; text-align: center; border-radius: 1em; padding: 0 .6em;
-         font-weight: 600; font-size: .85em; }
-.fail { background: #ffebe9; color: #a40e26; } .error { background: #fff1e5; color: #9a3412; }
-.warn { background: #fff8c5; color: #7d4e00; } .pass { background: #dafbe1; color: #116329; }
-.skip { background: #eff2f5; color: #59636e; }
-.summary span { margin-right: 1.2em; } td.msg { max-width: 60em; }
-"""
+def render_yaml(reports: list[Mapping[str, Any]]) -> str:
+    return yaml.safe_dump(as_list(reports), sort_keys=False, default_flow_style=False)
 
 
-def render_html(reports: list[Mapping[str, Any]], title: str = "Quartermaster policy reports",
-                generated: str = "") -> str:
-    esc = html.escape
-    counts = totals(reports)
-    summary = "".join(f'<span><span class="badge {o}">{counts[o]}</span> {o}</span>' for o in OUTCOMES)
-    body_rows = "\n".join(
-        f"<tr><td>{esc(r.namespace)}</td><td>{esc(r.resource)}</td><td>{esc(r.policy)}</td><td>{esc(r.rule)}</td>"
-        f'<td><span class="badge {esc(r.result)}">{esc(_result_text(r))}</span></td><td class="msg">{esc(r.message)}</td></tr>'
-        for r in rows(reports))
-    empty = '<tr><td colspan="6" class="muted">No results.</td></tr>'
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_STYLE}</style></head>
-<body><h1>{esc(title)}</h1>
-<p class="muted">{len(reports)} reports{esc(' · ' + generated) if generated else ''}</p>
-<p class="summary">{summary}</p>
-<table><thead><tr><th>Namespace</th><th>Resource</th><th>Policy</th><th>Rule</th><th>Result</th><th>Message</th></tr></thead>
-<tbody>
-{body_rows or empty}
-</tbody></table></body></html>
-"""
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
 
 
-def render(reports: list[Mapping[str, Any]], fmt: str, generated: str = "") -> str:
+def render(reports: list[Mapping[str, Any]], fmt: str, generated: str = "", reason: str = "") -> str:
+    """`reason` says why there are no results, when there are none (shown by table and html)."""
     if fmt == "json":
         return render_json(reports)
+    if fmt == "yaml":
+        return render_yaml(reports)
     if fmt == "html":
-        return render_html(reports, generated=generated)
-    return render_table(reports)
+        from webhook.reports.html_page import render_html
+
+        return render_html(reports, generated=generated, reason=reason)
+    return render_table(reports, reason)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -16,31 +17,19 @@ from webhook.model.cluster import ClusterState
 from webhook.model.errors import MalformedReview
 from webhook.model.review import AdmissionRequest, encode_response, parse_review
 from webhook.model.verdict import Verdict
+from webhook.observability.logs import log_admission
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
+from webhook.server.guard import CLIENT_CERT_REQUIRED, LIMITS
 from webhook.server.timeouts import evaluation_budget
 
 log = logging.getLogger("quartermaster.admission")
 
 
-class _Sampler:
-    """Admissions are logged at info at most once a second per endpoint, the rest at debug; denials and
-    errors always at info. A JSON log line per admitted request cost ~5 % of throughput at saturation."""
-
-    def __init__(self, interval: float = 1.0) -> None:
-        self.interval = interval
-        self._next = 0.0
-
-    def level(self, now: float) -> int:
-        if now >= self._next:
-            self._next = now + self.interval
-            return logging.INFO
-        return logging.DEBUG
-
-
 def _dumps(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
+
 
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
 
@@ -68,18 +57,33 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
             return (await services.engine.mutate(request, budget)).verdict
         return await services.engine.validate(request, budget)
 
-    sampler = _Sampler()
+    async def decode(http: web.Request) -> AdmissionRequest | web.Response:
+        limits = http.app[LIMITS]
+        if http.app[CLIENT_CERT_REQUIRED] and not (http.transport and http.transport.get_extra_info("peercert")):
+            # the TLS layer verified any certificate presented; none presented is not the API server
+            return _bad_request(services.metrics, endpoint, 401, "a client certificate signed by the --client-ca CA is required")
+        try:
+            body = await asyncio.wait_for(http.read(), limits.body_seconds)
+        except web.HTTPRequestEntityTooLarge:
+            return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
+        except asyncio.TimeoutError:
+            response = _bad_request(services.metrics, endpoint, 408, f"body not received within {limits.body_seconds:g}s")
+            response.force_close()  # the rest of a stalled body is not worth waiting for
+            return response
+        try:
+            if len(body) > limits.thread_decode_bytes:
+                # parsing and shape checks of a big body run beside the loop, which keeps answering meanwhile
+                return await asyncio.to_thread(parse_review, body)
+            return parse_review(body)
+        except MalformedReview as exc:
+            return _bad_request(services.metrics, endpoint, 400, str(exc))
 
     async def handle(http: web.Request) -> web.Response:
         started = time.perf_counter()
-        try:
-            body = await http.read()
-        except web.HTTPRequestEntityTooLarge:
-            return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
-        try:
-            request = parse_review(body)
-        except MalformedReview as exc:
-            return _bad_request(services.metrics, endpoint, 400, str(exc))
+        request = await decode(http)
+        if isinstance(request, web.Response):
+            await asyncio.sleep(http.app[LIMITS].refusal_delay_seconds)  # a tarpit for floods of bad input
+            return request
         budget = evaluation_budget(http.query.get("timeout"), DEFAULT_BUDGET)
         with services.tracing.span(f"admission.{endpoint}", uid=request.uid, kind=request.kind.kind,
                                    operation=request.operation, namespace=request.namespace):
@@ -87,14 +91,8 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         seconds = time.perf_counter() - started
         outcome = "allowed" if verdict.allowed else "denied"
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
-        for result in verdict.results:
-            services.metrics.rule_result(result.policy.qualified_name, result.rule, result.outcome.value, result.policy.kind)
-        level = sampler.level(started) if verdict.allowed else logging.INFO
-        if log.isEnabledFor(level):
-            log.log(level, "%s %s", endpoint, outcome, extra={
-                "uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace,
-                "object_name": request.object_name, "operation": request.operation, "verdict": outcome,
-                "duration_ms": round(seconds * 1000, 2), "endpoint": endpoint})
+        services.metrics.rule_results(request, verdict.results)
+        log_admission(log, endpoint, request, verdict, seconds)
         return web.Response(body=_dumps(encode_response(request.uid, verdict)), content_type="application/json")
 
     return handle

@@ -110,6 +110,15 @@ class ReservationLedger:
             return ()
         return tuple(held.values())
 
+    def release_key(self, key: ObjectKey) -> int:
+        """The object was deleted: whatever was reserved for it is not in flight any more (a create and a
+        delete can both pass before anything asks for the scope's reservations again)."""
+        held = self._reservations.get(key.namespace, {})
+        gone = [r for r in held.values() if r.key == key]
+        for reservation in gone:
+            self.release(reservation)
+        return len(gone)
+
     def count(self, scope: str | None = None) -> int:
         """How many reservations are held (without pruning), for tests and metrics."""
         if scope is not None:
@@ -133,3 +142,10 @@ class ReservationLedgers:
         if ledger is None:
             ledger = self._ledgers[name] = ReservationLedger(self.clock)
         return ledger
+
+    def release_deleted(self, key: ObjectKey) -> int:
+        """Release what any quota policy reserved for an object that was deleted."""
+        return sum(ledger.release_key(key) for ledger in list(self._ledgers.values()))
+
+    def all(self) -> tuple[ReservationLedger, ...]:
+        return tuple(self._ledgers.values())

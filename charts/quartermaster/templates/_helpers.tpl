@@ -168,7 +168,7 @@ object.spec.containers.exists(c, {{ $c }}) || (has(object.spec.initContainers) &
 
 {{/*
 What ProfileQuota counts (docs/quota.md): CREATE and UPDATE of pods, PVCs, ResourceClaims and
-ResourceClaimTemplates. Standalone state learns about deletions only from DELETE reviews; live state
+ResourceClaimTemplates; with webhooks.validate.controllers, the controllers whose pod template it checks. Standalone state learns about deletions only from DELETE reviews; live state
 watches the API instead, so DELETE is sent only in standalone mode.
 */}}
 {{- define "quartermaster.validateRules" -}}
@@ -186,6 +186,23 @@ watches the API instead, so DELETE is sent only in standalone mode.
   resources: ["resourceclaims", "resourceclaimtemplates"]
   operations: {{ $operations | toJson }}
   scope: Namespaced
+{{- if .Values.webhooks.validate.controllers }}
+- apiGroups: ["apps"]
+  apiVersions: ["v1"]
+  resources: ["deployments", "statefulsets", "replicasets", "daemonsets"]
+  operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+- apiGroups: ["batch"]
+  apiVersions: ["v1"]
+  resources: ["jobs", "cronjobs"]
+  operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+- apiGroups: ["kubeflow.org"]
+  apiVersions: ["*"]
+  resources: ["notebooks"]
+  operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+{{- end }}
 {{- end }}
 {{- end }}
 

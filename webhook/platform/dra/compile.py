@@ -14,6 +14,7 @@ from webhook.model.quantity import parse_quantity
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR
 from webhook.platform.dra.config import (MEMORY, PROFILE, DeviceMapping, DriverConfig, InitClaims, ModelOption,
                                          RewriteConfig, Strategy, TemplateSettings, UserChoices, dns_label, fill)
+from webhook.platform.dra import nvidia
 from webhook.platform.dra.mutator import DeviceClaimRewrite
 from webhook.platform.dra.schema import KIND_NAME, SCHEMA
 from webhook.platform.dra.templates import MANAGED_BY_LABEL, MANAGED_BY_VALUE
@@ -21,9 +22,6 @@ from webhook.policy.common import action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 
-DEFAULT_DRIVER = "gpu.nvidia.com"
-DEFAULT_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
-DEFAULT_CONFIG_KIND = "GpuConfig"
 DEFAULT_MODEL_ANNOTATION = "quartermaster.dev/gpu-model"
 DEFAULT_MEMORY_ANNOTATION = "quartermaster.dev/gpu-memory"
 DEFAULT_TEMPLATE_PREFIX = "quartermaster-gpu"
@@ -35,7 +33,7 @@ _SAMPLE_MEMORY = "1Gi"
 
 def _check_cel(cel: CelCompiler, expression: str, field: str) -> None:
     try:
-        cel.compile(expression)
+        cel.compile(expression, env="dra")
     except CelError as exc:
         raise PolicyCompileError(field, str(exc)) from None
 
@@ -50,29 +48,21 @@ def _quantity(value: Any, field: str) -> Fraction:
     return amount
 
 
-def _sharing(raw: Mapping[str, Any], field: str) -> dict[str, Any]:
-    strategy = raw["strategy"]
-    for key, owner in (("timeSlicingConfig", "TimeSlicing"), ("mpsConfig", "MPS")):
-        if key in raw and strategy != owner:
-            raise PolicyCompileError(f"{field}.{key}", f"only allowed with strategy {owner}, the strategy is {strategy}")
-    mps = raw.get("mpsConfig") or {}
-    if "defaultPinnedDeviceMemoryLimit" in mps:
-        _quantity(mps["defaultPinnedDeviceMemoryLimit"], f"{field}.mpsConfig.defaultPinnedDeviceMemoryLimit")
-    for device, limit in (mps.get("defaultPerDevicePinnedMemoryLimit") or {}).items():
-        _quantity(limit, f"{field}.mpsConfig.defaultPerDevicePinnedMemoryLimit.{device}")
-    return dict(raw)
-
-
 def _driver_config(raw: Mapping[str, Any], field: str) -> DriverConfig | None:
+    """The claim's opaque config for the driver, checked against the driver's own types now rather than
+    when the kubelet plugin prepares the device (a pod would be scheduled, then fail to start)."""
     options = raw.get("driverConfig") or {}
     if "sharing" not in raw:
         if options:
             raise PolicyCompileError(f"{field}.driverConfig", "only used together with sharing; add sharing or remove it")
         return None
-    return DriverConfig(driver=options.get("driver", DEFAULT_DRIVER),
-                        api_version=options.get("apiVersion", DEFAULT_CONFIG_API_VERSION),
-                        kind=options.get("kind", DEFAULT_CONFIG_KIND),
-                        sharing=_sharing(raw["sharing"], f"{field}.sharing"))
+    driver = options.get("driver", nvidia.DRIVER)
+    api_version = options.get("apiVersion", nvidia.API_VERSION)
+    kind = options.get("kind", nvidia.default_kind(raw["deviceClassName"]))
+    if driver == nvidia.DRIVER and api_version == nvidia.API_VERSION:
+        nvidia.check_kind(kind, raw["deviceClassName"], f"{field}.driverConfig.kind")
+        nvidia.check_sharing(kind, raw["sharing"], f"{field}.sharing")
+    return DriverConfig(driver=driver, api_version=api_version, kind=kind, sharing=dict(raw["sharing"]))
 
 
 def _names(raw: Mapping[str, Any], field: str) -> tuple[str, str, str]:
@@ -105,7 +95,8 @@ def _device(raw: Mapping[str, Any], index: int, cel: CelCompiler) -> DeviceMappi
     return DeviceMapping(
         resource_name=exact, resource_prefix=prefix, device_class=raw["deviceClassName"], request_name=request,
         selectors=tuple(raw.get("selectors") or ()),
-        profile_suffixes=tuple((raw.get("profileSuffixes") or {}).items()),
+        # longest first: ".me.all" must win over ".me", or 1g.10gb.me.all would become 1g.10gb.me+me
+        profile_suffixes=tuple(sorted((raw.get("profileSuffixes") or {}).items(), key=lambda kv: -len(kv[0]))),
         driver_config=_driver_config(raw, field), user_choices=bool(raw.get("userChoices", False)))
 
 

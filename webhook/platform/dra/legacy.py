@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-from webhook.model.quantity import parse_quantity
+from webhook.model.quantity import QuantityRangeError, parse_quantity
 from webhook.platform.dra.config import RewriteConfig
 
 CONTAINERS = "containers"
@@ -66,6 +66,8 @@ def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[s
 def _whole(value: Any, where: str) -> int:
     try:
         amount = parse_quantity(value)
+    except QuantityRangeError as exc:
+        raise LegacyError(f"{where} is out of range ({exc}); GPUs come whole: use 0, 1, 2, ...") from None
     except ValueError:
         raise LegacyError(f"{where} is {value!r}, which is not a quantity; use a whole number such as 1") from None
     if amount < 0 or amount.denominator != 1:

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
+from webhook.platform.notebook.identity import IdentitySpec, compile_identity
 from webhook.platform.notebook.template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, Template, TemplateTree,
                                                 compile_template, compile_tree)
 
@@ -19,8 +20,9 @@ SAMPLE_OWNER = {"user": "jdoe", "user_initial": "j", "namespace": "jdoe"}
 
 DEFAULT_USER_PATTERN = r"^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$"
 DEFAULT_IGNORED = ("istio-proxy", "istio-init", "istio-validation")
-DEFAULT_PROBE_COMMAND = ("test", "-s", "{token_path}")
+DEFAULT_PROBE_COMMAND = ("test", "-e", "{token_dir}/.ready")  # kept by `quartermaster token-refresher`
 DEFAULT_PLAIN_HOLD = ("/bin/sh", "-c", "until test -s {token_path}; do sleep 1; done")
+DEFAULT_NOTEBOOK_UID = 1000  # jovyan in Kubeflow's notebook images
 DEFAULT_NOTEBOOK_ENV = ({"name": "OAUTH2_TOKEN", "value": "FILE:{token_path}"},)
 
 
@@ -61,8 +63,9 @@ class MergeRules:
 @dataclass(frozen=True)
 class HomeSpec:
     volume_name: str
-    volume: TemplateTree  # the volume source, e.g. {"hostPath": {"path": ...}}
+    volume: TemplateTree  # the volume source, e.g. {"persistentVolumeClaim": {"claimName": ...}}
     mount_path: Template
+    home_path: Template  # HOME and workingDir: the mount path, or a directory below it (EOS mounted at /eos)
     mount_propagation: str | None
     read_only: bool
     home_env: str  # "" leaves HOME alone
@@ -93,6 +96,7 @@ class RefresherSpec:
     args: tuple[Template, ...]
     env: tuple[EnvTemplate, ...]
     refresh_margin_seconds: int
+    default_uid: int  # when neither the notebook container nor the pod sets runAsUser
     resources: TemplateTree
     security_context: TemplateTree
     startup_probe: ProbeSpec
@@ -115,6 +119,8 @@ class RefresherSpec:
 @dataclass(frozen=True)
 class NotebookSpec:
     owner: OwnerRule
+    identity: IdentitySpec
+    default_pod_security: str  # the level of a namespace without pod-security.kubernetes.io/enforce
     containers: ContainerRule
     merge: MergeRules
     home: HomeSpec | None
@@ -130,7 +136,9 @@ def compile_spec(spec: Mapping[str, Any]) -> NotebookSpec:
     if refresher and refresher.name in containers.ignore:
         raise PolicyCompileError("spec.tokenRefresher.name", f"{refresher.name!r} is listed in spec.containers.ignore")
     _check_distinct(home, refresher)
-    return NotebookSpec(_owner(spec.get("owner") or {}), containers, _merge(spec.get("merge") or {}), home, refresher)
+    return NotebookSpec(_owner(spec.get("owner") or {}), compile_identity(spec.get("identity") or {}),
+                        (spec.get("podSecurity") or {}).get("defaultLevel", "privileged"), containers,
+                        _merge(spec.get("merge") or {}), home, refresher)
 
 
 def _owner(raw: Mapping[str, Any]) -> OwnerRule:
@@ -156,6 +164,10 @@ def _home(raw: Mapping[str, Any]) -> HomeSpec:
     volume = compile_tree(raw["volume"], "spec.home.volume", OWNER_PLACEHOLDERS)
     mount_path = compile_template(raw["mountPath"], "spec.home.mountPath", OWNER_PLACEHOLDERS)
     _check_path(mount_path.render(SAMPLE_OWNER), "spec.home.mountPath")
+    home_path = compile_template(raw.get("homePath", raw["mountPath"]), "spec.home.homePath", OWNER_PLACEHOLDERS)
+    _check_path(home_path.render(SAMPLE_OWNER), "spec.home.homePath")
+    if not _below(home_path.render(SAMPLE_OWNER), mount_path.render(SAMPLE_OWNER)):
+        raise PolicyCompileError("spec.home.homePath", "must be spec.home.mountPath or a directory below it")
     sample = volume.render(SAMPLE_OWNER)
     for source, key, check in (("hostPath", "path", _check_path), ("nfs", "path", _check_path),
                                ("persistentVolumeClaim", "claimName", _check_name)):
@@ -170,7 +182,7 @@ def _home(raw: Mapping[str, Any]) -> HomeSpec:
             raise PolicyCompileError("spec.home.workspace.relocateTo", "action Relocate needs relocateTo, a path")
         if posixpath.normpath(relocate) == posixpath.normpath(workspace_path):
             raise PolicyCompileError("spec.home.workspace.relocateTo", "must differ from spec.home.workspace.mountPath")
-    return HomeSpec(raw.get("volumeName", "home"), volume, mount_path, raw.get("mountPropagation"),
+    return HomeSpec(raw.get("volumeName", "home"), volume, mount_path, home_path, raw.get("mountPropagation"),
                     bool(raw.get("readOnly", False)), raw.get("homeEnv", "HOME"), bool(raw.get("setWorkingDir", True)),
                     workspace_path, relocate)
 
@@ -193,6 +205,10 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
         for name, value in (resources.get(part) or {}).items():
             _check_quantity(value, f"{field}.resources.{part}.{name}")
     probe = raw.get("startupProbe") or {}
+    if "runAsUser" in (raw.get("securityContext") or {}):
+        raise PolicyCompileError(f"{field}.securityContext.runAsUser",
+                                 "the refresher runs as the notebook's uid (eosxd needs the token file owned by it); "
+                                 "set defaultNotebookUid for pods that do not say")
     return RefresherSpec(
         mode=SidecarMode(raw.get("sidecar", "Native")),
         name=raw.get("name", "oidc-token-refresher"),
@@ -202,6 +218,7 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
         args=_templates(raw.get("args", ()), f"{field}.args", derived),
         env=_env(raw.get("env", ()), f"{field}.env", derived),
         refresh_margin_seconds=int(raw.get("refreshMarginSeconds", 300)),
+        default_uid=int(raw.get("defaultNotebookUid", DEFAULT_NOTEBOOK_UID)),
         resources=compile_tree({k: {n: str(v) for n, v in q.items()} for k, q in resources.items()},
                                f"{field}.resources", frozenset()),
         security_context=compile_tree(raw.get("securityContext") or {}, f"{field}.securityContext", frozenset()),
@@ -253,6 +270,11 @@ def _check_distinct(home: HomeSpec | None, refresher: RefresherSpec | None) -> N
             raise PolicyCompileError("spec.tokenRefresher.credentials.volumeName", "is also token.volumeName")
         if refresher.token_dir == refresher.credentials_dir:
             raise PolicyCompileError("spec.tokenRefresher.credentials.mountPath", "is also token.mountPath")
+
+
+def _below(path: str, parent: str) -> bool:
+    path, parent = posixpath.normpath(path), posixpath.normpath(parent)
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def _check_path(path: str, field: str) -> None:

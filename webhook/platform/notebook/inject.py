@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webhook.platform.notebook.config import HomeSpec, NotebookSpec, SidecarMode
+from webhook.platform.notebook.credentials import credential_conflicts, refresher_mismatch
 from webhook.platform.notebook.merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
                                              same_path)
 from webhook.platform.notebook.render import Desired
@@ -56,6 +57,7 @@ def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any]) -> Inje
                     "spec.merge.volumes", log)
     if desired.sidecar is not None and spec.refresher is not None:
         _place_sidecar(pod_spec, desired.sidecar, spec.refresher.mode, spec.containers.ignore, names, log)
+        log.conflicts.extend(_credential_conflicts(spec, desired, pod_spec))
         if spec.refresher.mode is SidecarMode.PLAIN:
             annotations = out.setdefault("metadata", {}).setdefault("annotations", {})
             annotations.setdefault(DEFAULT_CONTAINER_ANNOTATION, names[0])
@@ -74,14 +76,28 @@ def _place_sidecar(pod_spec: dict[str, Any], sidecar: Mapping[str, Any], mode: S
         for existing in pod_spec.get(key) or []:
             if existing.get("name") != sidecar["name"]:
                 continue
-            if key != own_list or not covers(existing, sidecar):
-                # a container of that name that is not ours (or from another version of the policy)
-                log.conflicts.append(Conflict(f"container {sidecar['name']!r} in spec.{key}", existing, sidecar,
+            ours = key == own_list and covers(existing, sidecar)
+            mismatch = refresher_mismatch(existing, sidecar) if ours else None
+            if not ours or mismatch:
+                # a container of that name that is not ours (or from another version of the policy), or ours
+                # with something more that can run code beside the credentials
+                where = f" (its {mismatch} is not the refresher's: it could run code beside the credentials)" \
+                    if mismatch else ""
+                log.conflicts.append(Conflict(f"container {sidecar['name']!r} in spec.{key}{where}", existing, sidecar,
                                               "spec.tokenRefresher"))
             return
     items = list(pod_spec.get(own_list) or [])
     items.insert(_sidecar_index(items, mode, ignore, notebooks), dict(sidecar))
     pod_spec[own_list] = items
+
+
+def _credential_conflicts(spec: NotebookSpec, desired: Desired, pod_spec: Mapping[str, Any]) -> list[Conflict]:
+    refresher = spec.refresher
+    assert refresher is not None and desired.sidecar is not None
+    volume = next((v for v in desired.volumes if v.get("name") == refresher.credentials_volume), {})
+    secret = str((volume.get("secret") or {}).get("secretName", ""))
+    own_list = "initContainers" if refresher.mode is SidecarMode.NATIVE else "containers"
+    return credential_conflicts(pod_spec, desired.sidecar, own_list, refresher.credentials_volume, secret)
 
 
 def _sidecar_index(items: list[dict[str, Any]], mode: SidecarMode, ignore: frozenset[str],

@@ -1,8 +1,9 @@
 """NotebookInjection (quartermaster.dev/v1alpha1): the mutate-phase battery that gives a Kubeflow notebook
-pod its owner's home directory and an OIDC token kept fresh by a sidecar.
+pod its user's home directory and an OIDC token kept fresh by a sidecar.
 
-Rules it reports: `owner` (the profile has no usable owner), `merge` (the pod conflicts with what the
-policy injects), `inject` (done, or already there). A failure is enforced or audited as `spec.mode` says;
+Rules it reports: `identity` (whose notebook it is cannot be determined: fail closed), `owner` (the
+user is unusable, or the notebook's uid is), `pod-security` (the namespace forbids an injected volume),
+`merge` (the pod conflicts with what the policy injects), `inject` (done, or already there). A failure is enforced or audited as `spec.mode` says;
 either way a failing pod is left exactly as it came.
 """
 
@@ -14,11 +15,13 @@ from typing import Any, Mapping
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
 from webhook.model.results import Action, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
-from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, profile_info
+from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, ProfileInfo, profile_info
 from webhook.platform.notebook.config import NotebookSpec, compile_spec
-from webhook.platform.notebook.inject import inject
+from webhook.platform.notebook.identity import Identity, Source, UnknownIdentity, resolve
+from webhook.platform.notebook.inject import inject, notebook_containers
 from webhook.platform.notebook.merge import Conflict
-from webhook.platform.notebook.render import InvalidOwner, render
+from webhook.platform.notebook.podsecurity import ENFORCE_LABEL, enforced_level, forbidden_volumes
+from webhook.platform.notebook.render import Desired, InvalidOwner, notebook_uid, render
 from webhook.platform.notebook.schema import KIND as KIND_NAME
 from webhook.platform.notebook.schema import SCHEMA
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
@@ -40,11 +43,43 @@ class NotebookInjection(Battery):
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         profile = profile_info(ctx.namespace, request.namespace)
         try:
-            desired = render(self.spec, profile)
+            identity = self._identity(profile, ctx, obj)
+        except UnknownIdentity as exc:
+            message = (f"whose notebook this is cannot be determined ({exc}); no one else's home or credentials are "
+                       f"used instead. Create the notebook through Kubeflow, or ask the platform team")
+            if self.spec.identity.deny_unknown:
+                return MutationOutcome(obj, (failed(self.id, "identity", message, self.action),))
+            return MutationOutcome(obj, (skipped(self.id, "identity", f"not injected: {message}"),))
+        try:
+            uid = notebook_uid(self.spec.refresher.default_uid, obj, notebook_containers(self.spec, obj)) \
+                if self.spec.refresher else None
+            desired = render(self.spec, profile, identity, uid)
         except InvalidOwner as exc:
             if self.spec.owner.deny_invalid:
                 return MutationOutcome(obj, (failed(self.id, "owner", str(exc), self.action),))
             return MutationOutcome(obj, (skipped(self.id, "owner", f"not injected: {exc}"),))
+        forbidden = self._forbidden(desired, ctx.namespace)
+        if forbidden:
+            return MutationOutcome(obj, (failed(self.id, "pod-security", forbidden, self.action),))
+        return self._inject(obj, desired)
+
+    def _identity(self, profile: ProfileInfo, ctx: EvalContext, obj: Mapping[str, Any]) -> Identity | None:
+        """None: the profile owner (owner_values reports a missing or malformed owner)."""
+        _, rule = self.spec.identity.rule_for(ctx.namespace)
+        if rule.source is Source.OWNER:
+            return None
+        return resolve(self.spec.identity, profile, ctx.namespace, obj, ctx.lookups)
+
+    def _forbidden(self, desired: Desired, namespace: Mapping[str, Any] | None) -> str:
+        level = enforced_level(namespace, self.spec.default_pod_security)
+        volumes = forbidden_volumes(desired.volumes, level)
+        if not volumes:
+            return ""
+        return (f"not injected: volume {', '.join(volumes)} is forbidden by the namespace's Pod Security level "
+                f"{level} ({ENFORCE_LABEL}), so the pod would be refused; ask the platform team to mount homes "
+                f"through a CSI volume or a PersistentVolumeClaim (spec.home.volume)")
+
+    def _inject(self, obj: dict[str, Any], desired: Desired) -> MutationOutcome:
         result = inject(self.spec, desired, obj)
         if not result.containers:
             return MutationOutcome(obj, (skipped(self.id, "inject", "the pod has no notebook container"),))

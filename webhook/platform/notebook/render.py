@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webhook.platform.base import ProfileInfo
+from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
 
 
@@ -25,21 +26,38 @@ class Desired:
     user: str
 
 
-def owner_values(spec: NotebookSpec, profile: ProfileInfo) -> dict[str, str]:
-    if not profile.owner:
-        raise InvalidOwner(f"namespace {profile.namespace} has no 'owner' annotation, so the notebook's owner "
-                           f"(home directory, token credentials) is unknown; ask the platform team to fix the profile")
-    user = profile.user
+def owner_values(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None = None) -> dict[str, str]:
+    """The template values of the notebook's user: the profile owner, unless another identity is given."""
+    if identity is None:
+        if not profile.owner:
+            raise InvalidOwner(f"namespace {profile.namespace} has no 'owner' annotation, so the notebook's owner "
+                               f"(home directory, token credentials) is unknown; ask the platform team to fix the profile")
+        identity = Identity(profile.user, f"the owner annotation {profile.owner!r} of namespace {profile.namespace}")
+    user = identity.user
     if not user or not spec.owner.user_pattern.fullmatch(user):
-        raise InvalidOwner(f"the owner annotation {profile.owner!r} of namespace {profile.namespace} does not name a "
-                           f"user (an e-mail whose local part matches {spec.owner.user_pattern.pattern}); "
-                           f"ask the platform team to fix the profile")
-    return {"user": user, "user_initial": profile.user_initial, "namespace": profile.namespace}
+        raise InvalidOwner(f"{identity.described} does not name a user (an e-mail whose local part matches "
+                           f"{spec.owner.user_pattern.pattern}); ask the platform team to fix the profile")
+    return {"user": user, "user_initial": user[:1], "namespace": profile.namespace}
 
 
-def render(spec: NotebookSpec, profile: ProfileInfo) -> Desired:
-    """Raises InvalidOwner when the owner is missing, or makes a name or path Kubernetes would refuse."""
-    values = owner_values(spec, profile)
+def notebook_uid(default: int, pod: Mapping[str, Any], containers: list[dict[str, Any]]) -> int:
+    """The uid the notebook containers run as: the refresher must write the token file as it."""
+    pod_uid = ((pod.get("spec") or {}).get("securityContext") or {}).get("runAsUser")
+    uids = {(c.get("securityContext") or {}).get("runAsUser", pod_uid) for c in containers}
+    uids = {default if uid is None else int(uid) for uid in uids} or {default}
+    if len(uids) > 1:
+        raise InvalidOwner(f"the notebook containers run as different uids ({', '.join(map(str, sorted(uids)))}); "
+                           f"one token file can belong to only one of them; run them as one uid")
+    uid = uids.pop()
+    if uid == 0:
+        raise InvalidOwner("the notebook runs as root (runAsUser 0); the token refresher runs as the notebook's uid "
+                           "and never as root: run the notebook as its image's user (jovyan, 1000)")
+    return uid
+
+
+def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None = None, uid: int | None = None) -> Desired:
+    """Raises InvalidOwner when the user is unusable, or makes a name or path Kubernetes would refuse."""
+    values = owner_values(spec, profile, identity)
     volumes: list[Mapping[str, Any]] = []
     env: list[Mapping[str, Any]] = []
     mounts: list[Mapping[str, Any]] = []
@@ -48,10 +66,11 @@ def render(spec: NotebookSpec, profile: ProfileInfo) -> Desired:
     if spec.refresher:
         values.update(_derived(spec.refresher))
     if spec.home:
-        home_path = _path(spec.home.mount_path.render(values), "home path", profile)
+        mount_path = _path(spec.home.mount_path.render(values), "home mount path", profile)
+        home_path = _path(spec.home.home_path.render(values), "home path", profile)
         values["home"] = home_path
         volumes.append(_home_volume(spec.home, values, profile))
-        mounts.append(_home_mount(spec.home, home_path))
+        mounts.append(_home_mount(spec.home, mount_path))
         if spec.home.home_env:
             env.append({"name": spec.home.home_env, "value": home_path})
     if spec.refresher:
@@ -65,7 +84,7 @@ def render(spec: NotebookSpec, profile: ProfileInfo) -> Desired:
                        {"name": r.credentials_volume, "secret": secret}]
         mounts.insert(0, {"name": r.token_volume, "mountPath": r.token_dir, "readOnly": True})
         env[:0] = [{"name": e.name, "value": e.value.render(values)} for e in r.notebook_env]
-        sidecar = _sidecar(r, values)
+        sidecar = _sidecar(r, values, r.default_uid if uid is None else uid)
     return Desired(tuple(volumes), sidecar, tuple(env), tuple(mounts), home_path, values["user"])
 
 
@@ -93,7 +112,7 @@ def _home_mount(home: HomeSpec, path: str) -> dict[str, Any]:
     return mount
 
 
-def _sidecar(r: RefresherSpec, values: Mapping[str, str]) -> dict[str, Any]:
+def _sidecar(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[str, Any]:
     container: dict[str, Any] = {"name": r.name, "image": r.image, "imagePullPolicy": r.image_pull_policy}
     if r.command:
         container["command"] = [t.render(values) for t in r.command]
@@ -104,9 +123,8 @@ def _sidecar(r: RefresherSpec, values: Mapping[str, str]) -> dict[str, Any]:
     resources = r.resources.render(values)
     if resources:
         container["resources"] = resources
-    security = r.security_context.render(values)
-    if security:
-        container["securityContext"] = security
+    # eosxd accepts the token file only from the uid that reads EOS: the notebook's
+    container["securityContext"] = {**r.security_context.render(values), "runAsUser": uid}
     container["volumeMounts"] = [{"name": r.token_volume, "mountPath": r.token_dir},
                                  {"name": r.credentials_volume, "mountPath": r.credentials_dir, "readOnly": True}]
     probe: dict[str, Any] = {"exec": {"command": [t.render(values) for t in r.startup_probe.command]}}

@@ -77,6 +77,7 @@ HOME = _object({
     "volumeName": _DNS_LABEL,
     "volume": HOME_VOLUME,
     "mountPath": _TEMPLATE,
+    "homePath": _TEMPLATE,  # HOME and workingDir, at or below mountPath (default: mountPath)
     "mountPropagation": {"type": "string", "enum": ["None", "HostToContainer"]},
     "readOnly": {"type": "boolean"},
     "homeEnv": {"anyOf": [_ENV_NAME, {"const": ""}]},
@@ -115,6 +116,9 @@ TOKEN_REFRESHER = _object({
     "args": _template_list(),
     "env": _env_list(),
     "refreshMarginSeconds": {"type": "integer", "minimum": 1},
+    # the refresher runs as the notebook's uid (eosxd wants the token file owned by it): the uid of the
+    # notebook container's or the pod's securityContext, else this (Kubeflow's images run as jovyan, 1000)
+    "defaultNotebookUid": {"type": "integer", "minimum": 1},
     "resources": RESOURCES,
     "securityContext": SECURITY_CONTEXT,
     "startupProbe": PROBE,
@@ -123,6 +127,20 @@ TOKEN_REFRESHER = _object({
     "notebookEnv": _env_list(),
     "plainSidecarHold": _template_list(),  # [] for no hold
 }, ["image", "credentials"])
+
+_IDENTITY_RULE = _object({"source": {"type": "string", "enum": ["Owner", "Creator", "Fixed"]},
+                         "user": {"type": "string", "minLength": 1}}, ["source"])
+
+IDENTITY = _object({
+    "classLabel": {"type": "string", "minLength": 1},
+    "defaultClass": {"type": "string", "minLength": 1},
+    "classes": {"type": "object", "additionalProperties": _IDENTITY_RULE},
+    "unlistedClasses": _IDENTITY_RULE,
+    "creatorAnnotation": {"type": "string", "minLength": 1},
+    "onUnknown": {"type": "string", "enum": ["Deny", "Skip"]},
+})
+
+POD_SECURITY = _object({"defaultLevel": {"type": "string", "enum": ["privileged", "baseline", "restricted"]}})
 
 OWNER = _object({
     "userPattern": {"type": "string", "minLength": 1},
@@ -139,6 +157,8 @@ MERGE = _object({"env": _STRATEGY, "volumes": _STRATEGY, "volumeMounts": _STRATE
 
 SCHEMA = document_schema(KIND, {
     "owner": OWNER,
+    "identity": IDENTITY,
+    "podSecurity": POD_SECURITY,
     "containers": CONTAINERS,
     "merge": MERGE,
     "home": HOME,

@@ -42,6 +42,7 @@ class RuleOutcome:
     rule: str
     exceeded: bool
     message: str
+    summary: str = ""  # the warning kubectl prints in Audit mode: short, with where to read the rest
 
 
 @dataclass(frozen=True)
@@ -79,17 +80,24 @@ def _advice(template: str, limits: ProfileLimits) -> str:
     return template.format(**dict(zip(ADVICE_FIELDS, (limits.namespace, limits.profile_class, limits.owner))))
 
 
+def _details(namespace: str) -> str:
+    return f"kubectl get polr -n {namespace}"
+
+
 def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: AbstractSet[tuple[str, str]], base: Usage,
-                 projected: Usage, subject: Subject) -> tuple[RuleOutcome, bool]:
+                 projected: Usage, subject: Subject, whole: Usage) -> tuple[RuleOutcome, bool]:
     limit: Limit = limits.gpus
     assert limit.amount is not None
     unbounded_added = len(projected.unbounded) > len(base.unbounded)
     adds = projected.gpus > base.gpus or unbounded_added
-    where = f"in profile {limits.namespace!r}"
-    if not adds or not (projected.gpus > limit.amount or projected.unbounded):
-        total = "every matching device" if projected.unbounded else gpus_text(projected.gpus)
-        return RuleOutcome(GPU_RULE, False, f"{where}: {total} of {gpus_text(limit.amount)} in use "
-                                            f"with {subject.phrase} ({limit.origin})"), adds
+    ns = limits.namespace
+    if not adds:
+        at = "every matching device" if whole.unbounded else gpus_text(whole.gpus)
+        return RuleOutcome(GPU_RULE, False, f"{subject.phrase} adds no GPUs (profile {ns!r} at {at} of "
+                                            f"{gpus_text(limit.amount)}, {limit.origin})"), adds
+    if not (projected.gpus > limit.amount or projected.unbounded):
+        return RuleOutcome(GPU_RULE, False, f"{subject.phrase} fits: profile {ns!r} at {gpus_text(projected.gpus)} of "
+                                            f"{gpus_text(limit.amount)} with it ({limit.origin})"), adds
     in_use = _holders(base, reserved, lambda c: c.gpus, format_count, True, settings.max_listed)
     used = "every matching device" if base.unbounded else format_count(base.gpus)
     # a template is not charged itself: creating one charges the pending pods that already use it
@@ -97,50 +105,62 @@ def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: Abstr
     if unbounded_added:
         asks = (f"{subject.phrase} {verb} every matching device (allocationMode: All), which never fits a bounded "
                 f"quota; ask for an exact count of devices instead")
+        summary = f"allocationMode: All never fits the GPU quota of {ns!r}; ask for a count; {_details(ns)}"
     else:
-        asks = f"{subject.phrase} {verb} {format_count(projected.gpus - base.gpus)} more"
-    message = (f"GPU quota exceeded {where}: limit {gpus_text(limit.amount)} ({limit.origin}), in use {used} "
+        added = format_count(projected.gpus - base.gpus)
+        asks = f"{subject.phrase} {verb} {added} more"
+        summary = f"over GPU quota in {ns!r} ({used} in use + {added} > {format_count(limit.amount)}); {_details(ns)}"
+    message = (f"GPU quota exceeded in profile {ns!r}: limit {gpus_text(limit.amount)} ({limit.origin}), in use {used} "
                f"({in_use}), {asks}. {_advice(settings.gpu_advice, limits)}")
-    return RuleOutcome(GPU_RULE, True, message), adds
+    return RuleOutcome(GPU_RULE, True, message, summary), adds
 
 
 def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: AbstractSet[tuple[str, str]], base: Usage,
-                     projected: Usage, subject: Subject) -> tuple[RuleOutcome, bool]:
+                     projected: Usage, subject: Subject, whole: Usage) -> tuple[RuleOutcome, bool]:
     limit: Limit = limits.storage
     assert limit.amount is not None
     adds = projected.storage > base.storage
-    where = f"in profile {limits.namespace!r}"
-    if not adds or projected.storage <= limit.amount:
-        return RuleOutcome(STORAGE_RULE, False, f"{where}: {format_bytes(projected.storage)} of "
-                                                f"{format_bytes(limit.amount)} storage in use with {subject.phrase} "
-                                                f"({limit.origin})"), adds
+    ns, cap = limits.namespace, format_bytes(limit.amount)
+    if not adds:
+        return RuleOutcome(STORAGE_RULE, False, f"{subject.phrase} adds no storage (profile {ns!r} at "
+                                                f"{format_bytes(whole.storage)} of {cap}, {limit.origin})"), adds
+    if projected.storage <= limit.amount:
+        return RuleOutcome(STORAGE_RULE, False, f"{subject.phrase} fits: profile {ns!r} at "
+                                                f"{format_bytes(projected.storage)} of {cap} with it ({limit.origin})"), adds
     in_use = _holders(base, reserved, lambda c: c.storage, format_bytes, False, settings.max_listed)
     own = projected.charge(subject.kind, subject.name).storage
     total = f" ({format_bytes(own)} in total)" if subject.operation == "UPDATE" else ""
-    message = (f"Storage quota exceeded {where}: limit {format_bytes(limit.amount)} ({limit.origin}), in use "
-               f"{format_bytes(base.storage)} ({in_use}), {subject.phrase} asks for "
-               f"{format_bytes(projected.storage - base.storage)} more{total}. {_advice(settings.storage_advice, limits)}")
-    return RuleOutcome(STORAGE_RULE, True, message), adds
+    added = format_bytes(projected.storage - base.storage)
+    message = (f"Storage quota exceeded in profile {ns!r}: limit {cap} ({limit.origin}), in use "
+               f"{format_bytes(base.storage)} ({in_use}), {subject.phrase} asks for {added} more{total}. "
+               f"{_advice(settings.storage_advice, limits)}")
+    summary = f"over storage quota in {ns!r} ({format_bytes(base.storage)} in use + {added} > {cap}); {_details(ns)}"
+    return RuleOutcome(STORAGE_RULE, True, message, summary), adds
 
 
 def decide(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, after: ProfileObjects,
-           subject: Subject) -> Decision:
-    """Counts both views from scratch (the reference; the policy keeps totals incrementally, see totals.py)."""
-    return decide_usage(settings, limits, measure(before, settings.rules), measure(after, settings.rules), before.reserved,
-                        subject)
+           subject: Subject, whole: ProfileObjects | None = None) -> Decision:
+    """Pure: reads only immutable inputs, so it may run in a worker thread. `whole`: the profile as it
+    is, when `after` is only part of it (a background scan judges an object against its elders)."""
+    base, projected = measure(before, settings.rules), measure(after, settings.rules)
+    total = measure(whole, settings.rules) if whole is not None else projected
+    return decide_usage(settings, limits, base, projected, before.reserved, subject, total)
 
 
 def decide_usage(settings: QuotaSettings, limits: ProfileLimits, base: Usage, projected: Usage,
-                 reserved: AbstractSet[tuple[str, str]], subject: Subject) -> Decision:
-    """The decision from the usage without the request (`base`) and with it (`projected`)."""
+                 reserved: AbstractSet[tuple[str, str]], subject: Subject, whole: Usage | None = None) -> Decision:
+    """The decision from the usage without the request (`base`) and with it (`projected`); `whole`: the
+    profile as it is when that differs from `projected` (scans). The policy keeps these totals
+    incrementally (totals.py); `decide` counts them from scratch."""
+    total = projected if whole is None else whole
     outcomes: list[RuleOutcome] = []
     adds = False
     if limits.gpus.amount is not None and subject.kind in RULE_KINDS[GPU_RULE]:
-        outcome, added = _gpu_outcome(settings, limits, reserved, base, projected, subject)
+        outcome, added = _gpu_outcome(settings, limits, reserved, base, projected, subject, total)
         outcomes.append(outcome)
         adds = adds or added
     if limits.storage.amount is not None and subject.kind in RULE_KINDS[STORAGE_RULE]:
-        outcome, added = _storage_outcome(settings, limits, reserved, base, projected, subject)
+        outcome, added = _storage_outcome(settings, limits, reserved, base, projected, subject, total)
         outcomes.append(outcome)
         adds = adds or added
     notes = projected.charge(subject.kind, subject.name).notes if subject.kind == POD else ()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-from webhook.model.quantity import parse_quantity
+from webhook.model.quantity import MAX_VALUE, QuantityRangeError, parse_quantity
 from webhook.platform.quota.settings import WeightTable
 
 ZERO = Fraction(0)
@@ -25,9 +25,13 @@ NONE = GpuAmount()
 
 
 def quantity_or_zero(value: Any) -> Fraction:
-    """The API server validated these quantities already; a value it would refuse counts as nothing."""
+    """The API server validated these quantities already; a value it would refuse counts as nothing.
+    One it accepts but no quota could hold (1e99999999) counts as the largest quantity: a request
+    carrying one is refused before counting (quota.quantities), a stored object holding one fills the quota."""
     try:
         return parse_quantity(value)
+    except QuantityRangeError:
+        return Fraction(MAX_VALUE)
     except (ValueError, TypeError):
         return ZERO
 

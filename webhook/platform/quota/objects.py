@@ -50,6 +50,21 @@ class ProfileObjects:
     def get(self, kind: str, name: str) -> Mapping[str, Any] | None:
         return self.of(kind).get(name)
 
+    def _age(self, kind: str, name: str, obj: Mapping[str, Any]) -> tuple[bool, str, str, str]:
+        """Creation order: in-flight reservations are the newest; then creationTimestamp (RFC 3339 sorts as
+        text; objects seeded without one count as oldest), then kind and name so that the order is total."""
+        stamp = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+        return ((kind, name) in self.reserved, stamp, kind, name)
+
+    def created_before(self, kind: str, name: str) -> "ProfileObjects":
+        """Only the objects created before (kind, name), which must be in this view."""
+        subject = self.get(kind, name)
+        assert subject is not None, f"{kind} {name} is not in the view"
+        mine = self._age(kind, name, subject)
+        by_kind = {k: MappingProxyType({n: o for n, o in objects.items() if self._age(k, n, o) < mine})
+                   for k, objects in self.by_kind.items()}
+        return replace(self, by_kind=MappingProxyType(by_kind))
+
     def with_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> "ProfileObjects":
         """A copy with `obj` at (kind, name), or without that key when obj is None."""
         objects = dict(self.of(kind))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
@@ -21,9 +21,12 @@ from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, So
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
-from webhook.platform.quota.check import Decision, Subject, decide, decide_usage
+from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
+from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
+from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
 from webhook.platform.quota.limits import resolve_limits
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
+from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
 from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage, UsageIndex
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
@@ -31,8 +34,9 @@ from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
 
-# templates too: creating one that pending pods already reference charges those pods
-KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE})
+# templates too: creating one that pending pods already reference charges those pods; controllers are
+# checked (never charged) so that a pod template that can never fit is refused up front
+KINDS = frozenset({POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE}) | CONTROLLER_KINDS
 OPERATIONS = frozenset({"CREATE", "UPDATE"})
 
 
@@ -67,20 +71,31 @@ class ProfileQuotaPolicy(Battery):
         if limits.unlimited:
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
                                      limits.notes)
+        unknown = self._unknown_accelerators(request, obj)
+        if unknown:
+            return ValidationOutcome((failed(self.id, "accelerators", unknown, self.action),))
         subject, full = _subject_object(request, obj)
+        problem = out_of_range(subject.kind, full)
+        if problem is not None:
+            return ValidationOutcome((failed(self.id, "quantities", problem, self.action),))
+        if subject.kind in CONTROLLER_KINDS:
+            view = ProfileObjects.read(ctx.state, request.namespace)
+            outcomes = await asyncio.to_thread(judge_controller, self.settings, limits, view, subject.kind, subject.name,
+                                               full)
+            return ValidationOutcome(self._outcome_results(outcomes), limits.notes)
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
         async with ledger.lock(request.namespace):
             pending = ledger.pending(request.namespace, ctx.state)
-            if self.usage.loaded(ctx.state, request.namespace):
-                profile = self.usage.profile(ctx.state, request.namespace)
-            else:  # the first count of a profile is O(its objects): off the event loop, once
-                profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
+            profile = None
+            if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
+                if self.usage.loaded(ctx.state, request.namespace):
+                    profile = self.usage.profile(ctx.state, request.namespace)
+                else:  # the first count of a profile is O(its objects): off the event loop, once
+                    profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
             keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
             if profile is None:
-                view = ProfileObjects.read(ctx.state, request.namespace, pending)
-                before = view if keeps_old else view.with_object(subject.kind, subject.name, previous)
-                decision = decide(self.settings, limits, before, view.with_object(subject.kind, subject.name, full), subject)
+                decision = await self._recount(ctx, limits, subject, full, pending, None if keeps_old else (previous,))
             else:
                 decision = self._decide(profile, pending, subject, full, None if keeps_old else (previous,), limits)
             rollbacks = ()
@@ -108,9 +123,31 @@ class ProfileQuotaPolicy(Battery):
                                     base.known_unbounded)
                 return decide_usage(self.settings, limits, before, profile.usage(), reserved, subject)
 
+    async def _recount(self, ctx: EvalContext, limits: Any, subject: Subject, full: Mapping[str, Any],
+                       pending: tuple[Reservation, ...], previous: tuple[Mapping[str, Any] | None] | None) -> Decision:
+        """Counted from scratch: for background scans, and for a state that cannot report its changes."""
+        view = ProfileObjects.read(ctx.state, full["metadata"]["namespace"], pending)
+        whole = None
+        if ctx.background and view.get(subject.kind, subject.name) is not None:
+            # a scan re-checks what exists: judged against older objects only, so the excess of an
+            # over-quota profile is blamed once, on the newest objects, not on every object in turn
+            whole, view = view, view.created_before(subject.kind, subject.name)
+        before = view if previous is None else view.with_object(subject.kind, subject.name, previous[0])
+        after = view.with_object(subject.kind, subject.name, full)
+        return await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
+
+    def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
+        if request.kind.kind != "Pod" or request.operation != "CREATE":
+            return ""  # a pod's resources are fixed at creation (in-place resize keeps extended resources)
+        names = self.settings.accelerators.unknown(pod_resource_names(obj), self.settings.rules.legacy)
+        return unknown_message(names, "spec.gpus") if names else ""
+
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
-        return tuple(failed(self.id, o.rule, o.message, self.action) if o.exceeded else passed(self.id, o.rule, o.message)
-                     for o in decision.outcomes)
+        return self._outcome_results(decision.outcomes)
+
+    def _outcome_results(self, outcomes: tuple[RuleOutcome, ...]) -> tuple[RuleResult, ...]:
+        return tuple(replace(failed(self.id, o.rule, o.message, self.action), summary=o.summary) if o.exceeded
+                     else passed(self.id, o.rule, o.message) for o in outcomes)
 
 
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,

@@ -13,13 +13,17 @@ from typing import Any, Mapping
 from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
 from webhook.platform.base import CLASS_LABEL, document_schema
+from webhook.platform.quota.accelerators import DEFAULT_PATTERNS, AcceleratorRule
 
 KIND_NAME = "ProfileQuota"
 
 DEFAULT_CLASSES: dict[str, dict[str, Any]] = {"personal": {"gpus": 1, "storage": "30Gi"},
                                               "team": {"gpus": 8, "storage": "1Ti"}}
-DEFAULT_LEGACY = [{"name": "nvidia.com/gpu", "weight": 1}, {"prefix": "nvidia.com/mig-", "weight": 1}]
-DEFAULT_DEVICE_CLASSES = [{"name": "gpu.nvidia.com", "weight": 1}, {"name": "mig.nvidia.com", "weight": 1}]
+# every accelerator of the platform: NVIDIA (GPUs, MIG slices) and AMD (device plugin and DRA driver)
+DEFAULT_LEGACY = [{"name": "nvidia.com/gpu", "weight": 1}, {"prefix": "nvidia.com/mig-", "weight": 1},
+                  {"name": "amd.com/gpu", "weight": 1}]
+DEFAULT_DEVICE_CLASSES = [{"name": "gpu.nvidia.com", "weight": 1}, {"name": "mig.nvidia.com", "weight": 1},
+                          {"name": "gpu.amd.com", "weight": 1}]
 DEFAULT_PROFILE_GPU_KEYS = ["requests.nvidia.com/gpu"]
 DEFAULT_PROFILE_STORAGE_KEYS = ["requests.storage"]
 DEFAULT_RESERVATION_SECONDS = 30.0
@@ -60,7 +64,10 @@ SPEC_PROPERTIES: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "properties": {"legacyResources": {"type": "array", "items": _WEIGHT},
-                       "deviceClasses": {"type": "array", "items": _WEIGHT}},
+                       "deviceClasses": {"type": "array", "items": _WEIGHT},
+                       # extended resources that look like accelerators but are not counted: refused
+                       "unknownAccelerators": {"type": "object", "additionalProperties": False,
+                                               "properties": {"patterns": _STRINGS, "allowed": _STRINGS}}},
     },
     "storage": {
         "type": "object",
@@ -132,6 +139,7 @@ class QuotaSettings:
     profile_gpu_keys: tuple[str, ...]
     profile_storage_keys: tuple[str, ...]
     rules: CountingRules
+    accelerators: AcceleratorRule
     reservation_seconds: float
     max_listed: int
     gpu_advice: str
@@ -189,6 +197,7 @@ def compile_settings(spec: Mapping[str, Any]) -> QuotaSettings:
     gpus = spec.get("gpus") or {}
     storage = spec.get("storage") or {}
     messages = spec.get("messages") or {}
+    unknown = gpus.get("unknownAccelerators") or {}
     rules = CountingRules(
         legacy=_weights(gpus.get("legacyResources", DEFAULT_LEGACY), "spec.gpus.legacyResources"),
         device_classes=_weights(gpus.get("deviceClasses", DEFAULT_DEVICE_CLASSES), "spec.gpus.deviceClasses"),
@@ -205,6 +214,7 @@ def compile_settings(spec: Mapping[str, Any]) -> QuotaSettings:
         profile_gpu_keys=tuple(profile.get("gpuKeys", DEFAULT_PROFILE_GPU_KEYS)),
         profile_storage_keys=tuple(profile.get("storageKeys", DEFAULT_PROFILE_STORAGE_KEYS)),
         rules=rules,
+        accelerators=AcceleratorRule(tuple(unknown.get("patterns", DEFAULT_PATTERNS)), frozenset(unknown.get("allowed", ()))),
         reservation_seconds=float(spec.get("reservationSeconds", DEFAULT_RESERVATION_SECONDS)),
         max_listed=int(messages.get("maxObjectsListed", DEFAULT_MAX_LISTED)),
         gpu_advice=_advice(messages.get("gpuAdvice", DEFAULT_GPU_ADVICE), "spec.messages.gpuAdvice"),

@@ -5,8 +5,13 @@ The counting model (docs/quota.md has it as a table):
   claim templates it references whose claim Kubernetes has not generated yet (a template itself is
   not charged, so creating one that pending pods already reference charges them, and is checked);
   its generic ephemeral volumes are charged until their PVC exists;
-- a ResourceClaim is charged its devices from creation to deletion, once however many pods share
-  it; a claim generated for a pod is freed when that pod is terminal;
+- a ResourceClaim is charged what it can allocate (its devices) from creation to deletion, once however
+  many pods share it, whatever its ownerReferences say. The one exception: a claim the resourceclaim
+  controller generated for a pod the state knows (annotation resource.kubernetes.io/pod-claim-name naming
+  one of that pod's template entries, controller ownerReference v1 Pod with the stored pod's uid) is
+  free once that pod is terminal and no other running pod uses it. A claim the scheduler made for a pod's
+  legacy extended resources (KEP-5004, same ownership checks) is charged only what it holds beyond the
+  GPUs its pod is charged for those resources;
 - a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
   allocated to it, if larger, so shrinking the request after an expansion frees nothing).
 """
@@ -26,6 +31,8 @@ from webhook.platform.quota.settings import CountingRules
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 LEGACY_MEMO_LIMIT = 50_000
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
+# KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
 @dataclass(frozen=True)
@@ -75,11 +82,40 @@ def _controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _owned_by(obj: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Owned by exactly this pod: a core v1 Pod reference with the stored pod's uid (a name is not enough:
+    anyone can write an ownerReference naming any pod)."""
     ref = _controller_pod(obj)
-    if ref is None or ref.get("name") != _meta(pod).get("name"):
+    if ref is None or ref.get("apiVersion") != "v1" or ref.get("name") != _meta(pod).get("name"):
         return False
     uid = _meta(pod).get("uid")
-    return not uid or not ref.get("uid") or ref.get("uid") == uid
+    return bool(uid) and ref.get("uid") == uid
+
+
+def _template_entries(pod: Mapping[str, Any]) -> set[str]:
+    """The pod's own resourceClaims entries that name a claim template."""
+    entries = (pod.get("spec") or {}).get("resourceClaims") or []
+    return {str(e.get("name")) for e in entries if isinstance(e, Mapping) and e.get("resourceClaimTemplateName")}
+
+
+def generated_for(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The stored pod the resourceclaim controller generated this claim for, or None: the claim is then the
+    user's own, whatever its ownerReferences and annotations say."""
+    ref = _controller_pod(claim)
+    pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+    if ref is None or not pod_claim:
+        return None
+    pod = objects.get(POD, str(ref.get("name", "")))
+    if pod is None or not _owned_by(claim, pod) or str(pod_claim) not in _template_entries(pod):
+        return None
+    return pod
+
+
+def _uses_claim(pod: Mapping[str, Any], claim_name: str) -> bool:
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if isinstance(entry, Mapping) and entry.get("resourceClaimName") == claim_name:
+            return True
+    statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    return any(isinstance(s, Mapping) and s.get("resourceClaimName") == claim_name for s in statuses)
 
 
 def terminal(pod: Mapping[str, Any] | None) -> bool:
@@ -88,29 +124,33 @@ def terminal(pod: Mapping[str, Any] | None) -> bool:
 
 # --- pods ------------------------------------------------------------------------------------------
 def generated_key(claim: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(pod name, pod claim name) of a claim the resourceclaim controller made from a pod's template."""
-    owner = _controller_pod(claim)
+    """(pod name, pod claim name) that a claim says the resourceclaim controller generated it for; whether
+    the pod agrees (`generated_for`) is checked where it is used (`_claim_generated`: `_owned_by` the pod
+    being charged, for one of its own template entries). Incremental totals index claims by it."""
+    ref = _controller_pod(claim)
     pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
-    if owner is not None and pod_claim:
-        return (str(owner.get("name", "")), str(pod_claim))
-    return None
+    return (str(ref.get("name", "")), str(pod_claim)) if ref is not None and pod_claim else None
 
 
 def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     """Claims the resourceclaim controller made from pods' templates, by (pod name, pod claim name)."""
     index: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for claim in objects.of(RESOURCE_CLAIM).values():
-        key = generated_key(claim)
-        if key is not None:
-            index.setdefault(key, []).append(claim)
+        pod = generated_for(objects, claim)
+        if pod is not None:
+            pod_claim = str((_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION))
+            index.setdefault((str(_meta(pod).get("name", "")), pod_claim), []).append(claim)
     return index
 
 
 def _claim_generated(objects: ProfileObjects, generated: Mapping[tuple[str, str], list[Mapping[str, Any]]],
                      pod: Mapping[str, Any], pod_claim: str) -> bool:
     """Has Kubernetes created this pod's claim from its template? Then the claim is charged instead."""
+    # the pod's status is written by the resourceclaim controller (users cannot set it): the claim it names
+    # is the one the pod uses, and that claim is charged by its own devices while the pod runs
     for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-        if status.get("name") == pod_claim and status.get("resourceClaimName") in objects.of(RESOURCE_CLAIM):
+        if isinstance(status, Mapping) and status.get("name") == pod_claim \
+                and str(status.get("resourceClaimName")) in objects.of(RESOURCE_CLAIM):
             return True
     candidates = generated.get((str(_meta(pod).get("name", "")), pod_claim), ())
     return any(_owned_by(claim, pod) for claim in candidates)
@@ -171,12 +211,33 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
 
 
 # --- claims and volumes ----------------------------------------------------------------------------
+def _extended_resource_pod(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """KEP-5004: the stored pod the scheduler made this claim for (its legacy extended resources), or None."""
+    if str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() != "true":
+        return None
+    ref = _controller_pod(claim)
+    pod = objects.get(POD, str(ref.get("name", ""))) if ref is not None else None
+    return pod if pod is not None and _owned_by(claim, pod) else None
+
+
 def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
-    owner = _controller_pod(claim)
-    if owner is not None and terminal(objects.get(POD, str(owner.get("name", "")))):
+    owner = generated_for(objects, claim) or _extended_resource_pod(objects, claim)
+    used_by_others = owner is not None and any(
+        _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod))
+    if owner is not None and terminal(owner) and not used_by_others:
         return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
     amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
+    if owner is not None and not used_by_others and owner is _extended_resource_pod(objects, claim):
+        # the same GPUs as the pod's legacy limits, which the pod is charged: only what the claim holds beyond
+        # them is charged here, so a claim that merely looks like the scheduler's can never hide devices
+        covered = _legacy_gpus(owner, rules)
+        return Charge(RESOURCE_CLAIM, name, max(ZERO, amount.gpus - covered), amount.unbounded,
+                      notes=(f"the extended resources of pod {_meta(owner).get('name')}, charged to the pod",))
     return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
+
+
+def _extended_resource_claim(claim: Mapping[str, Any]) -> bool:
+    return str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() == "true"
 
 
 def pvc_spec_storage(spec: Mapping[str, Any], status: Mapping[str, Any] | None, rules: CountingRules) -> Fraction:

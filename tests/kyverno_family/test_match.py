@@ -1,0 +1,42 @@
+"""match/exclude: kinds with group/version/subresource, wildcards, selectors, operations, user info."""
+
+from webhook.families.kyverno.match import RequestInfo, block_matches, rule_applies
+
+DEPLOY = RequestInfo("apps", "v1", "Deployment", "CREATE", "web-1", "team-a", labels={"app": "web"},
+                     annotations={"owner": "alice"}, namespace_labels={"env": "prod"}, username="alice",
+                     groups=("devs",), cluster_roles=("edit",))
+
+
+def _any(**resources):
+    return {"any": [{"resources": resources}]}
+
+
+def test_kinds_forms():
+    for kinds in (["Deployment"], ["apps/v1/Deployment"], ["apps/*/Deployment"], ["*"], ["Pod", "Deploy*"]):
+        assert block_matches(_any(kinds=kinds), DEPLOY), kinds
+    assert not block_matches(_any(kinds=["batch/v1/Deployment"]), DEPLOY)
+    exec_ = RequestInfo("", "v1", "Pod", "CONNECT", "p", "ns", subresource="exec")
+    assert block_matches(_any(kinds=["Pod/exec"]), exec_) and not block_matches(_any(kinds=["Pod"]), exec_)
+
+
+def test_names_namespaces_selectors_operations_annotations():
+    assert block_matches(_any(kinds=["Deployment"], names=["web-*"], namespaces=["team-?"]), DEPLOY)
+    assert not block_matches(_any(kinds=["Deployment"], namespaces=["kube-*"]), DEPLOY)
+    assert block_matches(_any(selector={"matchLabels": {"app": "w*"}}), DEPLOY)
+    assert block_matches(_any(namespaceSelector={"matchExpressions": [{"key": "env", "operator": "In",
+                                                                        "values": ["prod"]}]}), DEPLOY)
+    assert not block_matches(_any(operations=["DELETE"]), DEPLOY)
+    assert block_matches(_any(annotations={"owner": "a*"}), DEPLOY)
+
+
+def test_all_requires_every_filter_and_user_conditions():
+    block = {"all": [{"resources": {"kinds": ["Deployment"]}}, {"subjects": [{"kind": "Group", "name": "devs"}]}]}
+    assert block_matches(block, DEPLOY)
+    assert not block_matches({"all": [{"resources": {"kinds": ["Deployment"]}}, {"clusterRoles": ["admin"]}]}, DEPLOY)
+
+
+def test_exclude_wins_and_legacy_form():
+    rule = {"match": {"resources": {"kinds": ["Deployment"]}},
+            "exclude": {"any": [{"subjects": [{"kind": "User", "name": "alice"}]}]}}
+    assert not rule_applies(rule, DEPLOY)
+    assert rule_applies({"match": {"resources": {"kinds": ["Deployment"]}}}, DEPLOY)

@@ -1,0 +1,156 @@
+"""The command line's own quality: every command documented with examples, bounds checked by argparse with
+the subcommand's usage, `validate` as a linter, messages without Python reprs."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.support import REPO
+from webhook.cli import build_parser, main
+
+BROKEN_QUOTA = """\
+apiVersion: quartermaster.dev/v1alpha1
+kind: ProfileQuota
+metadata:
+  name: broken
+spec:
+  classes:
+    personal:
+      gpus: one
+"""
+
+
+def every_parser(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield path + (name,), sub
+                yield from every_parser(sub, path + (name,))
+
+
+def test_every_command_has_examples_and_every_option_help():
+    commands = dict(every_parser(build_parser()))
+    assert {("serve",), ("apply",), ("validate",), ("report",), ("certs",), ("certs", "rotate"), ("crds",)} <= set(commands)
+    for path, parser in commands.items():
+        text = parser.format_help()
+        assert "Examples:\n  quartermaster " + " ".join(path) in text, f"{path}: no Examples section"
+        for action in parser._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                assert action.help, f"quartermaster {' '.join(path)} {action.option_strings[0]}: no help text"
+        assert "None" not in text and "timedelta" not in text, f"{path}: a Python repr in the help"
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["serve", "--port", "99999"], "argument --port: 99999 is not a port number (1-65535)"),
+    (["serve", "--port", "0"], "argument --port: 0 is not a port number (1-65535)"),
+    (["serve", "--scan-interval", "-5"], "argument --scan-interval: -5 seconds is out of range (0 to 10000000)"),
+    (["apply", "--policies", "polices", "pod.yaml"], "argument --policies: polices: no such file or directory"),
+    (["certs", "rotate", "--serving-days", "0"], "argument --serving-days: 0 is out of range (1 to 36500)"),
+])
+def test_bad_options_show_the_subcommands_usage(argv, error, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    prog = "quartermaster " + " ".join(a for a in argv[:2] if not a.startswith("-"))
+    assert exited.value.code == 2 and err.startswith(f"usage: {prog} ")
+    assert err.endswith(f"{prog}: error: {error}\n") and err.count("\n") <= 8
+
+
+def test_validate_lints_like_serve_loads(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir(), bad.mkdir()
+    (good / "quota.yaml").write_text((REPO / "policies" / "profile-quota.yaml").read_text())
+    (bad / "quota.yaml").write_text(BROKEN_QUOTA)
+    (bad / "junk.yaml").write_text("kind: [\n")
+    run = subprocess.run([sys.executable, "-m", "webhook", "validate", str(good), str(bad)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert run.stdout.splitlines() == [
+        f"{bad / 'junk.yaml'}:2: document 0: invalid YAML: expected the node content, but found '<stream end>'",
+        f"{bad / 'quota.yaml'}:8: document 0 field spec.classes.personal.gpus: 'one' is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)",
+    ]
+    assert run.stderr == "quartermaster validate: 1 policies in 3 files, 2 problems\n"
+    clean = subprocess.run([sys.executable, "-m", "webhook", "validate", str(REPO / "policies")],
+                           capture_output=True, text=True, timeout=60)
+    assert (clean.returncode, clean.stdout) == (0, "")
+    assert clean.stderr == "quartermaster validate: 3 policies in 3 files, no problems\n"
+
+
+def test_empty_policy_directory_is_a_warning(tmp_path, capsys):
+    empty = tmp_path / "policies"
+    empty.mkdir()
+    assert main(["validate", str(empty)]) == 0
+    assert f"warning: {empty}: no policy documents" in capsys.readouterr().err
+    assert main(["validate", "--allow-empty", str(empty)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "x"},
+                                   "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
+    assert main(["apply", "--policies", str(empty), str(pod)]) == 0
+    err = capsys.readouterr().err
+    assert f"quartermaster apply: warning: no policy in {empty}: every resource is admitted unchanged" in err
+    assert err.count(str(empty)) == 1  # said once
+    assert main(["apply", "--allow-empty", "--policies", str(empty), str(pod)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_example_state_reports_pass_and_fail_rows():
+    run = subprocess.run([sys.executable, "-m", "webhook", "report", "--state", "examples/state", "-o", "json"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert run.returncode == 0, run.stderr
+    import json
+
+    results = {(r["scope"]["kind"], r["scope"]["name"], x["rule"]): x["result"]
+               for r in json.loads(run.stdout)["items"] for x in r["results"]}
+    assert results[("Pod", "trainer-0", "gpu-quota")] == "pass"
+    assert results[("ResourceClaim", "shared-a100", "gpu-quota")] == "pass"
+    assert "fail" in {results[("Pod", "train", "gpu-quota")], results[("Pod", "evaluate", "gpu-quota")]}
+    assert "fail" in {results[("PersistentVolumeClaim", n, "storage-quota")] for n in ("home", "datasets")}
+
+
+def test_readme_policy_error_is_the_real_one(tmp_path):
+    """README shows `quartermaster validate` on the default policies with `gpus: one`: the same lines come out."""
+    import shutil
+
+    shutil.copytree(REPO / "policies", tmp_path / "policies")
+    quota = tmp_path / "policies" / "profile-quota.yaml"
+    lines = quota.read_text().splitlines(keepends=True)
+    (index,) = [i for i, line in enumerate(lines) if line.strip() == "gpus: 1"]
+    lines[index] = lines[index].replace("gpus: 1", "gpus: one")
+    quota.write_text("".join(lines))
+    run = subprocess.run([sys.executable, "-m", "webhook", "validate", "policies"], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    readme = (REPO / "README.md").read_text()
+    assert run.returncode == 2 and run.stdout.strip() and run.stdout.strip() in readme.splitlines()
+    assert run.stderr.strip() in readme.splitlines()
+
+
+def test_generated_certificates_live_as_long_as_the_docs_say(tmp_path):
+    import datetime as dt
+
+    from cryptography import x509
+
+    from webhook.certs.generate import ensure_certificates
+
+    assert ensure_certificates(tmp_path, ["localhost"])
+    docs = (REPO / "docs" / "deploy.md").read_text()
+    assert "the serving certificate (90 days)" in docs and "the CA (5 years)" in docs
+    for name, days in (("tls.crt", 90), ("ca.crt", 1825)):
+        cert = x509.load_pem_x509_certificate((tmp_path / name).read_bytes())
+        lifetime = cert.not_valid_after_utc - cert.not_valid_before_utc
+        assert abs(lifetime - dt.timedelta(days=days)) < dt.timedelta(minutes=10), name
+
+
+def test_certs_rotate_speaks_in_hours(tmp_path, capsys):
+    from webhook.certs.generate import ensure_certificates
+
+    ensure_certificates(tmp_path, ["localhost"])
+    assert main(["certs", "rotate", "--cert-dir", str(tmp_path), "--ca", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("would: CA rollover: new CA ") and "for at least 24 hours;" in out
+    assert "0:00:00" not in out and "day," not in out and "None" not in out

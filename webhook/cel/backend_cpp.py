@@ -1,0 +1,211 @@
+"""cel-expr-python backend: Google's C++ CEL runtime; our libraries plug in as Python overloads.
+
+Two properties of the runtime shape this module: an overload parameter declared `dyn` does not match
+any concrete value at run time (so a `dyn` parameter is declared once per concrete kind), and an
+extension's function name cannot take extra overloads (so the strings extension is ours, in Python).
+Its evaluator also enforces a comprehension iteration budget and raises once it is spent.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+from typing import Any, Callable, Mapping
+
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
+
+from webhook.cel.activation import Activation
+from webhook.cel.envs import EnvSpec
+from webhook.cel.errors import CelError
+from webhook.cel.functions import Overload, fn
+from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_scalars, route_string_conversions,
+                                tokenize)
+from webhook.cel.values import KINDS, check_size, opaque_type, plain, with_name
+
+MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
+_TOO_LONG = "__qm_too_long"
+_OPAQUE_TEXT = "__qm_opaque_text"
+
+T = cel.Type
+_ERROR = T.ERROR
+_TYPES = {
+    "string": T.STRING, "int": T.INT, "uint": T.UINT, "double": T.DOUBLE, "bool": T.BOOL, "bytes": T.BYTES,
+    "null": T.NULL, "list": T.List(T.DYN), "map": T.Map(T.DYN, T.DYN), "timestamp": T.TIMESTAMP,
+    "duration": T.DURATION, "dyn": T.DYN,
+}
+
+
+def _guarded(overload: Overload) -> Callable[..., Any]:
+    name, impl = overload.name, overload.impl
+
+    def call(*args: Any) -> Any:
+        try:
+            return check_size(impl(*args))
+        except Exception as exc:  # the runtime turns this into an error value; keep the function's name
+            raise RuntimeError(with_name(name, exc)) from None
+    return call
+
+
+def _opaque_text(value: Mapping[str, Any]) -> str:
+    if opaque_type(value) is None or "text" not in value:
+        raise ValueError("no matching overload for string(map)")
+    return value["text"]
+
+
+def _too_long(size: int) -> Any:
+    raise ValueError(f"map/filter over {size} elements, more than the limit of {MAX_ACCUMULATED}")
+
+
+def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
+    by_name: dict[str, list[Any]] = {}
+    for overload in overloads:
+        choices = [KINDS if kind == "dyn" else (kind,) for kind in overload.params]
+        for kinds in itertools.product(*choices):
+            ident = "_".join(("m" if overload.member else "f", overload.name.replace(".", "_"), *kinds))
+            by_name.setdefault(overload.name, []).append(cel.Overload(
+                ident, _TYPES[overload.result], [_TYPES[k] for k in kinds],
+                is_member=overload.member, impl=_guarded(overload)))
+    return [cel.FunctionDecl(name, decls) for name, decls in by_name.items()]
+
+
+def _protos(value: Any) -> Any:
+    """Timestamps and durations (e.g. earlier variables' values) enter the runtime as protobuf messages;
+    it refuses Python datetime objects in an activation."""
+    if isinstance(value, datetime.datetime):
+        message = timestamp_pb2.Timestamp()
+        message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+        return message
+    if isinstance(value, datetime.timedelta):
+        message = duration_pb2.Duration()
+        message.FromTimedelta(value)
+        return message
+    if isinstance(value, Mapping):
+        return {k: _protos(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_protos(v) for v in value]
+    return value
+
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+# Errors after which the expression is retried in its Kubernetes-faithful form (see CppBackend.compile)
+_RETRY_ON = ("_?._", "_[?_]", "Applying SELECT to non-message type", "string(map")
+
+
+class CppProgram:
+    __slots__ = ("_expression", "_env", "_key", "_fallback_source", "_fallback")
+
+    def __init__(self, expression: Any, env: Any, fallback_source: str | None) -> None:
+        self._expression, self._env = expression, env
+        self._key = ("cel-expr-python", id(env))
+        self._fallback_source = fallback_source
+        self._fallback: Any = None
+
+    def _eval(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None,
+              protos: bool = False) -> Any:
+        """Converting a pod into the runtime costs ~20 us, evaluating ~2 us: a shared Activation
+        converts once per environment for all the expressions of one request."""
+        data = _protos(activation) if protos else activation
+        if shared is None:
+            return expression.eval(data=data)
+        if protos:
+            return expression.eval(shared.replace(self._key, self._env.Activation(data)))
+        return expression.eval(shared.cached(self._key, lambda: self._env.Activation(data)))
+
+    def _attempt(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        value = self._eval(expression, activation, shared)
+        if value.type() == _ERROR and "Non-CEL value type" in _error_text(value):
+            value = self._eval(expression, activation, shared, protos=True)  # only then pay for the conversion
+        return value
+
+    def _faithful(self) -> Any:
+        """The rewritten form, compiled on first need; None when there is none or it does not compile."""
+        if self._fallback is None and self._fallback_source is not None:
+            try:
+                self._fallback = self._env.compile(self._fallback_source)
+            except RuntimeError:
+                self._fallback_source = None
+        return self._fallback
+
+    def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
+        try:
+            value = self._attempt(self._expression, activation, shared)
+            if value.type() == _ERROR and any(m in _error_text(value) for m in _RETRY_ON):
+                faithful = self._faithful()
+                if faithful is not None:
+                    value = self._attempt(faithful, activation, shared)
+        except RuntimeError as exc:  # e.g. the iteration budget
+            raise CelError(_clean(str(exc))) from None
+        if value.type() == _ERROR:
+            raise CelError(_clean(_error_text(value)))
+        result = value.plain_value()
+        return result if type(result) in _SCALARS else plain(result)
+
+
+def _error_text(value: Any) -> str:
+    """The binding reports an optional result as an ERROR value it cannot convert."""
+    try:
+        return str(value.plain_value())
+    except TypeError:
+        return "the expression evaluates to an optional; end it with .orValue(...) or .value()"
+
+
+def _clean(message: str) -> str:
+    for prefix in ("UNKNOWN: ", "INTERNAL: ", "INVALID_ARGUMENT: ", "NOT_FOUND: "):
+        message = message.replace(prefix, "")
+    return message.replace(" [INTERNAL]", "").strip()
+
+
+class CppBackend:
+    name = "cel-expr-python"
+
+    def __init__(self) -> None:
+        self._envs: dict[str, Any] = {}
+
+    def _env(self, spec: EnvSpec) -> Any:
+        env = self._envs.get(spec.name)
+        if env is None:
+            overloads = tuple(o for lib in spec.libraries for o in lib.overloads) + (
+                fn(_TOO_LONG, ["int"], "dyn", _too_long), fn(_OPAQUE_TEXT, ["map"], "string", _opaque_text))
+            env = cel.NewEnv(
+                variables={name: T.DYN for name in spec.variables},
+                extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
+                            ext_bindings.ExtBindings()],
+                functions=_declare(overloads))
+            self._envs[spec.name] = env
+        return env
+
+    def compile(self, spec: EnvSpec, source: str) -> CppProgram:
+        """Two forms. The plain one runs by default. The faithful one adds what Kubernetes (cel-go) does
+        and this runtime does not: presence tests on null/scalars are "absent", `string()` of opaque
+        values gives their text. It is used after an error those rewrites address (or when the plain
+        form does not type-check because of them): its extra nesting would otherwise cost every
+        evaluation and can exceed the parser's depth limit of 32 on large mutations."""
+        try:
+            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            faithful = presence_tests_on_scalars(source, tokenize(source))
+            faithful = route_string_conversions(faithful, tokenize(faithful), _OPAQUE_TEXT)
+            faithful = guard_accumulating_ranges(faithful, tokenize(faithful), MAX_ACCUMULATED, _TOO_LONG)
+        except ValueError as exc:
+            raise CelError(str(exc)) from None
+        env = self._env(spec)
+        try:
+            return CppProgram(env.compile(plain_text), env, faithful if faithful != plain_text else None)
+        except RuntimeError as exc:
+            if "'string' applied to" not in str(exc):
+                raise CelError(_compile_message(str(exc))) from None
+        try:
+            return CppProgram(env.compile(faithful), env, None)
+        except RuntimeError as exc:
+            raise CelError(_compile_message(str(exc))) from None
+
+
+def _compile_message(message: str) -> str:
+    """The runtime's report is one `ERROR: <input>:line:col: problem` line per problem plus caret art."""
+    problems = [line.split("ERROR: <input>:", 1)[1].replace(" (in container '')", "").replace(" [INVALID_ARGUMENT]", "")
+                for line in message.splitlines() if "ERROR: <input>:" in line and "'*error*'" not in line]
+    return "; ".join(p.strip() for p in problems) or message.strip()

@@ -1,0 +1,44 @@
+"""The CEL environments: which variables are declared and which libraries are loaded in each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webhook.cel.functions import Library
+from webhook.cel.lib_admission import AUTHORIZER, AUTHZ, JSONPATCH
+from webhook.cel.lib_kyverno import KYVERNO
+from webhook.cel.lib_lists import LISTS, REGEX, SETS
+from webhook.cel.lib_net import CIDR, IP, URLS
+from webhook.cel.lib_quantity import QUANTITY, SEMVER
+from webhook.cel.lib_strings import STRINGS
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    name: str
+    variables: tuple[str, ...]
+    libraries: tuple[Library, ...]
+    constructions: bool = False          # typed object construction rewritten into map literals
+    defaults: tuple[tuple[str, object], ...] = ()   # activation values supplied when the caller has none
+    typed_device: bool = False           # DRA: `device` fields type-checked at compile time
+    or_value_compat: bool = False        # Kyverno's x.orValue(y) on plain fields (webhook.cel.orvalue)
+
+
+_ADMISSION_VARS = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
+_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ, JSONPATCH)
+_DEFAULTS = (("authorizer", AUTHORIZER),)
+
+ENVS: dict[str, EnvSpec] = {
+    "admission": EnvSpec("admission", _ADMISSION_VARS, _KUBERNETES, defaults=_DEFAULTS),
+    "mutating": EnvSpec("mutating", _ADMISSION_VARS, _KUBERNETES, constructions=True, defaults=_DEFAULTS),
+    "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _KUBERNETES + (KYVERNO,),
+                       constructions=True, defaults=_DEFAULTS, or_value_compat=True),
+    "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER), typed_device=True),
+}
+
+
+def env_spec(name: str) -> EnvSpec:
+    try:
+        return ENVS[name]
+    except KeyError:
+        raise ValueError(f"unknown CEL environment {name!r}; expected one of {', '.join(ENVS)}") from None

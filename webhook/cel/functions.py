@@ -1,0 +1,53 @@
+"""Function declarations shared by both backends: a name, typed overloads, one Python implementation each.
+
+Both runtimes are fed from these declarations, so the differential test exercises the same code on each.
+Functions needing data beyond the activation (cluster lookups, generated objects) read the per-evaluation
+context set by the compiler (a contextvar: callbacks run synchronously on the evaluating thread).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+
+@dataclass(frozen=True)
+class Overload:
+    name: str                   # CEL name; a dotted name ("sets.contains") is a namespaced global function
+    params: tuple[str, ...]     # kinds (values.KINDS or "dyn"); for a member function the first is the receiver
+    result: str
+    impl: Callable[..., Any]
+    member: bool = False
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    overloads: tuple[Overload, ...]
+
+
+def fn(name: str, params: Iterable[str], result: str, impl: Callable[..., Any]) -> Overload:
+    return Overload(name, tuple(params), result, impl, member=False)
+
+
+def method(name: str, params: Iterable[str], result: str, impl: Callable[..., Any]) -> Overload:
+    return Overload(name, tuple(params), result, impl, member=True)
+
+
+@dataclass
+class EvalContext:
+    """What one evaluation may reach beyond its activation."""
+
+    lookups: Any = None
+    generated: list[Any] | None = field(default=None)
+
+
+CURRENT: contextvars.ContextVar[EvalContext] = contextvars.ContextVar("quartermaster_cel_context")
+
+
+def current() -> EvalContext:
+    try:
+        return CURRENT.get()
+    except LookupError:
+        return EvalContext()

@@ -1,0 +1,175 @@
+"""Kubernetes url, ip and cidr libraries; values are tagged maps holding the canonical text."""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.parse
+from typing import Any
+
+from webhook.cel.functions import Library, fn, method
+from webhook.cel.values import expect, opaque, opaque_type
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _parse_url(text: str) -> urllib.parse.SplitResult:
+    """Kubernetes accepts absolute URLs and absolute paths, nothing relative."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        raise ValueError(f"URL parse error during conversion from string: {exc}") from None
+    if not parts.scheme and not text.startswith("/"):
+        raise ValueError(f"URL parse error during conversion from string: {text!r} is not absolute")
+    if any(c in text for c in " \t\n"):
+        raise ValueError(f"URL parse error during conversion from string: {text!r} contains whitespace")
+    return parts
+
+
+def url(text: str) -> dict[str, Any]:
+    _parse_url(text)
+    return opaque("url", text=text)
+
+
+def _is_url(text: str) -> bool:
+    try:
+        _parse_url(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _url_parts(value: Any) -> urllib.parse.SplitResult:
+    return _parse_url(expect(value, "url")["text"])
+
+
+def _hostname(value: Any) -> str:
+    host = _url_parts(value).netloc.rpartition("@")[2]
+    if host.startswith("["):
+        return host[1:host.index("]")]
+    return host.rpartition(":")[0] if ":" in host else host
+
+
+def _port(value: Any) -> str:
+    host = _url_parts(value).netloc.rpartition("@")[2]
+    tail = host.rpartition("]")[2] if host.startswith("[") else host
+    return tail.rpartition(":")[2] if ":" in tail else ""
+
+
+def _query(value: Any) -> dict[str, list[str]]:
+    return {k: v for k, v in urllib.parse.parse_qs(_url_parts(value).query, keep_blank_values=True).items()}
+
+
+def _parse_ip(text: str) -> Address:
+    if "%" in text:
+        raise ValueError(f"IP address with zone value is not allowed: {text}")
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise ValueError(f"IP Address {text!r} parse error during conversion from string") from None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        raise ValueError(f"IPv4-mapped IPv6 address is not allowed: {text}")
+    return address
+
+
+def ip(text: str) -> dict[str, Any]:
+    return opaque("ip", text=str(_parse_ip(text)))
+
+
+def _addr(value: Any) -> Address:
+    return ipaddress.ip_address(expect(value, "ip")["text"])
+
+
+def _valid(parse: Any, text: str) -> bool:
+    try:
+        parse(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_global_unicast(value: Any) -> bool:
+    address = _addr(value)
+    if address.is_unspecified or address.is_loopback or address.is_multicast or address.is_link_local:
+        return False
+    return not (isinstance(address, ipaddress.IPv4Address) and address == ipaddress.IPv4Address("255.255.255.255"))
+
+
+def _is_link_local_multicast(value: Any) -> bool:
+    address = _addr(value)
+    if isinstance(address, ipaddress.IPv4Address):
+        return address in ipaddress.ip_network("224.0.0.0/24")
+    return address.is_multicast and (address.packed[1] & 0x0F) == 0x02
+
+
+def _parse_cidr(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+    address, slash, prefix = text.partition("/")
+    if not slash or not prefix.isdigit():
+        raise ValueError(f"network address parse error during conversion from string: {text!r}")
+    _parse_ip(address)
+    try:
+        return ipaddress.ip_interface(text)
+    except ValueError:
+        raise ValueError(f"network address parse error during conversion from string: {text!r}") from None
+
+
+def cidr(text: str) -> dict[str, Any]:
+    iface = _parse_cidr(text)
+    return opaque("cidr", text=f"{iface.ip}/{iface.network.prefixlen}")
+
+
+def _iface(value: Any) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
+    return ipaddress.ip_interface(expect(value, "cidr")["text"])
+
+
+def _contains_ip(value: Any, other: Any) -> bool:
+    address = _parse_ip(other) if isinstance(other, str) else _addr(other)
+    network = _iface(value).network
+    return address.version == network.version and address in network
+
+
+def _contains_cidr(value: Any, other: Any) -> bool:
+    inner = (_parse_cidr(other) if isinstance(other, str) else _iface(other)).network
+    outer = _iface(value).network
+    return inner.version == outer.version and inner.subnet_of(outer)  # type: ignore[arg-type]
+
+
+def _family(value: Any) -> int:
+    kind = opaque_type(value)
+    return (_addr(value) if kind == "ip" else _iface(value)).version
+
+
+URLS = Library("urls", (
+    fn("url", ["string"], "map", url),
+    fn("isURL", ["string"], "bool", _is_url),
+    method("getScheme", ["map"], "string", lambda u: _url_parts(u).scheme),
+    method("getHost", ["map"], "string", lambda u: _url_parts(u).netloc.rpartition("@")[2]),
+    method("getHostname", ["map"], "string", _hostname),
+    method("getPort", ["map"], "string", _port),
+    method("getEscapedPath", ["map"], "string", lambda u: urllib.parse.quote(urllib.parse.unquote(_url_parts(u).path), safe="/:@!$&'()*+,;=-._~")),
+    method("getQuery", ["map"], "map", _query),
+))
+
+IP = Library("ip", (
+    fn("ip", ["string"], "map", ip),
+    fn("isIP", ["string"], "bool", lambda text: _valid(_parse_ip, text)),
+    fn("ip.isCanonical", ["string"], "bool", lambda text: str(_parse_ip(text)) == text),
+    method("family", ["map"], "int", _family),
+    method("isUnspecified", ["map"], "bool", lambda v: _addr(v).is_unspecified),
+    method("isLoopback", ["map"], "bool", lambda v: _addr(v).is_loopback),
+    method("isLinkLocalMulticast", ["map"], "bool", _is_link_local_multicast),
+    method("isLinkLocalUnicast", ["map"], "bool", lambda v: _addr(v).is_link_local),
+    method("isGlobalUnicast", ["map"], "bool", _is_global_unicast),
+))
+
+CIDR = Library("cidr", (
+    fn("cidr", ["string"], "map", cidr),
+    fn("isCIDR", ["string"], "bool", lambda text: _valid(_parse_cidr, text)),
+    method("containsIP", ["map", "string"], "bool", _contains_ip),
+    method("containsIP", ["map", "map"], "bool", _contains_ip),
+    method("containsCIDR", ["map", "string"], "bool", _contains_cidr),
+    method("containsCIDR", ["map", "map"], "bool", _contains_cidr),
+    method("ip", ["map"], "map", lambda v: opaque("ip", text=str(_iface(v).ip))),
+    method("masked", ["map"], "map", lambda v: opaque("cidr", text=str(_iface(v).network))),
+    method("prefixLength", ["map"], "int", lambda v: _iface(v).network.prefixlen),
+))

@@ -1,0 +1,173 @@
+"""Kubernetes quantity and semver libraries; values are tagged maps holding a canonical text.
+
+A quantity's canonical text is its exact value rounded up to nano units (as resource.Quantity rounds),
+so equal amounts written differently (`1`, `1000m`) are equal maps and compare equal with `==`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+from webhook.cel.functions import Library, fn, method
+from webhook.cel.values import describe, expect, opaque, opaque_type
+from webhook.model.quantity import parse_quantity
+
+_INT64 = 2**63
+_NANO = Fraction(1, 10**9)
+
+
+def _canonical(amount: Fraction) -> str:
+    nanos = math.ceil(amount / _NANO)
+    for suffix, scale in (("", 10**9), ("m", 10**6), ("u", 10**3), ("n", 1)):
+        if nanos % scale == 0:
+            return f"{nanos // scale}{suffix}"
+    raise AssertionError("unreachable: scale 1 always divides")
+
+
+def _make(amount: Fraction) -> dict[str, Any]:
+    return opaque("quantity", text=_canonical(amount))
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_text(text: str) -> str:
+    return _canonical(_parse(text))
+
+
+def quantity(text: str) -> dict[str, Any]:
+    return opaque("quantity", text=_canonical_text(text))
+
+
+def _parse(text: str) -> Fraction:
+    if not isinstance(text, str) or text != text.strip() or not text:
+        raise ValueError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
+    return parse_quantity(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_canonical(text: str) -> Fraction:
+    return parse_quantity(text)
+
+
+def _amount(value: Any) -> Fraction:
+    return _parse_canonical(expect(value, "quantity")["text"])
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        _parse(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _as_integer(value: Any) -> int:
+    amount = _amount(value)
+    if amount.denominator != 1 or not -_INT64 <= amount.numerator < _INT64:
+        raise ValueError("cannot convert value to integer")
+    return amount.numerator
+
+
+def _is_integer(value: Any) -> bool:
+    amount = _amount(value)
+    return amount.denominator == 1 and -_INT64 <= amount.numerator < _INT64
+
+
+def _operand(value: Any) -> Fraction:
+    return Fraction(value) if isinstance(value, int) and not isinstance(value, bool) else _amount(value)
+
+
+def _sign(amount: Fraction) -> int:
+    return (amount > 0) - (amount < 0)
+
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$")
+
+
+def _normalize(text: str) -> str:
+    """semver(s, true): drop a leading v, fill missing minor/patch, drop leading zeros."""
+    text = text[1:] if text.startswith("v") else text
+    match = re.match(r"^([0-9.]*)(.*)$", text, re.S)
+    assert match is not None
+    core, rest = match[1], match[2]
+    parts = core.split(".")
+    if not core or len(parts) > 3 or not all(p.isdigit() for p in parts):
+        return text
+    return ".".join([str(int(p)) for p in parts] + ["0"] * (3 - len(parts))) + rest
+
+
+def semver(text: str, normalize: bool = False) -> dict[str, Any]:
+    candidate = _normalize(text) if normalize else text
+    if not _SEMVER.match(candidate):
+        raise ValueError(f"error converting string to semver: invalid semantic version {text!r}")
+    return opaque("semver", text=candidate)
+
+
+def _is_semver(text: str, normalize: bool = False) -> bool:
+    try:
+        semver(text, normalize)
+    except ValueError:
+        return False
+    return True
+
+
+def _version(value: Any) -> tuple[int, int, int, str | None]:
+    match = _SEMVER.match(expect(value, "semver")["text"])
+    assert match is not None
+    return int(match[1]), int(match[2]), int(match[3]), match[4]
+
+
+def _prerelease_key(pre: str | None) -> tuple:
+    if pre is None:
+        return (1,)
+    return (0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")))
+
+
+def _compare_semver(a: Any, b: Any) -> int:
+    va, vb = _version(a), _version(b)
+    ka = (va[:3], _prerelease_key(va[3]))
+    kb = (vb[:3], _prerelease_key(vb[3]))
+    return (ka > kb) - (ka < kb)
+
+
+def compare_to(a: Any, b: Any) -> int:
+    """Shared by quantity and semver: both declare compareTo/isGreaterThan/isLessThan on their type."""
+    kind_a, kind_b = opaque_type(a), opaque_type(b)
+    if kind_a != kind_b or kind_a not in ("quantity", "semver"):
+        raise TypeError(f"no such overload: {describe(a)}.compareTo({describe(b)})")
+    if kind_a == "semver":
+        return _compare_semver(a, b)
+    return _sign(_amount(a) - _amount(b))
+
+
+QUANTITY = Library("quantity", (
+    fn("quantity", ["string"], "map", quantity),
+    fn("isQuantity", ["string"], "bool", _is_quantity),
+    method("sign", ["map"], "int", lambda q: _sign(_amount(q))),
+    method("isInteger", ["map"], "bool", _is_integer),
+    method("asInteger", ["map"], "int", _as_integer),
+    method("asApproximateFloat", ["map"], "double", lambda q: float(_amount(q))),
+    method("add", ["map", "map"], "map", lambda q, o: _make(_amount(q) + _operand(o))),
+    method("add", ["map", "int"], "map", lambda q, o: _make(_amount(q) + _operand(o))),
+    method("sub", ["map", "map"], "map", lambda q, o: _make(_amount(q) - _operand(o))),
+    method("sub", ["map", "int"], "map", lambda q, o: _make(_amount(q) - _operand(o))),
+    method("compareTo", ["map", "map"], "int", compare_to),
+    method("isGreaterThan", ["map", "map"], "bool", lambda a, b: compare_to(a, b) > 0),
+    method("isLessThan", ["map", "map"], "bool", lambda a, b: compare_to(a, b) < 0),
+))
+
+SEMVER = Library("semver", (
+    fn("semver", ["string"], "map", semver),
+    fn("semver", ["string", "bool"], "map", semver),
+    fn("isSemver", ["string"], "bool", _is_semver),
+    fn("isSemver", ["string", "bool"], "bool", _is_semver),
+    method("major", ["map"], "int", lambda v: _version(v)[0]),
+    method("minor", ["map"], "int", lambda v: _version(v)[1]),
+    method("patch", ["map"], "int", lambda v: _version(v)[2]),
+))

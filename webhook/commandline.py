@@ -1,0 +1,110 @@
+"""What every `quartermaster` subcommand shares: its parser (help on each option, an Examples section),
+bounded argument types, and the plain-text logging of the offline commands.
+
+A leaf module (standard library only), so that each command module (cli.py, report_command.py,
+deploy/) declares its own parser with it without importing the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the Examples block as written; shows defaults only where the help text does not already."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32, width=100)
+
+
+def add_command(commands: Any, name: str, summary: str, description: str, examples: Sequence[str],
+                run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """One subcommand: `summary` in the command list, `description` and the examples in its --help.
+    `args.run(args)` runs it; `args.parser` is its own parser, for errors found after parsing."""
+    epilog = "Examples:\n" + "\n".join(f"  {line}" for line in examples)
+    parser = commands.add_parser(name, help=summary, description=description, epilog=epilog,
+                                 formatter_class=HelpFormatter)
+    parser.set_defaults(run=run, parser=parser)
+    return parser
+
+
+def port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (1-65535)")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < 10**7:
+        raise argparse.ArgumentTypeError(f"{text} seconds is out of range (0 to 10000000)")
+    return value
+
+
+def existing_path(text: str) -> Path:
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file or directory")
+    return path
+
+
+def positive_int(limit: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (1 to {limit})")
+        return value
+    return parse
+
+
+class _CommandFormatter(logging.Formatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__()
+        self.prog = prog
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
+        return f"{self.prog}: {level}{record.getMessage()}"
+
+
+class _NotReportedTwice(logging.Filter):
+    """Policy load errors are printed by the command itself, in one block: drop the log line of each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "webhook.policy.source" and record.levelno >= logging.ERROR)
+
+
+class _CurrentStderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (callers and tests swap it), never to a stale one."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
+
+
+def configure_cli_logging(prog: str, level: int = logging.WARNING) -> None:
+    """Offline commands (apply, report, validate): plain `quartermaster apply: warning: ...` lines on stderr."""
+    handler = _CurrentStderr()
+    handler.setFormatter(_CommandFormatter(prog))
+    handler.addFilter(_NotReportedTwice())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)

@@ -1,0 +1,1 @@
+"""Policy families besides the platform batteries, one subpackage each (registered by webhook.app)."""

@@ -1,0 +1,190 @@
+"""What every CEL policy kind shares: identity, match constraints, match conditions, variables,
+exceptions, autogen variants, and the activation it evaluates in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from webhook.cel import CelCompiler, CelError
+from webhook.families.cel.match import MatchResources, MatchSpecError
+from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
+from webhook.model.activation import admission_activation, request_variable
+from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
+from webhook.model.review import AdmissionRequest
+
+DEFAULT_TIMEOUT = 10.0  # seconds: webhookConfiguration.timeoutSeconds when unset, as Kubernetes defaults it
+
+
+@dataclass(frozen=True)
+class Conditions:
+    exprs: tuple[Expr, ...] = ()
+
+    @classmethod
+    def compile(cls, cel: CelCompiler, raw: Any, field: str, env: str) -> "Conditions":
+        if raw is None:
+            return cls()
+        if not isinstance(raw, list):
+            raise CompileFailed(field, "must be a list of {name, expression}")
+        return cls(tuple(compile_expr(cel, (c or {}).get("expression") if isinstance(c, Mapping) else None,
+                                      f"{field}[{i}].expression", env) for i, c in enumerate(raw)))
+
+    def holds(self, scope: Scope, failure_policy: FailurePolicy) -> bool:
+        """Kubernetes' order: any false skips; otherwise an error fails (Fail) or skips (Ignore)."""
+        errors = []
+        for expr in self.exprs:
+            try:
+                if not scope.test(expr):
+                    return False
+            except CelError as exc:
+                errors.append(str(exc))
+        if errors and failure_policy is FailurePolicy.FAIL:
+            raise CelError("; ".join(errors))
+        return not errors
+
+
+@dataclass(frozen=True)
+class Exception_:
+    """A policies.kyverno.io PolicyException joined to the policy it names."""
+
+    name: str
+    namespace: str
+    conditions: Conditions
+    images: tuple[str, ...] = ()
+    allowed_values: tuple[str, ...] = ()
+    report_pass: bool = False
+
+    @property
+    def full(self) -> bool:
+        return not self.images and not self.allowed_values
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True)
+class ExceptionOutcome:
+    exempt: tuple[Exception_, ...] = ()  # full exemptions that matched: the policy is skipped
+    allowed: Mapping[str, list[str]] = field(default_factory=lambda: {"allowedImages": [], "allowedValues": []})
+
+
+def parse_match(raw: Any, field: str) -> MatchResources:
+    try:
+        return MatchResources.parse(raw)
+    except MatchSpecError as exc:
+        raise CompileFailed(f"{field}.{exc.field}" if exc.field else field, str(exc)) from None
+
+
+def failure_policy(spec: Mapping[str, Any]) -> FailurePolicy:
+    value = spec.get("failurePolicy") or "Fail"
+    if value not in ("Fail", "Ignore"):
+        raise CompileFailed("spec.failurePolicy", "must be Fail or Ignore")
+    return FailurePolicy(value)
+
+
+def enabled(spec: Mapping[str, Any], *path: str, default: bool = True) -> bool:
+    node: Any = spec
+    for step in path:
+        node = node.get(step) if isinstance(node, Mapping) else None
+    return default if node is None else node is True
+
+
+def timeout(spec: Mapping[str, Any]) -> float:
+    seconds = (spec.get("webhookConfiguration") or {}).get("timeoutSeconds")
+    if seconds is None:
+        return DEFAULT_TIMEOUT
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or not 1 <= seconds <= 30:
+        raise CompileFailed("spec.webhookConfiguration.timeoutSeconds", "must be an integer from 1 to 30")
+    return float(seconds)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The policy as it applies to one set of kinds: the original, or an autogen copy for pod controllers."""
+
+    match: MatchResources
+    conditions: Conditions
+    variables: Variables
+    body: Any  # the kind's compiled payload (validations, mutations, generators)
+    autogen: str = ""  # "", "defaults", "cronjobs"
+
+
+@dataclass(eq=False)
+class CelPolicy:
+    """The compiled-policy shape the engine dispatches to; kinds differ in `phases` and what they run."""
+
+    id: PolicyId
+    source: SourceRef
+    phases: frozenset[Phase]
+    failure_policy: FailurePolicy = FailurePolicy.FAIL
+    error: str | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    background: bool = True
+    admission: bool = True
+    timeout: float = DEFAULT_TIMEOUT
+    variants: tuple[Variant, ...] = ()
+    exceptions: tuple[Exception_, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.id.name
+
+    @property
+    def kind(self) -> str:
+        return self.id.kind
+
+    @property
+    def reinvoke(self) -> bool:
+        """reinvocationPolicy: IfNeeded (mutating kinds): run again if a later policy changed the object."""
+        return any(getattr(v.body, "reinvoke", False) for v in self.variants)
+
+    @property
+    def excluded_when_unmatched(self) -> bool:
+        """How the Kyverno CLI reports a resource this policy does not match (see testsuite.check)."""
+        return any(not v.match.plain for v in self.variants)
+
+    def variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
+        if self.id.namespace and request.namespace != self.id.namespace:
+            return None  # a namespaced policy sees only its own namespace
+        for variant in self.variants:
+            if variant.match.matches(request, obj, ctx.namespace):
+                return variant
+        return None
+
+    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        return self.admission and self.variant_for(request, obj, ctx) is not None
+
+    def scope(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext,
+              variant: Variant, extra: Mapping[str, Any] | None = None) -> Scope:
+        base = ctx.activation(obj) if ctx.request is not None else \
+            admission_activation(request, request_variable(request), obj, ctx.namespace)
+        base.update(extra or {})
+        return Scope(base, variant.variables, ctx.lookups, self.timeout)
+
+    def check_exceptions(self, scope: Scope) -> ExceptionOutcome:
+        """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`."""
+        exempt: list[Exception_] = []
+        allowed: dict[str, list[str]] = {"allowedImages": [], "allowedValues": []}
+        for exception in self.exceptions:
+            try:
+                applies = exception.conditions.holds(scope, FailurePolicy.FAIL)
+            except CelError:
+                if exempt:
+                    continue
+                raise
+            if not applies:
+                continue
+            if exception.full:
+                exempt.append(exception)
+            elif not exempt:
+                allowed["allowedImages"].extend(exception.images)
+                allowed["allowedValues"].extend(exception.allowed_values)
+        return ExceptionOutcome(tuple(exempt), allowed)
+
+
+def exception_message(exempt: Sequence[Exception_]) -> tuple[bool, str]:
+    """(report as pass?, message) for a policy skipped by exceptions, as Kyverno words it."""
+    keys = ", ".join(e.key for e in exempt)
+    as_pass = any(e.report_pass for e in exempt[:1])
+    return as_pass, f"rule is {'passed' if as_pass else 'skipped'} due to policy exception: {keys}"

@@ -1,0 +1,111 @@
+"""Compile one CEL policy document into its compiled policy (errors kept on the policy as a value)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from webhook.cel import CelCompiler
+from webhook.families.cel import autogen, generating, mutating, validating
+from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
+                                       parse_match, timeout)
+from webhook.families.cel.scope import MALFORMED, CompileFailed, Variables, as_failure
+from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
+from webhook.policy.documents import Document
+
+KYVERNO_GROUP = "policies.kyverno.io"
+NAMESPACED = {"NamespacedValidatingPolicy", "NamespacedMutatingPolicy", "NamespacedGeneratingPolicy"}
+
+
+def identity(doc: Document) -> PolicyId:
+    data = doc.data
+    meta = data.get("metadata") or {}
+    # a cluster-scoped kind ignores metadata.namespace, as the API server does
+    namespace = str(meta.get("namespace") or "default") if data["kind"] in NAMESPACED else ""
+    return PolicyId(data["apiVersion"], data["kind"], str(meta.get("name", "")), namespace)
+
+
+def _variant(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
+             config: str = "") -> Variant:
+    return Variant(parse_match(spec.get("matchConstraints"), "spec.matchConstraints"),
+                   Conditions.compile(cel, spec.get("matchConditions"), "spec.matchConditions", env),
+                   Variables.compile(cel, spec.get("variables"), "spec.variables", env), body(spec), config)
+
+
+def variants(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
+             rewrite: Callable[[dict[str, Any], str], None] | None) -> tuple[Variant, ...]:
+    out = [_variant(cel, spec, env, body)]
+    if rewrite is not None:
+        for generated in autogen.variants(spec, rewrite):
+            out.append(_variant(cel, generated.spec, env, body, generated.config))
+    return tuple(out)
+
+
+def _common(doc: Document, phases: frozenset[Phase]) -> dict[str, Any]:
+    data = doc.data
+    meta = data.get("metadata") or {}
+    return {"id": identity(doc), "source": SourceRef(doc.file, doc.index), "phases": phases,
+            "annotations": {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+            if isinstance(meta.get("annotations"), Mapping) else {}}
+
+
+def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Exception_]) -> CelPolicy:
+    """ValidatingPolicy, MutatingPolicy, GeneratingPolicy and their namespaced variants."""
+    kind = doc.data["kind"].removeprefix("Namespaced")
+    spec = doc.data.get("spec") or {}
+    phases = frozenset({Phase.MUTATE}) if kind == "MutatingPolicy" else frozenset({Phase.VALIDATE})
+    common = _common(doc, phases)
+    cls: type[CelPolicy] = {"ValidatingPolicy": validating.ValidatingPolicy, "MutatingPolicy": mutating.MutatingPolicy,
+                            "GeneratingPolicy": generating.GeneratingPolicy}[kind]
+    try:
+        if not isinstance(spec, Mapping):
+            raise CompileFailed("spec", "must be a mapping")
+        extra: dict[str, Any] = {}
+        if kind == "ValidatingPolicy":
+            found = variants(cel, spec, "kyverno", lambda s: validating.compile_body(cel, s, "kyverno"),
+                             autogen.rewrite_validating)
+            extra["actions"] = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
+        elif kind == "MutatingPolicy":
+            found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"), autogen.rewrite_mutating)
+        else:
+            found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
+            extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
+        return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
+                   background=enabled(spec, "evaluation", "background", "enabled"),
+                   admission=_admission(spec), timeout=timeout(spec), **extra)
+    except MALFORMED as exc:  # the failure policy still governs a broken policy, if it can be read
+        exc = as_failure(exc)
+        return cls(**common, failure_policy=_failure_policy_or_fail(spec),
+                   error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+
+
+def _failure_policy_or_fail(spec: Any) -> FailurePolicy:
+    try:
+        return failure_policy(spec) if isinstance(spec, Mapping) else FailurePolicy.FAIL
+    except MALFORMED:
+        return FailurePolicy.FAIL
+
+
+def _admission(spec: Mapping[str, Any]) -> bool:
+    """Whether the policy takes part in admission: evaluation.admission.enabled, and not a JSON-payload policy
+    (evaluation.mode: JSON validates arbitrary JSON, never Kubernetes requests)."""
+    mode = (spec.get("evaluation") or {}).get("mode") or "Kubernetes"
+    if mode not in ("Kubernetes", "JSON"):
+        raise CompileFailed("spec.evaluation.mode", "must be Kubernetes or JSON")
+    return mode == "Kubernetes" and enabled(spec, "evaluation", "admission", "enabled")
+
+
+def compile_exception(doc: Document, cel: CelCompiler) -> tuple[list[tuple[str, str]], Exception_]:
+    """A policies.kyverno.io PolicyException: the (kind, name) it applies to, and its compiled conditions."""
+    spec = doc.data.get("spec") or {}
+    meta = doc.data.get("metadata") or {}
+    refs = []
+    for i, ref in enumerate(spec.get("policyRefs") or []):
+        if not isinstance(ref, Mapping) or not ref.get("name"):
+            raise CompileFailed(f"spec.policyRefs[{i}].name", "a policy reference needs a name (and kind)")
+        refs.append((str(ref.get("kind") or ""), str(ref["name"])))
+    if not refs:
+        raise CompileFailed("spec.policyRefs", "an exception must name at least one policy")
+    conditions = Conditions.compile(cel, spec.get("matchConditions"), "spec.matchConditions", "kyverno")
+    report = spec.get("reportResult")
+    return refs, Exception_(str(meta.get("name", "")), str(meta.get("namespace") or ""), conditions,
+                            tuple(spec.get("images") or ()), tuple(spec.get("allowedValues") or ()), report == "pass")

@@ -1,0 +1,224 @@
+"""Validation: Kyverno ValidatingPolicy (and NamespacedValidatingPolicy) and Kubernetes
+ValidatingAdmissionPolicy with its bindings.
+
+Evaluation order as in Kubernetes/Kyverno: match constraints, exceptions, match conditions (false:
+a `skip` result), then validations in order; the first false one fails with its message
+(`messageExpression` wins when it evaluates to a string), an expression error is an `error` result.
+What a failure does comes from validationActions: Deny blocks, Warn and Audit let it through with a
+warning and a report entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+from webhook.cel import CelCompiler, CelError
+from webhook.families.cel.base import CelPolicy, Conditions, Variant, exception_message
+from webhook.families.cel.scope import CompileFailed, Expr, Scope, compile_expr
+from webhook.model.lookups import LookupRefused
+from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
+from webhook.model.results import Action, Outcome, RuleResult
+from webhook.model.review import AdmissionRequest
+
+ACTIONS = ("Deny", "Warn", "Audit")
+REASONS = {"Unauthorized": 401, "Forbidden": 403, "Invalid": 422, "RequestEntityTooLarge": 413}
+
+
+@dataclass(frozen=True)
+class Validation:
+    expr: Expr
+    message: str = ""
+    message_expr: Expr | None = None
+    reason: str = "Forbidden"
+
+
+@dataclass(frozen=True)
+class ValidateBody:
+    validations: tuple[Validation, ...]
+    audit_annotations: tuple[tuple[str, Expr], ...] = ()
+
+
+def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> ValidateBody:
+    validations = []
+    for i, raw in enumerate(spec.get("validations") or []):
+        where = f"spec.validations[{i}]"
+        if not isinstance(raw, Mapping):
+            raise CompileFailed(where, "must be a mapping with an expression")
+        message_expr = raw.get("messageExpression")
+        reason = raw.get("reason") or "Forbidden"
+        if reason not in REASONS:
+            raise CompileFailed(f"{where}.reason", f"must be one of {', '.join(REASONS)}")
+        validations.append(Validation(
+            compile_expr(cel, raw.get("expression"), f"{where}.expression", env), str(raw.get("message") or ""),
+            compile_expr(cel, message_expr, f"{where}.messageExpression", env) if message_expr else None, reason))
+    annotations = []
+    for i, raw in enumerate(spec.get("auditAnnotations") or []):
+        where = f"spec.auditAnnotations[{i}]"
+        key = raw.get("key") if isinstance(raw, Mapping) else None
+        if not isinstance(key, str) or not key:
+            raise CompileFailed(f"{where}.key", "an audit annotation needs a key")
+        annotations.append((key, compile_expr(cel, raw.get("valueExpression"), f"{where}.valueExpression", env)))
+    if not validations and not annotations:
+        raise CompileFailed("spec.validations", "a validating policy needs validations or auditAnnotations")
+    return ValidateBody(tuple(validations), tuple(annotations))
+
+
+def parse_actions(raw: Any, field: str, default: tuple[str, ...] = ("Deny",)) -> frozenset[str]:
+    if raw is None or raw == []:
+        return frozenset(default)
+    if not isinstance(raw, list) or any(a not in ACTIONS for a in raw):
+        raise CompileFailed(field, f"must be a list of {', '.join(ACTIONS)}")
+    return frozenset(raw)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    message: str
+    annotations: Mapping[str, str]
+    reason: str = ""
+
+
+def _message(scope: Scope, validation: Validation, index: int) -> str:
+    if validation.message_expr is not None:
+        try:
+            value = scope.evaluate(validation.message_expr)
+            if isinstance(value, str) and value.strip():
+                return value
+        except CelError as exc:
+            return f"failed to evaluate message expression: {exc}"
+    return validation.message or f"CEL expression validation failed at index {index}"
+
+
+def _annotations(scope: Scope, body: ValidateBody) -> dict[str, str]:
+    out = {}
+    for key, expr in body.audit_annotations:
+        value = scope.evaluate(expr)
+        if value is not None and not isinstance(value, str):
+            raise CelError(f"auditAnnotation {key!r} must evaluate to a string or null")
+        if value:
+            out[key] = value
+    return out
+
+
+def run(scope: Scope, body: ValidateBody) -> Verdict:
+    """The validations in order; the first false one decides."""
+    for index, validation in enumerate(body.validations):
+        try:
+            ok = scope.test(validation.expr)
+        except CelError as exc:
+            return Verdict(Outcome.ERROR, f"{validation.expr.field}: {exc}", {})
+        if not ok:
+            try:
+                annotations = _annotations(scope, body)
+            except CelError as exc:
+                return Verdict(Outcome.ERROR, str(exc), {})
+            return Verdict(Outcome.FAIL, _message(scope, validation, index), annotations, validation.reason)
+    try:
+        return Verdict(Outcome.PASS, "", _annotations(scope, body))
+    except CelError as exc:
+        return Verdict(Outcome.ERROR, str(exc), {})
+
+
+def action_for(actions: frozenset[str], outcome: Outcome, failure: FailurePolicy) -> Action:
+    if outcome is Outcome.ERROR and failure is FailurePolicy.IGNORE:
+        return Action.AUDIT
+    return Action.ENFORCE if "Deny" in actions else Action.AUDIT
+
+
+@dataclass(eq=False)
+class ValidatingPolicy(CelPolicy):
+    """Kyverno's ValidatingPolicy / NamespacedValidatingPolicy."""
+
+    actions: frozenset[str] = frozenset({"Deny"})
+
+    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        variant = self.variant_for(request, request.object, ctx)
+        if variant is None:
+            return ValidationOutcome()
+        return ValidationOutcome(results=(self._evaluate(request, ctx, variant),))
+
+    def _result(self, outcome: Outcome, message: str, rule: str = "") -> RuleResult:
+        return RuleResult(self.id, rule, outcome, message, action_for(self.actions, outcome, self.failure_policy))
+
+    def _evaluate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant) -> RuleResult:
+        scope = self.scope(request, request.object, ctx, variant)
+        try:
+            found = self.check_exceptions(scope)
+            if found.exempt:
+                as_pass, message = exception_message(found.exempt)
+                return self._result(Outcome.PASS if as_pass else Outcome.SKIP, message, "exception")
+            scope.set("exceptions", found.allowed)
+            if not variant.conditions.holds(scope, self.failure_policy):
+                return self._result(Outcome.SKIP, "skip")
+        except (CelError, LookupRefused) as exc:
+            return self._result(Outcome.ERROR, f"failed to evaluate match conditions: {exc}")
+        verdict = run(scope, variant.body)
+        result = self._result(verdict.outcome, verdict.message or ("success" if verdict.outcome is Outcome.PASS else ""))
+        return replace(result, audit=tuple(sorted(verdict.annotations.items())))
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    actions: frozenset[str]
+    match: Any  # MatchResources or None
+    param_ref: Mapping[str, Any] | None
+
+
+@dataclass(eq=False)
+class ValidatingAdmissionPolicy(CelPolicy):
+    """Kubernetes' ValidatingAdmissionPolicy, evaluated once per binding that selects the request."""
+
+    bindings: tuple[Binding, ...] = ()
+    param_kind: Mapping[str, str] | None = None
+
+    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        return bool(self.bindings) and super().matches(request, obj, ctx)
+
+    @staticmethod
+    def _bound(binding: Binding, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        return binding.match is None or binding.match.matches(request, obj, ctx.namespace)
+
+    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        variant = self.variant_for(request, request.object, ctx)
+        if variant is None:
+            return ValidationOutcome()
+        results = []
+        bound = [b for b in self.bindings if self._bound(b, request, request.object, ctx)]
+        for binding in bound:
+            results.extend(self._evaluate(request, ctx, variant, binding))
+        if not bound:  # the policy applies, none of its bindings does: skipped (as the Kyverno CLI reports it)
+            results.append(RuleResult(self.id, "", Outcome.SKIP, "no binding of this policy selects the request"))
+        return ValidationOutcome(results=tuple(results))
+
+    def _result(self, binding: Binding, outcome: Outcome, message: str) -> RuleResult:
+        return RuleResult(self.id, binding.name, outcome, message, action_for(binding.actions, outcome, self.failure_policy))
+
+    def _evaluate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant, binding: Binding) -> list[RuleResult]:
+        from webhook.families.cel.params import NoParams, resolve_params
+
+        try:
+            params = resolve_params(self.param_kind, binding.param_ref, request, ctx)
+        except NoParams as exc:
+            if exc.allow:
+                return []
+            return [self._result(binding, Outcome.ERROR, str(exc))]
+        except LookupRefused as exc:
+            return [self._result(binding, Outcome.ERROR, f"cannot read params: {exc}")]
+        results = []
+        for param in params:
+            scope = self.scope(request, request.object, ctx, variant, {"params": param})
+            try:
+                if not variant.conditions.holds(scope, self.failure_policy):
+                    continue
+            except CelError as exc:
+                results.append(self._result(binding, Outcome.ERROR, f"failed to evaluate match conditions: {exc}"))
+                continue
+            verdict = run(scope, variant.body)
+            result = self._result(binding, verdict.outcome, verdict.message)
+            results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else "",
+                                   audit=tuple(sorted(verdict.annotations.items()))))
+        failing = [r for r in results if r.outcome is not Outcome.PASS]
+        return failing[:1] or results[:1]

@@ -1,0 +1,17 @@
+"""Kyverno ``kyverno.io/v1`` ClusterPolicy/Policy compatibility (the "kyverno" policy family).
+
+family.py      the PolicyFamily: ClusterPolicy/Policy/PolicyException compiled together
+policy.py      the CompiledPolicy the engine dispatches to (matching, phases, results per rule)
+compile.py     schema checks, unsupported features as load errors, autogen, CEL/PSS compiled once
+engine.py      one policy's rules against one request: mutate, validate, generate
+match.py       match/exclude blocks; rbac.py roles from RoleBindings
+context.py     the variables document and context entries (variable, configMap, apiCall, globalReference)
+variables.py   {{ }} substitution; jmespath_functions.py (+ jp_*.py) Kyverno's JMESPath
+conditions.py  preconditions and deny operators
+pattern.py     validation patterns with anchors (pattern_values.py: leaf operators, anchors.py: anchor keys)
+validate.py, foreach.py, cel_rule.py, podsecurity.py, generate.py, exceptions.py   the rule kinds
+mutate_strategic.py, patches6902.py   patchStrategicMerge with anchors, patchesJson6902
+autogen.py     autogen-<rule> / autogen-cronjob-<rule>
+convert.py, convert_pattern.py   `quartermaster convert` to ValidatingPolicy/MutatingPolicy
+gotypes.py, images.py   Go value semantics (durations, wildcards, fmt.Sprint) and image references
+"""

@@ -1,0 +1,57 @@
+"""Kyverno anchors on pattern keys: ``(k)`` condition, ``=(k)`` equality, ``^(k)`` existence, ``X(k)`` negation,
+``<(k)`` global, ``+(k)`` add-if-absent (mutation only)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+_ANCHOR = re.compile(r"^([+<=X^])?\((.+)\)$", re.DOTALL)
+
+CONDITION, EQUALITY, EXISTENCE, NEGATION, GLOBAL, ADD_IF_ABSENT = "", "=", "^", "X", "<", "+"
+
+
+@dataclass(frozen=True)
+class Anchor:
+    modifier: str
+    key: str
+
+    def render(self) -> str:
+        return f"{self.modifier}({self.key})"
+
+
+def parse_anchor(text: str) -> Anchor | None:
+    if not isinstance(text, str):
+        return None
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)  # pattern keys repeat on every request
+def _parse(text: str) -> Anchor | None:
+    match = _ANCHOR.match(text)
+    if not match:
+        return None
+    return Anchor(match.group(1) or "", match.group(2))
+
+
+def is_kind(text: str, *modifiers: str) -> bool:
+    anchor = parse_anchor(text)
+    return anchor is not None and anchor.modifier in modifiers
+
+
+def strip_anchor(text: str) -> str:
+    anchor = parse_anchor(text)
+    return anchor.key if anchor else text
+
+
+def has_nested_anchors(pattern: Any) -> bool:
+    """True when any map below holds a validation anchor (used to order keys the way Kyverno does)."""
+    if isinstance(pattern, dict):
+        if any(is_kind(k, CONDITION, EXISTENCE, EQUALITY, NEGATION, GLOBAL) for k in pattern):
+            return True
+        return any(has_nested_anchors(v) for v in pattern.values())
+    if isinstance(pattern, list):
+        return any(has_nested_anchors(v) for v in pattern)
+    return False

@@ -1,0 +1,59 @@
+"""Kyverno ``PolicyException`` (kyverno.io/v2, v2beta1): named rules of named policies do not apply to the
+resources its ``match`` (and optional ``conditions``) select; those rules report ``skip``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .conditions import ConditionError, evaluate_conditions
+from .gotypes import wildcard_match
+from .match import RequestInfo, block_matches
+from .variables import Context
+
+API_VERSIONS = ("kyverno.io/v2", "kyverno.io/v2beta1")
+
+
+class ExceptionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class PolicyException:
+    name: str
+    namespace: str
+    targets: tuple[tuple[str, tuple[str, ...]], ...]   # (policy "name" or "ns/name", rule names)
+    match: Mapping[str, Any]
+    conditions: Any = None
+
+    def covers(self, policy: str, rule: str) -> bool:
+        for target, rules in self.targets:
+            if target.split("/")[-1] == policy and any(wildcard_match(r, rule) for r in rules):
+                return True
+        return False
+
+    def applies(self, info: RequestInfo, ctx: Context) -> bool:
+        if not block_matches(self.match, info):
+            return False
+        if self.conditions is None:
+            return True
+        try:
+            return evaluate_conditions(self.conditions, ctx).passed
+        except ConditionError:
+            return False
+
+
+def compile_exception(document: Mapping[str, Any]) -> PolicyException:
+    meta = document.get("metadata") or {}
+    spec = document.get("spec") or {}
+    targets = []
+    for index, entry in enumerate(spec.get("exceptions") or []):
+        if not entry.get("policyName") or not entry.get("ruleNames"):
+            raise ExceptionError(f"spec.exceptions[{index}] needs policyName and ruleNames")
+        targets.append((str(entry["policyName"]), tuple(str(r) for r in entry["ruleNames"])))
+    if not targets:
+        raise ExceptionError("spec.exceptions must name at least one policy and its rules")
+    if not isinstance(spec.get("match"), Mapping):
+        raise ExceptionError("spec.match is required")
+    return PolicyException(str(meta.get("name") or ""), str(meta.get("namespace") or ""), tuple(targets),
+                           spec["match"], spec.get("conditions"))

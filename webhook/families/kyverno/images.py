@@ -1,0 +1,69 @@
+"""The ``images`` context variable: every container image of a Pod or Pod template, parsed like Kyverno does."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+DEFAULT_REGISTRY = "docker.io"
+_POD_SPEC_PATHS = {
+    "Pod": ("spec",),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def parse_image(image: str) -> dict[str, str]:
+    """registry, path, name, tag, digest, reference (registry/path[:tag][@digest])."""
+    rest, _, digest = image.partition("@")
+    first, slash, remainder = rest.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        registry, repo_and_tag = first, remainder
+    else:
+        registry, repo_and_tag = DEFAULT_REGISTRY, rest
+    match = re.match(r"^(.*?)(?::([\w][\w.-]{0,127}))?$", repo_and_tag)
+    path, tag = match.group(1), match.group(2) or ""
+    if not tag and not digest:
+        tag = "latest"
+    info = {"registry": registry, "path": path, "name": path.rsplit("/", 1)[-1], "tag": tag, "digest": digest}
+    reference = f"{registry}/{path}" + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
+    info["reference"] = reference
+    info["referenceWithTag"] = f"{registry}/{path}:{tag}" if tag else f"{registry}/{path}"
+    return info
+
+
+def pod_spec(resource: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if not isinstance(resource, Mapping):
+        return None
+    path = _POD_SPEC_PATHS.get(str(resource.get("kind")), ("spec", "template", "spec"))
+    node: Any = resource
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node if isinstance(node, Mapping) else None
+
+
+_LAST: tuple[Any, Any] = (None, None)  # every policy of one admission asks for the same object's images
+
+
+def extract_images(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    global _LAST
+    last = _LAST  # one read: the pair is replaced whole, never updated in place
+    if last[0] is resource and resource is not None:
+        return last[1]
+    images = _extract(resource)
+    _LAST = (resource, images)
+    return images
+
+
+def _extract(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    spec = pod_spec(resource)
+    if spec is None:
+        return {}
+    images: dict[str, dict[str, Any]] = {}
+    for group in ("containers", "initContainers", "ephemeralContainers"):
+        entries = {}
+        for container in spec.get(group) or []:
+            if isinstance(container, Mapping) and isinstance(container.get("image"), str):
+                entries[str(container.get("name", ""))] = parse_image(container["image"])
+        if entries:
+            images[group] = entries
+    return images

@@ -1,0 +1,153 @@
+"""Kyverno ``match``/``exclude`` (pkg/engine/utils/match.go): ``any``/``all`` filters or the legacy single block.
+
+A filter matches when every condition it names holds: kinds (``Kind``, ``version/Kind``, ``group/version/Kind``,
+``Kind/subresource``, wildcards), names, namespaces, annotations, selector, namespaceSelector, operations, and
+the user conditions subjects/roles/clusterRoles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping
+
+from webhook.model.selectors import parse_selector
+
+from .gotypes import contains_wildcard, wildcard_match
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """What matching looks at, taken from the admission request (or a test's resource and userinfo)."""
+
+    group: str
+    version: str
+    kind: str
+    operation: str
+    name: str
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    subresource: str = ""
+    namespace_labels: Mapping[str, str] | None = None
+    username: str = ""
+    groups: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    cluster_roles: tuple[str, ...] = ()
+
+
+@lru_cache(maxsize=1024)  # the same few kind strings on every request
+def parse_kind_selector(text: str) -> tuple[str, str, str, str]:
+    """(group, version, kind, subresource); missing group/version are wildcards."""
+    parts = text.split("/")
+    upper = [bool(p[:1]) and p[:1].isupper() or p == "*" for p in parts]
+    if len(parts) == 1:
+        return "*", "*", parts[0], ""
+    if len(parts) == 2:
+        return ("*", "*", parts[0], parts[1]) if upper[0] else ("*", parts[0], parts[1], "")
+    if len(parts) == 3:
+        return ("*", parts[0], parts[1], parts[2]) if upper[1] and not upper[2] else (parts[0], parts[1], parts[2], "")
+    return parts[0], parts[1], parts[2], "/".join(parts[3:])
+
+
+def kind_matches(kinds: list[str], info: RequestInfo) -> bool:
+    for entry in kinds:
+        group, version, kind, sub = parse_kind_selector(entry)
+        if not (wildcard_match(group, info.group) and wildcard_match(version, info.version)
+                and wildcard_match(kind, info.kind)):
+            continue
+        if sub:
+            if wildcard_match(sub, info.subresource):
+                return True
+        elif not info.subresource or kind == "*":
+            return True
+    return False
+
+
+def _wild_any(patterns: list[str], value: str) -> bool:
+    return any(wildcard_match(p, value) for p in patterns)
+
+
+def _labels_match(raw_selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    selector = dict(raw_selector)
+    match_labels = selector.get("matchLabels") or {}
+    if any(contains_wildcard(str(k)) or contains_wildcard(str(v)) for k, v in match_labels.items()):
+        if not all(any(wildcard_match(str(k), lk) and wildcard_match(str(v), lv) for lk, lv in labels.items())
+                   for k, v in match_labels.items()):
+            return False
+        selector = {**selector, "matchLabels": {}}
+    return parse_selector(selector).matches(labels) if selector.get("matchLabels") or selector.get(
+        "matchExpressions") else True
+
+
+def _resources_match(resources: Mapping[str, Any], info: RequestInfo) -> bool:
+    kinds = resources.get("kinds") or []
+    if kinds and not kind_matches(kinds, info):
+        return False
+    names = list(resources.get("names") or []) + ([resources["name"]] if resources.get("name") else [])
+    if names and not _wild_any(names, info.name):
+        return False
+    namespaces = resources.get("namespaces") or []
+    if namespaces:
+        target = info.name if info.kind == "Namespace" else info.namespace
+        if not _wild_any(namespaces, target):
+            return False
+    operations = resources.get("operations") or []
+    if operations and info.operation not in operations:
+        return False
+    annotations = resources.get("annotations")
+    if annotations and not all(any(wildcard_match(str(k), ak) and wildcard_match(str(v), av)
+                                   for ak, av in info.annotations.items()) for k, v in annotations.items()):
+        return False
+    if resources.get("selector") is not None and not _labels_match(resources["selector"], info.labels):
+        return False
+    if resources.get("namespaceSelector") is not None and info.kind != "Namespace":
+        if info.namespace_labels is None or not _labels_match(resources["namespaceSelector"], info.namespace_labels):
+            return False
+    return True
+
+
+def _subject_matches(subject: Mapping[str, Any], info: RequestInfo) -> bool:
+    kind, name = subject.get("kind"), str(subject.get("name", ""))
+    if kind == "ServiceAccount":
+        return info.username == f"system:serviceaccount:{subject.get('namespace', '')}:{name}"
+    if kind == "Group":
+        return any(wildcard_match(name, g) for g in info.groups)
+    return wildcard_match(name, info.username)
+
+
+def _user_match(block: Mapping[str, Any], info: RequestInfo) -> bool:
+    roles, cluster_roles, subjects = block.get("roles"), block.get("clusterRoles"), block.get("subjects")
+    if roles and not set(roles) & set(info.roles):
+        return False
+    if cluster_roles and not set(cluster_roles) & set(info.cluster_roles):
+        return False
+    if subjects and not any(_subject_matches(s, info) for s in subjects):
+        return False
+    return True
+
+
+def filter_matches(entry: Mapping[str, Any], info: RequestInfo) -> bool:
+    return _resources_match(entry.get("resources") or {}, info) and _user_match(entry, info)
+
+
+def block_matches(block: Mapping[str, Any] | None, info: RequestInfo) -> bool:
+    """``match`` semantics: any (one filter), all (every filter), or the legacy block (resources + user)."""
+    if not block:
+        return False
+    if block.get("any"):
+        return any(filter_matches(f, info) for f in block["any"])
+    if block.get("all"):
+        return all(filter_matches(f, info) for f in block["all"])
+    return filter_matches(block, info)
+
+
+def excluded(block: Mapping[str, Any] | None, info: RequestInfo) -> bool:
+    if not block or not (block.get("any") or block.get("all") or block.get("resources") or
+                         block.get("subjects") or block.get("roles") or block.get("clusterRoles")):
+        return False
+    return block_matches(block, info)
+
+
+def rule_applies(rule: Mapping[str, Any], info: RequestInfo) -> bool:
+    return block_matches(rule.get("match"), info) and not excluded(rule.get("exclude"), info)

@@ -1,0 +1,45 @@
+"""What evaluating one Kyverno rule produced, and what the evaluation may read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+PASS, FAIL, SKIP, ERROR, WARN = "pass", "fail", "skip", "error", "warn"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class RuleEnv:
+    """Per-request evaluation inputs shared by all rules of a policy."""
+
+    lookups: Any = None                     # webhook.model.lookups.Lookups (duck-typed: get/list/http/...)
+    overrides: Mapping[str, Any] = field(default_factory=dict)   # test-supplied values by name/dotted path
+    cel: Any = None                         # CelCompiler for validate.cel rules
+    namespace_object: Mapping[str, Any] | None = None
+    # a test's values for one rule (global, rule and resource values merged), by rule name
+    rule_values: Callable[[str], Mapping[str, Any]] | None = None
+    # a test's foreachValues for one rule: per context entry name, one value per foreach element
+    rule_foreach_values: Callable[[str], Mapping[str, list]] | None = None
+    foreach_values: Mapping[str, list] = field(default_factory=dict)
+
+    def for_rule(self, rule: str) -> "RuleEnv":
+        if self.rule_values is None:
+            return self
+        values = self.rule_values(rule)
+        per_element = self.rule_foreach_values(rule) if self.rule_foreach_values else {}
+        return RuleEnv(self.lookups, {**self.overrides, **values}, self.cel, self.namespace_object,
+                       foreach_values=per_element)
+
+    def for_element(self, index: int) -> "RuleEnv":
+        """Values a test gives the context entries of the index-th foreach element."""
+        if not self.foreach_values:
+            return self
+        picked = {name: values[index] for name, values in self.foreach_values.items() if index < len(values)}
+        return RuleEnv(self.lookups, {**self.overrides, **picked}, self.cel, self.namespace_object,
+                       foreach_values=self.foreach_values)

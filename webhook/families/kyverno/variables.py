@@ -1,0 +1,157 @@
+"""``{{ }}`` substitution in policy documents (Kyverno pkg/engine/variables).
+
+Every string leaf and map key is scanned; ``{{expr}}`` is a JMESPath query on the rule's context document.
+A string that is exactly one variable takes the variable's value (any JSON type); inside a longer string the
+value is rendered (JSON for non-strings). Substitution repeats until no variable is left, so nested
+``{{ a.{{ b }} }}`` resolve inside out; ``\\{{`` escapes a variable and ``{{- expr }}`` substitutes once
+without re-scanning its result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .gotypes import to_json_text
+from .jmespath_functions import JMESPathError, query
+
+VARIABLE = re.compile(r"(^|[^\\])(\{\{(?:\{[^{}]*\}|[^{}])*\}\})")
+VARIABLE_AT_START = re.compile(r"^\{\{(\{[^{}]*\}|[^{}])*\}\}")
+
+
+class SubstitutionError(ValueError):
+    """A variable could not be resolved; the message names the variable and where it was used."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """The JSON document variables are resolved against, plus what substitution needs to know about it."""
+
+    data: dict
+    delete: bool = False          # DELETE requests read request.object from request.oldObject
+    at_prefix: str = "request.object"
+
+    def resolve(self, expression: str) -> Any:
+        if self.delete:
+            expression = expression.replace("request.object", "request.oldObject")
+        return query(expression, self.data)
+
+    def with_values(self, **values: Any) -> "Context":
+        return Context({**self.data, **values}, self.delete, self.at_prefix)
+
+
+Resolver = Callable[[Context, str], Any]
+
+
+def default_resolver(ctx: Context, expression: str) -> Any:
+    return ctx.resolve(expression)
+
+
+def has_variables(value: Any) -> bool:
+    if isinstance(value, str):
+        return VARIABLE.search(value) is not None
+    if isinstance(value, dict):
+        return any(has_variables(k) or has_variables(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_variables(v) for v in value)
+    return False
+
+
+_STATIC: dict[int, tuple[Any, bool]] = {}  # id -> (document, has variables): policy documents are long-lived
+
+
+def _static(document: Any) -> bool:
+    """True when a (policy) document holds no variable at all, remembered per document object."""
+    entry = _STATIC.get(id(document))
+    if entry is None or entry[0] is not document:
+        if len(_STATIC) > 2048:
+            _STATIC.clear()
+        entry = _STATIC[id(document)] = (document, has_variables(document))
+    return not entry[1]
+
+
+def substitute_all(document: Any, ctx: Context, resolver: Resolver = default_resolver,
+                   path: tuple[str, ...] = ()) -> Any:
+    """Return ``document`` with every variable replaced (a copy where anything changed); raises
+    SubstitutionError. Documents without variables come back as they are, without a walk."""
+    if not path and isinstance(document, (dict, list)) and _static(document):
+        return document
+    if isinstance(document, dict):
+        return {_substitute_key(k, ctx, resolver, path): substitute_all(v, ctx, resolver, path + (str(k),))
+                for k, v in document.items()}
+    if isinstance(document, list):
+        return [substitute_all(v, ctx, resolver, path + (str(i),)) for i, v in enumerate(document)]
+    if isinstance(document, str):
+        return substitute_string(document, ctx, resolver, path)
+    return document
+
+
+def _substitute_key(key: Any, ctx: Context, resolver: Resolver, path: tuple[str, ...]) -> Any:
+    if not isinstance(key, str) or "{{" not in key:
+        return key
+    value = substitute_string(key, ctx, resolver, path)
+    return value if isinstance(value, str) else to_json_text(value)
+
+
+def substitute_string(value: str, ctx: Context, resolver: Resolver = default_resolver,
+                      path: tuple[str, ...] = ()) -> Any:
+    if "{{" not in value:
+        return value
+    found = [m.group(0) for m in VARIABLE.finditer(value)]
+    while found:
+        original = value
+        shallow = False
+        for occurrence in found:
+            initial = VARIABLE_AT_START.match(occurrence) is not None
+            token = occurrence if initial else occurrence[1:]
+            expression, shallow = _expression(token)
+            if expression == "@":
+                expression = _at_path(ctx, path)
+            resolved = _resolve(resolver, ctx, expression, path)
+            if original == token:
+                return resolved
+            prefix = "" if initial else occurrence[0]
+            if shallow and isinstance(resolved, str):
+                resolved = resolved.replace("{{", "\\{{")
+            text = resolved if isinstance(resolved, str) else to_json_text(resolved)
+            value = value.replace(prefix + token, prefix + text, 1)
+        found = [] if shallow else [m.group(0) for m in VARIABLE.finditer(value)]
+    return value.replace("\\{{", "{{")
+
+
+def _expression(token: str) -> tuple[str, bool]:
+    expression = token.replace("{{", "").replace("}}", "").strip()
+    if expression.startswith("-"):
+        return expression[1:].strip(), True
+    return expression, False
+
+
+def _resolve(resolver: Resolver, ctx: Context, expression: str, path: tuple[str, ...]) -> Any:
+    try:
+        return resolver(ctx, expression)
+    except JMESPathError as exc:
+        where = "/" + "/".join(path) if path else "/"
+        raise SubstitutionError(f"failed to resolve {expression} at path {where}: {exc}") from exc
+
+
+def _at_path(ctx: Context, path: tuple[str, ...]) -> str:
+    """``{{@}}`` is the resource value at the same place as the pattern key being substituted."""
+    parts = ctx.at_prefix.split(".")
+    for part in path:
+        bare = re.sub(r"^[+<=X^]?\((.*)\)$", r"\1", part)
+        parts.append(f"[{bare}]" if bare.isdigit() else f'"{bare}"')
+    return ".".join(parts).replace(".[", "[")
+
+
+def lenient_resolver(ctx: Context, expression: str) -> Any:
+    """Resolver that turns unknown keys into null (used where Kyverno tolerates missing data, e.g. messages)."""
+    try:
+        return ctx.resolve(expression)
+    except JMESPathError:
+        return None
+
+
+def substitute_patches(spec: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+    """The patch fields of a mutate rule or foreach entry, substituted one by one (so each stays memoized)."""
+    return {key: substitute_all(spec.get(key), ctx) for key in ("patchStrategicMerge", "patchesJson6902")}

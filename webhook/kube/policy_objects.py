@@ -1,0 +1,150 @@
+"""Policies kept as cluster objects (GitOps: `kubectl apply` of a ProfileQuota, a Kyverno ClusterPolicy):
+live mode watches the policy kinds the engine knows, through the same informers as the cluster state,
+and feeds them to the policy source beside the --policies directory (webhook/policy/source.py says
+how files and objects combine).
+
+A refused object is told so where its owner looks: a `Ready` condition with status False and the
+reason in its status (as Kyverno marks its policies), and a Warning Event on it; once it loads, the
+condition turns True. Both are written only when the verdict on an object changes, so a reload of an
+unchanged set writes nothing. A kind whose CRD is not installed is simply absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Sequence
+
+from webhook.kube.cache import ObjectCache
+from webhook.kube.client import KubeApi
+from webhook.kube.informer import Informer
+from webhook.kube.resources import EVENTS, ResourceType
+from webhook.kube.settings import LiveSettings
+from webhook.model.errors import PolicyLoadError
+from webhook.policy.documents import Document
+
+log = logging.getLogger(__name__)
+
+# The policy kinds that are cluster objects, wherever their CRDs are installed (each optional).
+POLICY_RESOURCES = (
+    ResourceType("ProfileQuota", "quartermaster.dev", "v1alpha1", "profilequotas", False, optional=True),
+    ResourceType("NotebookInjection", "quartermaster.dev", "v1alpha1", "notebookinjections", False, optional=True),
+    ResourceType("DeviceClaimRewrite", "quartermaster.dev", "v1alpha1", "deviceclaimrewrites", False, optional=True),
+    ResourceType("ClusterPolicy", "kyverno.io", "v1", "clusterpolicies", False, optional=True),
+    ResourceType("Policy", "kyverno.io", "v1", "policies", True, optional=True),
+    ResourceType("PolicyException", "kyverno.io", "v2", "policyexceptions", True, optional=True),
+    ResourceType("ValidatingPolicy", "policies.kyverno.io", "v1", "validatingpolicies", False, optional=True),
+    ResourceType("MutatingPolicy", "policies.kyverno.io", "v1", "mutatingpolicies", False, optional=True),
+    # Kubernetes' own admission policies: only where Quartermaster is told to own them (--policy-objects),
+    # since the API server evaluates them itself otherwise
+    ResourceType("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+                 False, optional=True),
+    ResourceType("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
+                 "validatingadmissionpolicybindings", False, optional=True),
+    ResourceType("MutatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies",
+                 False, optional=True),
+    ResourceType("MutatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
+                 "mutatingadmissionpolicybindings", False, optional=True),
+)
+KEPT_METADATA = ("name", "namespace", "labels", "annotations")
+TIMEOUT = (5.0, 10.0)
+
+
+def object_file(resource: ResourceType, obj: Mapping[str, Any]) -> str:
+    """How errors name the object: `ClusterPolicy/require-team (cluster object)`."""
+    meta = obj.get("metadata") or {}
+    where = f"{meta.get('namespace')}/" if resource.namespaced and meta.get("namespace") else ""
+    return f"{resource.kind}/{where}{meta.get('name', '')} (cluster object)"
+
+
+def as_document(resource: ResourceType, obj: Mapping[str, Any]) -> Document:
+    """The object as its author wrote it: no status, no server-set metadata (uid, managedFields...)."""
+    meta = obj.get("metadata") or {}
+    data = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    data["metadata"] = {k: meta[k] for k in KEPT_METADATA if k in meta}
+    data.setdefault("apiVersion", resource.api_version)
+    data.setdefault("kind", resource.kind)
+    return Document(object_file(resource, obj), 0, data, None)
+
+
+class PolicyObjectFeed:
+    """The ObjectFeed of webhook.policy.source for live mode."""
+
+    def __init__(self, api: KubeApi, settings: LiveSettings, known: Callable[[str, str], bool],
+                 resources: Sequence[ResourceType] = POLICY_RESOURCES) -> None:
+        self.api = api
+        self.settings = settings
+        self.resources = tuple(r for r in resources
+                               if r.group in settings.policy_object_groups and known(r.api_version, r.kind))
+        self.caches = {r: ObjectCache(r.namespaced) for r in self.resources}
+        self.informers = [Informer(api, r, self.caches[r], settings) for r in self.resources]
+        self._verdicts: dict[str, str] = {}  # object file -> "" (loaded) or the refusal text last written
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        for informer in self.informers:
+            informer.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for informer in self.informers:
+            informer.stop(timeout=timeout)
+
+    def _objects(self) -> list[tuple[ResourceType, Mapping[str, Any]]]:
+        return [(r, obj) for r in self.resources for obj in self.caches[r].list()]
+
+    def documents(self) -> Sequence[Document]:
+        return [as_document(r, obj) for r, obj in self._objects()]
+
+    def fingerprint(self) -> str:
+        """Over what the author wrote, not resourceVersion: our own status writes must not cause a reload."""
+        digest = hashlib.sha256()
+        for doc in sorted(self.documents(), key=lambda d: d.file):
+            digest.update(doc.file.encode() + b"\0" + json.dumps(doc.data, sort_keys=True, default=str).encode() + b"\0")
+        return digest.hexdigest()
+
+    def refused(self, refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None:
+        for resource, obj in self._objects():
+            name = object_file(resource, obj)
+            text = "; ".join(e.message if not e.field else f"field {e.field}: {e.message}" for e in refusals.get(name, ()))
+            with self._lock:
+                if self._verdicts.get(name) == text:
+                    continue
+                self._verdicts[name] = text
+            try:
+                self._tell(resource, obj, text)
+            except Exception as exc:  # feedback is best effort: the load itself already happened
+                log.warning("could not mark %s: %s", name, exc)
+
+    def _tell(self, resource: ResourceType, obj: Mapping[str, Any], refusal: str) -> None:
+        meta = obj.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name", ""))
+        now = datetime.now(timezone.utc)
+        condition = {"type": "Ready", "status": "False" if refusal else "True",
+                     "reason": "Refused" if refusal else "Loaded",
+                     "message": (f"Quartermaster refused this policy: {refusal}" if refusal
+                                 else "Quartermaster loaded this policy")[:1024],
+                     "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        if meta.get("generation") is not None:
+            condition["observedGeneration"] = meta["generation"]
+        self.api.patch_status(resource, namespace, name, {"conditions": [condition]}, TIMEOUT)
+        if refusal:
+            self.api.create(EVENTS, _refusal_event(resource, obj, refusal, self.settings.who, now), TIMEOUT)
+
+
+def _refusal_event(resource: ResourceType, obj: Mapping[str, Any], refusal: str, instance: str,
+                   now: datetime) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    regarding = {"apiVersion": resource.api_version, "kind": resource.kind, "name": str(meta.get("name", ""))}
+    if meta.get("namespace"):
+        regarding["namespace"] = str(meta["namespace"])
+    if meta.get("uid"):
+        regarding["uid"] = str(meta["uid"])
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"generateName": f"{str(meta.get('name', ''))[:200]}.",
+                         "namespace": str(meta.get("namespace") or "default")},
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "reportingController": "quartermaster.dev/webhook",
+            "reportingInstance": instance[:128], "action": "Load", "reason": "PolicyRefused", "type": "Warning",
+            "note": f"Quartermaster refused this policy: {refusal}"[:1024], "regarding": regarding}

@@ -1,0 +1,64 @@
+"""The JSON types of the fields policies read, for the kinds the webhook is registered for.
+
+The API server never sends `spec: nope` or a container that is a string, but `apply` reads files and
+anyone can POST to the webhook: checking these types once, at the edge, turns what would be an
+AttributeError deep inside a policy into one line naming the field. Only the types are checked (not
+the values, not unknown fields): that is the API server's job.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+OBJ, LIST, STR, SCALAR = "object", "list", "string", "scalar"
+# a shape: a type name, or a mapping of field -> shape (an object with those fields), or a 1-list [shape]
+# (a list of that shape)
+_QUANTITIES: Any = {"*": SCALAR}
+_RESOURCES = {"limits": _QUANTITIES, "requests": _QUANTITIES, "claims": [OBJ]}
+_CONTAINER = {"name": STR, "image": STR, "resources": _RESOURCES, "volumeMounts": [OBJ], "env": [OBJ],
+              "envFrom": [OBJ], "command": [STR], "args": [STR], "lifecycle": OBJ, "securityContext": OBJ}
+_PVC_SPEC = {"resources": _RESOURCES, "storageClassName": STR, "accessModes": [STR]}
+_VOLUME = {"name": STR, "secret": OBJ, "projected": OBJ,
+           "ephemeral": {"volumeClaimTemplate": {"metadata": OBJ, "spec": _PVC_SPEC}}}
+_DEVICE_REQUEST = {"name": STR, "exactly": OBJ, "firstAvailable": [OBJ], "deviceClassName": STR}
+_CLAIM_SPEC = {"devices": {"requests": [_DEVICE_REQUEST], "config": [OBJ], "constraints": [OBJ]}}
+SHAPES: Mapping[str, Any] = {
+    "Pod": {"spec": {"containers": [_CONTAINER], "initContainers": [_CONTAINER], "ephemeralContainers": [_CONTAINER],
+                     "volumes": [_VOLUME], "resourceClaims": [OBJ], "resources": _RESOURCES},
+            "status": {"phase": STR, "resourceClaimStatuses": [OBJ]}},
+    "PersistentVolumeClaim": {"spec": _PVC_SPEC, "status": {"allocatedResources": _QUANTITIES}},
+    "ResourceClaim": {"spec": _CLAIM_SPEC},
+    "ResourceClaimTemplate": {"spec": {"metadata": OBJ, "spec": _CLAIM_SPEC}},
+}
+_TYPES = {OBJ: (dict,), LIST: (list,), STR: (str,), SCALAR: (str, int, float)}
+
+
+def _kind_of(shape: Any) -> str:
+    return OBJ if isinstance(shape, Mapping) else LIST if isinstance(shape, list) else shape
+
+
+def _problem(value: Any, shape: Any, where: str) -> str | None:
+    expected = _kind_of(shape)
+    if value is None:
+        return None  # absent and null are the same to every reader
+    if not isinstance(value, _TYPES[expected]) or isinstance(value, bool) and expected == SCALAR:
+        return f"{where} must be {'an' if expected == OBJ else 'a'} {expected}, got {type(value).__name__}"
+    if isinstance(shape, list):
+        for index, item in enumerate(value):
+            problem = _problem(item, shape[0], f"{where}[{index}]")
+            if problem:
+                return problem
+    elif isinstance(shape, Mapping):
+        for key, sub in shape.items():
+            items = value.items() if key == "*" else ((key, value.get(key)),)
+            for name, item in items:
+                problem = _problem(item, sub, f"{where}.{name}" if key != "*" else f"{where}[{name}]")
+                if problem:
+                    return problem
+    return None
+
+
+def shape_problem(kind: str, obj: Mapping[str, Any], where: str) -> str | None:
+    """The first field of a known kind with the wrong JSON type, as "<where>.spec.containers[0] must be ..."."""
+    shape = SHAPES.get(kind)
+    return None if shape is None else _problem(obj, shape, where)

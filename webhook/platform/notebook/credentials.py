@@ -1,0 +1,90 @@
+"""Only the token refresher touches the OIDC credentials.
+
+The credentials Secret holds a refresh token: whoever reads it can mint the user's tokens for as long as
+it lives. The injection supplies the Secret volume for the refresher; a pod must not get it for anything
+else, so a pod is refused when
+- any container but the refresher mounts the credentials volume (by its name: the webhook supplies it),
+- a volume of the pod's own, or an env/envFrom reference, reads the credentials Secret,
+- a pre-set refresher differs from ours in any field that can run code or read data. `covers` lets a
+  pod's item carry extra fields (API defaults); here an extra `lifecycle.postStart` or `envFrom` would
+  run the user's code next to the credentials, so these fields must match both ways.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+from webhook.platform.notebook.merge import Conflict, covers
+
+# fields of a container that run code, choose what runs, or read data
+CODE_FIELDS = ("image", "command", "args", "workingDir", "env", "envFrom", "volumeMounts", "volumeDevices",
+               "lifecycle", "startupProbe", "livenessProbe", "readinessProbe", "securityContext", "restartPolicy")
+# probe fields the API server defaults; timing, not code
+_PROBE_TIMING = frozenset({"initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold",
+                           "failureThreshold", "terminationGracePeriodSeconds"})
+SETTING = "spec.tokenRefresher.credentials"
+
+
+def _without_timing(key: str, value: Any) -> Any:
+    if key.endswith("Probe") and isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k not in _PROBE_TIMING}
+    return value
+
+
+def refresher_mismatch(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:
+    """The first code-bearing field where a pre-set refresher is not exactly ours, or None."""
+    for key in CODE_FIELDS:
+        ours, theirs = desired.get(key), existing.get(key)
+        if ours is None:
+            if theirs not in (None, "", [], {}):
+                return key
+        elif not (covers(theirs, ours) and covers(_without_timing(key, ours), _without_timing(key, theirs))):
+            return key
+    return None
+
+
+def _containers(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in pod_spec.get(key) or []:
+            if isinstance(container, Mapping):
+                yield key, container
+
+
+def _reads_secret_volume(volume: Mapping[str, Any], secret: str) -> bool:
+    if (volume.get("secret") or {}).get("secretName") == secret:
+        return True
+    sources = (volume.get("projected") or {}).get("sources") or []
+    return any(isinstance(s, Mapping) and (s.get("secret") or {}).get("name") == secret for s in sources)
+
+
+def _env_reads_secret(container: Mapping[str, Any], secret: str) -> bool:
+    for env in container.get("env") or []:
+        ref = ((env or {}).get("valueFrom") or {}).get("secretKeyRef") if isinstance(env, Mapping) else None
+        if isinstance(ref, Mapping) and ref.get("name") == secret:
+            return True
+    return any(isinstance(e, Mapping) and (e.get("secretRef") or {}).get("name") == secret
+               for e in container.get("envFrom") or [])
+
+
+def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, Any], refresher_list: str,
+                         credentials_volume: str, secret: str) -> list[Conflict]:
+    """Everything in the pod, other than our refresher, that could read the credentials."""
+    conflicts = []
+    for key, container in _containers(pod_spec):
+        name = container.get("name")
+        if key == refresher_list and name == refresher["name"]:
+            continue  # the refresher itself: checked field by field when the pod brings its own
+        mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, Mapping)]
+        if any(m.get("name") == credentials_volume for m in mounts):
+            conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
+                                      f"{credentials_volume!r}, which only the token refresher may", mounts,
+                                      "no such mount", SETTING))
+        if _env_reads_secret(container, secret):
+            conflicts.append(Conflict(f"container {name!r} in spec.{key} reads the credentials Secret {secret!r} "
+                                      "through env or envFrom", container.get("env") or container.get("envFrom"),
+                                      "no such reference", SETTING))
+    for volume in pod_spec.get("volumes") or []:
+        if isinstance(volume, Mapping) and volume.get("name") != credentials_volume and _reads_secret_volume(volume, secret):
+            conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
+                                      volume, "no such volume", SETTING))
+    return conflicts

@@ -1,0 +1,1 @@
+"""`quartermaster test`: Kyverno CLI test suites run through the offline admission path."""

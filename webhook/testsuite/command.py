@@ -1,0 +1,38 @@
+"""`quartermaster test PATH...`: find suites, run them, print, exit 0 (all passed), 1 (a failure), 2 (unreadable)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import TextIO
+
+from webhook.testsuite.harness import build_world
+from webhook.testsuite.load import Unreadable, discover, read_suites
+from webhook.testsuite.output import summary_line, write_json, write_tables
+from webhook.testsuite.run import RunOptions, run_suites
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout  # looked up per call: tests swap sys.stdout
+    err = err if err is not None else sys.stderr
+    logging.basicConfig(level=logging.ERROR, stream=err)
+    try:
+        files = discover(args.paths)
+        suites = [suite for path in files for suite in read_suites(path)]
+    except Unreadable as exc:
+        print(f"quartermaster test: {exc}", file=err)
+        return EXIT_BAD_INPUT
+    if not suites:
+        print(f"quartermaster test: no kyverno-test.yaml below {', '.join(args.paths)}", file=err)
+        return EXIT_BAD_INPUT
+    reports = asyncio.run(run_suites(suites, RunOptions(build_world=build_world)))
+    if args.output == "json":
+        write_json(reports, out, args.detailed_results)
+    else:
+        write_tables(reports, out, args.detailed_results)
+    out.write(summary_line(reports) + "\n")
+    return EXIT_FAILED if any(r.failed for r in reports) else EXIT_OK

@@ -1,0 +1,64 @@
+"""Print suite results: a table per suite (or JSON), then the last line `N passed, N failed`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TextIO
+
+from webhook.testsuite.check import Row
+
+HEADERS = ("ID", "POLICY", "RULE", "RESOURCE", "RESULT", "REASON")
+
+
+@dataclass(frozen=True)
+class SuiteReport:
+    path: str
+    name: str
+    rows: tuple[Row, ...]
+
+    @property
+    def failed(self) -> int:
+        return sum(not r.ok for r in self.rows)
+
+    @property
+    def passed(self) -> int:
+        return sum(r.ok for r in self.rows)
+
+
+def _cells(index: int, row: Row, detailed: bool) -> list[str]:
+    cells = [str(index), row.policy, row.rule, row.resource, "Pass" if row.ok else "Fail", row.reason]
+    if detailed:
+        cells.append(" ".join(row.message.split()))
+    return cells
+
+
+def write_tables(reports: list[SuiteReport], out: TextIO, detailed: bool = False) -> None:
+    for report in reports:
+        out.write(f"\nTest {report.name} ({report.path}):\n")
+        headers = list(HEADERS) + (["MESSAGE"] if detailed else [])
+        rows = [headers] + [_cells(i, r, detailed) for i, r in enumerate(report.rows, 1)]
+        widths = [max(len(row[c]) for row in rows) for c in range(len(headers) - 1)]
+        for row in rows:
+            out.write("  " + " | ".join(cell.ljust(widths[c]) if c < len(widths) else cell
+                                        for c, cell in enumerate(row)).rstrip() + "\n")
+
+
+def write_json(reports: list[SuiteReport], out: TextIO, detailed: bool = False) -> None:
+    doc = []
+    for report in reports:
+        rows = []
+        for i, row in enumerate(report.rows, 1):
+            item = dict(zip(HEADERS, _cells(i, row, False)))
+            item["ID"] = i
+            item["EXPECTED"] = row.expected
+            if detailed:
+                item["MESSAGE"] = row.message
+            rows.append(item)
+        doc.append({"suite": report.name, "path": report.path, "passed": report.passed, "failed": report.failed,
+                    "results": rows})
+    out.write(json.dumps(doc, indent=2) + "\n")
+
+
+def summary_line(reports: list[SuiteReport]) -> str:
+    return f"{sum(r.passed for r in reports)} passed, {sum(r.failed for r in reports)} failed"
