@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -129,7 +130,7 @@ def _add_test(commands: Any) -> None:
         "Run policy test suites: cli.kyverno.io/v1alpha1 Test files named kyverno-test.yaml (or\n"
         ".kyverno-test/kyverno-test.yaml), found recursively under each PATH. Prints a table per suite, then\n"
         "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
-        ["quartermaster test policies/",
+        ["quartermaster test examples/kyverno/notebook-home",
          "quartermaster test ../shared/conformance/kyverno-policies/pod-security-vpol --detailed-results",
          "quartermaster test examples/kyverno -o json"],
         _test)
@@ -299,7 +300,15 @@ def _validate(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
-    return args.run(args)
+    try:
+        code = args.run(args)
+        sys.stdout.flush()  # inside the try: a reader gone before the last write is caught here too
+        return code
+    except BrokenPipeError:
+        # the reader went away (`quartermaster report | head`): not our error, and no traceback; point
+        # stdout at /dev/null so the interpreter's final flush does not raise it again (Python's recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
