@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from webhook import __version__
 from webhook.commandline import add_command, configure_cli_logging, existing_path, port, seconds
@@ -118,10 +118,10 @@ def _add_report(commands: Any) -> None:
     add_report_command(commands)
 
 
-def _add_deploy(commands: Any) -> None:
+def _add_deploy(commands: Any, argv: Sequence[str] | None = None) -> None:
     from webhook.deploy.commands import add_deploy_commands
 
-    add_deploy_commands(commands)  # certs, crds
+    add_deploy_commands(commands, argv)  # certs, crds: their modules (cryptography, ~0.25 s) only when one runs
 
 
 def _add_test(commands: Any) -> None:
@@ -161,14 +161,18 @@ COMMANDS = (_add_serve, _add_apply, _add_validate, _add_test, _add_convert, _add
             _add_token_refresher)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """`argv`: the arguments about to be parsed, so that commands not asked for import nothing heavy."""
     parser = argparse.ArgumentParser(
         prog="quartermaster", description="Admission webhook and policy engine for shared GPU platforms.",
         epilog="Run `quartermaster COMMAND --help` for a command's options and examples.")
     parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in COMMANDS:
-        add(commands)
+        if add is _add_deploy:
+            _add_deploy(commands, argv)
+        else:
+            add(commands)
     return parser
 
 
@@ -294,7 +298,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         code = args.run(args)
         sys.stdout.flush()  # inside the try: a reader gone before the last write is caught here too

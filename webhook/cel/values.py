@@ -67,6 +67,13 @@ def describe(value: Any) -> str:
 def plain(value: Any) -> Any:
     """Results handed back to callers: dicts, lists and scalars. Opaque values stay tagged maps, so a
     variable holding a quantity is still a quantity in the next expression; `to_json` renders them."""
+    kind = type(value)  # exact types first: the generic isinstance checks below cost ~1 us each
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else plain(k): plain(v) for k, v in value.items()}
+    if kind is list:
+        return [plain(v) for v in value]
     if isinstance(value, Mapping):
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
