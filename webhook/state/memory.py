@@ -136,8 +136,9 @@ class InMemoryClusterState:
                 self._notify(kind, "DELETED", removed)
 
     def add_listener(self, hook: Callable[[str, str, Mapping[str, Any] | None], None]) -> None:
-        """Called on every write, as live informers call theirs (quota totals follow the state this way)."""
-        self._listeners.append(hook)
+        """Called on every write, as live informers call theirs (quota totals follow the state this way).
+        Listeners whose `expired()` says so (a replaced policy's index) are dropped here, so reloads leave none."""
+        self._listeners = [h for h in self._listeners if not _expired(h)] + [hook]
 
     def _notify(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
         for hook in self._listeners:
@@ -186,3 +187,8 @@ def _items(doc: Any) -> list[Any]:
     if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
         return doc["items"]
     return [doc]
+
+
+def _expired(hook: Callable[..., Any]) -> bool:
+    expired = getattr(hook, "expired", None)
+    return bool(expired()) if callable(expired) else False

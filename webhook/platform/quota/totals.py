@@ -355,4 +355,5 @@ def _weak_listener(usage: _StateUsage) -> Callable[[str, str, Mapping[str, Any] 
         if target is not None:
             target.changed(kind, event, obj)
 
+    listener.expired = lambda: ref() is None  # type: ignore[attr-defined]  # states prune expired listeners
     return listener
