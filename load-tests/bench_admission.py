@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -23,7 +24,9 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import aiohttp
 
@@ -109,32 +112,49 @@ def main() -> int:
     parser.add_argument("--profiles", type=int, default=100, help="personal profiles the pods are spread over")
     parser.add_argument("--endpoints", default="mutate,validate", help="reviews sent per pod, in order (e.g. validate)")
     args = parser.parse_args()
-    port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        certs = Path(tmp) / "certs"
-        state = Path(tmp) / "state"
-        namespaces = write_profiles(state, args.profiles)
-        server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(args.policies), "--state",
-                                   str(state), "--cert-dir", str(certs), "--host", "127.0.0.1", "--port", str(port),
-                                   "--log-level", "warning"], stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 30
-            while not (certs / "ca.crt").exists() or not _ready(port, certs / "ca.crt"):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    print("server did not start", file=sys.stderr)
-                    return 1
-                time.sleep(0.2)
+        namespaces = write_profiles(Path(tmp) / "state", args.profiles)
+        with standalone_server(args.policies, Path(tmp), "warning") as server:
+            if server is None:
+                print("server did not start", file=sys.stderr)
+                return 1
             cpu_before = _cpu_seconds(server.pid)
-            result = asyncio.run(run(f"https://127.0.0.1:{port}", certs / "ca.crt", args.requests, args.concurrency, args.gpu_every,
-                                     namespaces, endpoints=tuple(args.endpoints.split(","))))
+            result = asyncio.run(run(server.url, server.ca, args.requests, args.concurrency, args.gpu_every, namespaces,
+                                     endpoints=tuple(args.endpoints.split(","))))
             # the server's own CPU per review: unlike req/s, not skewed by other work on a shared machine
             result["server_cpu_ms_per_review"] = round((_cpu_seconds(server.pid) - cpu_before) * 1000 / result["reviews"], 3)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=20)
     result.update({"concurrency": args.concurrency, "profiles": args.profiles, "policies": str(args.policies)})
     print(json.dumps(result))
     return 0 if result["errors"] == 0 else 1
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    port: int
+    ca: Path
+    pid: int = 0
+
+
+@contextlib.contextmanager
+def standalone_server(policies: Path, tmp: Path, log_level: str) -> Iterator[Server | None]:
+    """`quartermaster serve` standalone on a free port with the state in tmp/state and certificates in
+    tmp/certs; yields it once /readyz answers (None if it exited or took over 30 s), stops it after."""
+    port, certs = free_port(), tmp / "certs"
+    proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--state",
+                             str(tmp / "state"), "--cert-dir", str(certs), "--host", "127.0.0.1", "--port", str(port),
+                             "--log-level", log_level], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (certs / "ca.crt").exists() or not _ready(port, certs / "ca.crt"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                yield None
+                return
+            time.sleep(0.2)
+        yield Server(f"https://127.0.0.1:{port}", port, certs / "ca.crt", proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -19,9 +19,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import signal
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +31,7 @@ from typing import Any
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_admission import REPO, _ready, free_port, pod_review, run, write_profiles  # noqa: E402
+from bench_admission import REPO, pod_review, run, standalone_server, write_profiles  # noqa: E402
 
 
 def huge_quantity_review(namespace: str) -> dict:
@@ -148,26 +146,14 @@ def main() -> int:
     parser.add_argument("--slow", type=int, default=25, help="slowloris and slow-body connections, each")
     parser.add_argument("--floods", type=int, default=1, help="back-to-back senders of huge quantities and of deep JSON, each")
     args = parser.parse_args()
-    port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        certs, state = Path(tmp) / "certs", Path(tmp) / "state"
-        namespaces = write_profiles(state, args.profiles)
-        server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(REPO / "policies"), "--state",
-                                   str(state), "--cert-dir", str(certs), "--host", "127.0.0.1", "--port", str(port),
-                                   "--log-level", "error"], stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 30
-            while not (certs / "ca.crt").exists() or not _ready(port, certs / "ca.crt"):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    print("server did not start", file=sys.stderr)
-                    return 1
-                time.sleep(0.2)
-            url = f"https://127.0.0.1:{port}"
-            clean = asyncio.run(run(url, certs / "ca.crt", args.requests, args.concurrency, args.gpu_every, namespaces))
-            attacked, seen = under_attack(url, port, certs / "ca.crt", args, namespaces)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=20)
+        namespaces = write_profiles(Path(tmp) / "state", args.profiles)
+        with standalone_server(REPO / "policies", Path(tmp), "error") as server:
+            if server is None:
+                print("server did not start", file=sys.stderr)
+                return 1
+            clean = asyncio.run(run(server.url, server.ca, args.requests, args.concurrency, args.gpu_every, namespaces))
+            attacked, seen = under_attack(server.url, server.port, server.ca, args, namespaces)
     ratio = attacked["p99_ms"] / clean["p99_ms"]
     print(json.dumps({"clean": clean, "under_attack": attacked, "p99_ratio": round(ratio, 2), "hostile": dict(seen)}))
     return 0 if ratio <= 2.0 and attacked["errors"] == 0 and clean["errors"] == 0 else 1

@@ -10,6 +10,10 @@ import copy
 import json
 import socket
 import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,3 +205,36 @@ def pid(name: str, kind: str = "ProfileQuota", namespace: str = ""):
     from webhook.model.results import PolicyId
 
     return PolicyId("quartermaster.dev/v1alpha1", kind, name, namespace)
+
+
+def https(url: str, ca: Path, body: bytes | None = None) -> tuple[int, bytes]:
+    """One blocking HTTPS request trusting only `ca` (a POST with a JSON body when `body` is given)."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def wait_until_ready(proc: subprocess.Popen, base: str, ca: Path, timeout: float = 30) -> None:
+    """Poll `base`/readyz of a `serve` subprocess until it answers 200; fail with its stderr if it exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if ca.exists() and https(f"{base}/readyz", ca)[0] == 200:
+                return
+        except (OSError, ssl.SSLError):
+            pass
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server exited"
+        assert time.monotonic() < deadline, "server did not become ready"
+        time.sleep(0.2)
+
+
+def policy_dir(directory: Path, files: Mapping[str, str]) -> Path:
+    """A fresh policy directory holding these files (name -> YAML text), as `serve --policies` reads it."""
+    directory.mkdir()
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    return directory

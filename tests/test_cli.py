@@ -1,13 +1,9 @@
 """The command line as a user runs it: `quartermaster serve` as a subprocess, `apply` exit codes and streams."""
 
 import json
-import os
 import signal
-import ssl
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,17 +12,7 @@ import yaml
 import webhook.app
 from webhook.cli import main
 from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
-from tests.support import REPO, free_port, review
-
-
-def https(url: str, ca: Path, body: bytes | None = None) -> tuple[int, bytes]:
-    ctx = ssl.create_default_context(cafile=str(ca))
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+from tests.support import free_port, https, review, wait_until_ready
 
 
 def test_serve_subprocess_answers_over_https(tmp_path):
@@ -38,16 +24,7 @@ def test_serve_subprocess_answers_over_https(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         ca = tmp_path / "certs" / "ca.crt"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if ca.exists() and https(f"https://127.0.0.1:{port}/readyz", ca)[0] == 200:
-                    break
-            except (OSError, ssl.SSLError):
-                pass
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "server did not become ready"
-            time.sleep(0.2)
+        wait_until_ready(proc, f"https://127.0.0.1:{port}", ca)
         status, body = https(f"https://127.0.0.1:{port}/validate", ca, json.dumps(review(pod(), uid="u-1")).encode())
         assert status == 200 and json.loads(body)["response"] == {"uid": "u-1", "allowed": True}
         status, body = https(f"https://127.0.0.1:{port}/mutate", ca, b"{not json")

@@ -154,3 +154,14 @@ def test_certs_rotate_speaks_in_hours(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("would: CA rollover: new CA ") and "for at least 24 hours;" in out
     assert "0:00:00" not in out and "day," not in out and "None" not in out
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    """`quartermaster report | head -1`: the pipe closes before the output is written; that is the
+    reader's choice, so exit 1 (as Python's own recipe for EPIPE does) without a traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "webhook", "report", "--state", "examples/state", "-o", "yaml"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()  # no reader left: the command's writes fail with EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -6,28 +6,15 @@ from __future__ import annotations
 import copy
 import json
 import signal
-import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import REPO, free_port
+from tests.support import REPO, free_port, https, wait_until_ready
 from webhook import __version__
-
-
-def https(url: str, ca: Path, body: bytes | None = None) -> tuple[int, bytes]:
-    ctx = ssl.create_default_context(cafile=str(ca))
-    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
 
 
 def samples(text: str) -> dict[str, list]:
@@ -56,16 +43,7 @@ def test_serve_defaults_metrics_and_logs(tmp_path):
     ca = tmp_path / "certs" / "ca.crt"
     base = f"https://localhost:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if ca.exists() and https(f"{base}/readyz", ca)[0] == 200:
-                    break
-            except (OSError, ssl.SSLError):
-                pass
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "server did not become ready"
-            time.sleep(0.2)
+        wait_until_ready(proc, f"{base}", ca)
         review = (REPO / "examples" / "review-gpu-pod.json").read_bytes()
         assert https(f"{base}/mutate", ca, review)[0] == 200
         status, body = https(f"{base}/validate", ca, two_gpu_review())
@@ -114,16 +92,7 @@ def run_server(tmp_path: Path, *args: str, reviews: tuple[bytes, ...] = ()) -> t
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     ca, answers = tmp_path / "certs" / "ca.crt", []
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if ca.exists() and https(f"https://localhost:{port}/readyz", ca)[0] == 200:
-                    break
-            except (OSError, ssl.SSLError):
-                pass
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "server did not become ready"
-            time.sleep(0.2)
+        wait_until_ready(proc, f"https://localhost:{port}", ca)
         for body in reviews:
             answers.append(json.loads(https(f"https://localhost:{port}/validate", ca, body)[1])["response"])
     finally:

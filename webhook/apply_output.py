@@ -15,22 +15,15 @@ import yaml
 
 from webhook.apply import ApplyReport, Skip
 from webhook.model.results import Outcome, RuleResult
+from webhook.model.shapes import plain
 from webhook.reports.policyreport import API_VERSION, MANAGED_BY, MESSAGE_LIMIT, OUTCOMES, SOURCE
 
 OUTPUTS = ("yaml", "json")
 
 
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return obj
-
-
 def write_documents(report: ApplyReport, out: TextIO, fmt: str = "yaml") -> None:
     """Each admitted resource as mutated, then every object the policies would create."""
-    docs = [_plain(d) for d in list(report.admitted) + list(report.created.values())]
+    docs = [plain(d) for d in list(report.admitted) + list(report.created.values())]
     if fmt == "json":
         out.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}, indent=2) + "\n")
     elif docs:
@@ -60,7 +53,8 @@ def policy_report(report: ApplyReport, now: float | None = None) -> dict[str, An
                                  "result": result.outcome.value, "scored": True,
                                  "timestamp": {"seconds": seconds, "nanos": 0},
                                  "resources": [_reference(resource, namespace)],
-                                 "properties": {"mode": result.action.value, "policyKind": result.policy.kind}}
+                                 "properties": {**dict(result.properties), "mode": result.action.value,
+                                                "policyKind": result.policy.kind}}
         if result.message:
             entry["message"] = result.message[:MESSAGE_LIMIT]
         results.append(entry)

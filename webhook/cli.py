@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from webhook import __version__
 from webhook.commandline import add_command, configure_cli_logging, existing_path, port, seconds
@@ -117,10 +118,10 @@ def _add_report(commands: Any) -> None:
     add_report_command(commands)
 
 
-def _add_deploy(commands: Any) -> None:
+def _add_deploy(commands: Any, argv: Sequence[str] | None = None) -> None:
     from webhook.deploy.commands import add_deploy_commands
 
-    add_deploy_commands(commands)  # certs, crds
+    add_deploy_commands(commands, argv)  # certs, crds: their modules (cryptography, ~0.25 s) only when one runs
 
 
 def _add_test(commands: Any) -> None:
@@ -129,7 +130,7 @@ def _add_test(commands: Any) -> None:
         "Run policy test suites: cli.kyverno.io/v1alpha1 Test files named kyverno-test.yaml (or\n"
         ".kyverno-test/kyverno-test.yaml), found recursively under each PATH. Prints a table per suite, then\n"
         "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
-        ["quartermaster test policies/",
+        ["quartermaster test examples/kyverno/notebook-home",
          "quartermaster test ../shared/conformance/kyverno-policies/pod-security-vpol --detailed-results",
          "quartermaster test examples/kyverno -o json"],
         _test)
@@ -160,14 +161,18 @@ COMMANDS = (_add_serve, _add_apply, _add_validate, _add_test, _add_convert, _add
             _add_token_refresher)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """`argv`: the arguments about to be parsed, so that commands not asked for import nothing heavy."""
     parser = argparse.ArgumentParser(
         prog="quartermaster", description="Admission webhook and policy engine for shared GPU platforms.",
         epilog="Run `quartermaster COMMAND --help` for a command's options and examples.")
     parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in COMMANDS:
-        add(commands)
+        if add is _add_deploy:
+            _add_deploy(commands, argv)
+        else:
+            add(commands)
     return parser
 
 
@@ -293,8 +298,17 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.run(args)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
+    try:
+        code = args.run(args)
+        sys.stdout.flush()  # inside the try: a reader gone before the last write is caught here too
+        return code
+    except BrokenPipeError:
+        # the reader went away (`quartermaster report | head`): not our error, and no traceback; point
+        # stdout at /dev/null so the interpreter's final flush does not raise it again (Python's recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from webhook.app import build_registry
+from tests.platform.support import load as load_file
 from webhook.cel import CelCompiler
-from webhook.policy.loader import PolicyLoader
 
 DRA = """\
 apiVersion: quartermaster.dev/v1alpha1
@@ -24,9 +23,7 @@ spec:
 
 
 def load(tmp_path: Path, text: str):
-    path = tmp_path / "policy.yaml"
-    path.write_text(text)
-    return PolicyLoader(build_registry(), CelCompiler("cel-expr-python")).load(path)  # optionals below
+    return load_file(tmp_path, text, CelCompiler("cel-expr-python"))  # optionals below
 
 
 @pytest.mark.parametrize("selector,words", [

@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.kinds import REQUIRE_TEAM, test_registry
-from tests.support import raw_http, review, running_server
+from tests.support import policy_dir, raw_http, review, running_server
 from webhook.certs.rotate import RotationPolicy, rotate_directory
 
 MAX_REQUESTS_PER_CLIENT = 400
@@ -86,9 +86,7 @@ async def until(condition, loop_deadline: float, what: str) -> None:
 
 
 async def test_ca_rollover_under_load_drops_no_request(tmp_path: Path):
-    policies = tmp_path / "policies"
-    policies.mkdir()
-    (policies / "require-team.yaml").write_text(REQUIRE_TEAM)
+    policies = policy_dir(tmp_path / "policies", {"require-team.yaml": REQUIRE_TEAM})
     async with running_server(policies, tmp_path, registry=test_registry(), cert_poll_seconds=0.05) as server:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + DEADLINE_SECONDS
@@ -125,9 +123,7 @@ async def test_ca_rollover_under_load_drops_no_request(tmp_path: Path):
 
 async def test_after_the_overlap_only_the_new_ca_is_trusted(tmp_path: Path):
     """The retire step really removes the old CA: a client of the old CA alone is now refused."""
-    policies = tmp_path / "policies"
-    policies.mkdir()
-    (policies / "require-team.yaml").write_text(REQUIRE_TEAM)
+    policies = policy_dir(tmp_path / "policies", {"require-team.yaml": REQUIRE_TEAM})
     async with running_server(policies, tmp_path, registry=test_registry(), cert_poll_seconds=0.05) as server:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + DEADLINE_SECONDS

@@ -176,12 +176,21 @@ def test_validation_sees_quota_relevant_objects():
 
 
 def test_relevance_filter_follows_values():
-    values = {"webhooks": {"relevanceFilter": {"gpuResourcePrefixes": ["amd.com/"], "podLabels": ["jupyter"]}}}
+    values = {"webhooks": {"relevanceFilter": {"gpuResourcePrefixes": ["amd.com/"], "podLabels": ["jupyter"],
+                                               "anyExtendedResource": False}}}
     hook = mutate(values)
     assert sent(hook, pod(limits={"amd.com/gpu": "1"})) and sent(hook, pod(labels={"jupyter": "x"}))
     assert not sent(hook, pod(limits={"nvidia.com/gpu": "1"}))
     off = {"webhooks": {"relevanceFilter": {"enabled": False}}}
     assert "matchConditions" not in mutate(off) and "matchConditions" not in validate(off)
+
+
+def test_every_accelerator_reaches_the_quota_by_default():
+    """AMD GPUs are counted and unknown accelerators refused by the quota: the filter must not hide them."""
+    for hook in (mutate(), validate({"clusterState": "standalone", "replicaCount": 1})):
+        assert sent(hook, pod(limits={"amd.com/gpu": "1"}))
+        assert sent(hook, pod(limits={"habana.ai/gaudi": "1"}))
+        assert not sent(hook, pod(limits={"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "1Gi"}))
 
 
 def test_extra_match_conditions_are_added():

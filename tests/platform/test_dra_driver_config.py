@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.platform.test_dra_policy import load, only_error
+from tests.platform.support import load, only_error
 
 MIG = """\
 apiVersion: quartermaster.dev/v1alpha1

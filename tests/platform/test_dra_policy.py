@@ -4,10 +4,10 @@ with file, line and field."""
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
+from tests.platform.support import load, only_error
 from tests.support import REPO
 from webhook.cel import CelCompiler
 from webhook.model.policy import Phase
@@ -27,18 +27,6 @@ spec:
     - resourceName: nvidia.com/gpu
       deviceClassName: gpu.nvidia.com
 """
-
-
-def load(tmp_path: Path, text: str):
-    path = tmp_path / "policy.yaml"
-    path.write_text(text)
-    return PolicyLoader(build_registry(), CelCompiler()).load(path)
-
-
-def only_error(tmp_path: Path, text: str):
-    result = load(tmp_path, text)
-    assert not result.policies and len(result.errors) == 1, result.errors
-    return result.errors[0]
 
 
 def test_registered_with_the_platform_kinds():

@@ -12,15 +12,14 @@ from webhook.policy.loader import PolicyLoader
 from webhook.platform.quota.limits import resolve_limits
 from webhook.state.memory import InMemoryClusterState
 from tests.platform.quota_builders import DEFAULT_POLICY, compiled, kf_profile, namespace, policy_text
+from tests.platform.support import load as load_file
 from tests.support import assert_valid_k8s
 
 GI = 2**30
 
 
 def load(tmp_path: Path, text: str):
-    path = tmp_path / "quota.yaml"
-    path.write_text(text)
-    return PolicyLoader(build_registry(), CelCompiler()).load(path)
+    return load_file(tmp_path, text, name="quota.yaml")
 
 
 def test_the_default_policy_loads_with_the_platform_registry():

@@ -7,7 +7,7 @@ import pytest
 
 from tests.platform.quota_builders import policy_text, pod, pvc, registry, seeded_state
 from tests.kinds import REQUIRE_TEAM
-from tests.support import assert_valid_k8s, review, running_server
+from tests.support import assert_valid_k8s, policy_dir, review, running_server
 
 # A second validating policy that yields to the event loop after the quota decided, as webhooks
 # and policies after ours do: without reservations, every request in the burst would be counted
@@ -17,11 +17,7 @@ SLOW_SECOND_POLICY = REQUIRE_TEAM + "  sleepSeconds: 0.01\n"
 
 @pytest.fixture
 def policies(tmp_path):
-    directory = tmp_path / "policies"
-    directory.mkdir()
-    (directory / "0-quota.yaml").write_text(policy_text())
-    (directory / "1-slow.yaml").write_text(SLOW_SECOND_POLICY)
-    return directory
+    return policy_dir(tmp_path / "policies", {"0-quota.yaml": policy_text(), "1-slow.yaml": SLOW_SECOND_POLICY})
 
 
 def labelled(obj):

@@ -10,16 +10,12 @@ import yaml
 import webhook.app
 from webhook.cli import main
 from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
-from tests.support import eventually, free_port, review, running_server
+from tests.support import eventually, free_port, policy_dir, review, running_server
 
 
 @pytest.fixture
 def policies(tmp_path):
-    directory = tmp_path / "policies"
-    directory.mkdir()
-    (directory / "require.yaml").write_text(REQUIRE_TEAM)
-    (directory / "add.yaml").write_text(ADD_ZONE)
-    return directory
+    return policy_dir(tmp_path / "policies", {"require.yaml": REQUIRE_TEAM, "add.yaml": ADD_ZONE})
 
 
 async def readyz(server):

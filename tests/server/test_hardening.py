@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.kinds import REQUIRE_TEAM, pod, test_registry
-from tests.support import REPO, raw_http, review, running_server
+from tests.support import REPO, policy_dir, raw_http, review, running_server
 from webhook.certs.generate import make_ca
 from webhook.server.limits import ServerLimits
 
@@ -26,10 +26,7 @@ ALLOWED = json.dumps(review(pod(labels={"team": "a"}))).encode()
 
 @pytest.fixture
 def policies(tmp_path):
-    directory = tmp_path / "policies"
-    directory.mkdir()
-    (directory / "require.yaml").write_text(REQUIRE_TEAM)
-    return directory
+    return policy_dir(tmp_path / "policies", {"require.yaml": REQUIRE_TEAM})
 
 
 def serve(policies, tmp_path, limits=FAST, **kw):

@@ -8,16 +8,12 @@ import aiohttp
 import pytest
 
 from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
-from tests.support import apply_patch, eventually, assert_valid_k8s, decode_patch, review, running_server
+from tests.support import apply_patch, assert_valid_k8s, decode_patch, eventually, policy_dir, review, running_server
 
 
 @pytest.fixture
 def policies(tmp_path):
-    directory = tmp_path / "policies"
-    directory.mkdir()
-    (directory / "require.yaml").write_text(REQUIRE_TEAM)
-    (directory / "add.yaml").write_text(ADD_ZONE)
-    return directory
+    return policy_dir(tmp_path / "policies", {"require.yaml": REQUIRE_TEAM, "add.yaml": ADD_ZONE})
 
 
 def serve(policies, tmp_path, **kw):

@@ -9,7 +9,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from tests.kinds import REQUIRE_TEAM, test_registry
-from tests.support import raw_http, running_server
+from tests.support import policy_dir, raw_http, running_server
 from webhook.certs.generate import CertPaths, make_ca, make_serving_cert, write_serving_cert
 
 
@@ -27,10 +27,7 @@ async def http_get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, p
 
 @pytest.fixture
 def policies(tmp_path):
-    directory = tmp_path / "p"
-    directory.mkdir()
-    (directory / "r.yaml").write_text(REQUIRE_TEAM)
-    return directory
+    return policy_dir(tmp_path / "p", {"r.yaml": REQUIRE_TEAM})
 
 
 async def test_certificate_reload_without_restart(policies, tmp_path):

@@ -52,3 +52,24 @@ async def test_generate_name():
     state.record_admitted(p, "CREATE")
     (stored,) = state.list("Pod", "jdoe")
     assert stored["metadata"]["name"].startswith("nb-") and len(stored["metadata"]["name"]) > 3
+
+
+def test_reloads_leave_no_listener_behind():
+    """Each policy reload builds a new quota index that subscribes to the state; replaced ones must go."""
+    import gc
+
+    from webhook.platform.quota.totals import _StateUsage, _weak_listener
+    from webhook.state.memory import InMemoryClusterState
+
+    state = InMemoryClusterState()
+    kept = []
+    for generation in range(5):
+        usage = _StateUsage.__new__(_StateUsage)
+        state.add_listener(_weak_listener(usage))
+        if generation == 4:
+            kept.append(usage)
+        del usage
+        gc.collect()
+    assert len(state._listeners) <= 2  # the live index's, and at most one not yet pruned
+    state.add_listener(lambda kind, event, obj: None)
+    assert len(state._listeners) == 2 and kept

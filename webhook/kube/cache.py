@@ -16,6 +16,16 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
+def _slim(obj: Obj) -> Obj:
+    """Drop metadata.managedFields (often half of a pod's size, read by no policy) before keeping an object.
+
+    The object was decoded for this cache alone, so it is trimmed in place rather than copied."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        del meta["managedFields"]
+    return obj
+
+
 class ObjectCache:
     def __init__(self, namespaced: bool) -> None:
         self.namespaced = namespaced
@@ -27,11 +37,13 @@ class ObjectCache:
         return (str(meta.get("namespace", "")) if self.namespaced else ""), str(meta.get("name", ""))
 
     def put(self, obj: Obj) -> None:
+        obj = _slim(obj)
         namespace, name = self._where(obj)
         with self._lock:
             self._by_namespace.setdefault(namespace, {})[name] = obj
 
     def put_if_absent(self, obj: Obj) -> bool:
+        obj = _slim(obj)
         namespace, name = self._where(obj)
         with self._lock:
             objects = self._by_namespace.setdefault(namespace, {})
@@ -54,7 +66,7 @@ class ObjectCache:
         fresh: dict[str, dict[str, Obj]] = {}
         for obj in objects:
             namespace, name = self._where(obj)
-            fresh.setdefault(namespace, {})[name] = obj
+            fresh.setdefault(namespace, {})[name] = _slim(obj)
         with self._lock:
             self._by_namespace = fresh
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -67,8 +67,10 @@ class LiveClusterState:
             informer.stop(timeout=max(0.0, deadline - time.monotonic()))
 
     def add_listener(self, hook: EventHook) -> None:
-        """Called from informer threads on every change (and "RELIST"); keep it quick and thread-safe."""
-        self._listeners.append(hook)
+        """Called from informer threads on every change (and "RELIST"); keep it quick and thread-safe.
+        Listeners whose `expired()` says so (a replaced policy's index) are dropped here, so reloads leave none;
+        the list is replaced, never edited, so an informer thread iterating the old one is undisturbed."""
+        self._listeners = [h for h in self._listeners if not _expired(h)] + [hook]
 
     def _event(self, kind: str, event: str, obj: Mapping[str, Any] | None) -> None:
         for hook in self._listeners:
@@ -160,3 +162,8 @@ class LiveClusterState:
             except Exception as exc:  # the create succeeded in effect; the object's body is a nicety
                 log.info("reading existing %s failed: %s", key, exc)
         return wanted
+
+
+def _expired(hook: Callable[..., Any]) -> bool:
+    expired = getattr(hook, "expired", None)
+    return bool(expired()) if callable(expired) else False

@@ -50,6 +50,8 @@ class RuleResult:
     reason: str = ""
     # audit annotations the policy computed (ValidatingAdmissionPolicy's auditAnnotations), key -> value
     audit: tuple[tuple[str, str], ...] = ()
+    # extra PolicyReport result properties the policy asks for (Kyverno's rule reportProperties), key -> value
+    properties: tuple[tuple[str, str], ...] = ()
 
     @property
     def blocks(self) -> bool:

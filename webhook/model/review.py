@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+
+import orjson
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -136,6 +138,13 @@ def _no_constants(name: str) -> Any:
 
 
 def _decode(body: bytes) -> Any:
+    # orjson first (about twice as fast on a pod review); it refuses NaN/Infinity and nesting past 1024
+    # levels too. What it refuses goes to the standard parser, which accepts a little more (UTF-16/32, huge
+    # integers) and words the errors as they always were worded.
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(body, parse_constant=_no_constants)
     except RecursionError:  # the C decoder's own guard, at about 1000 levels

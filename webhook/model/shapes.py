@@ -62,3 +62,13 @@ def shape_problem(kind: str, obj: Mapping[str, Any], where: str) -> str | None:
     """The first field of a known kind with the wrong JSON type, as "<where>.spec.containers[0] must be ..."."""
     shape = SHAPES.get(kind)
     return None if shape is None else _problem(obj, shape, where)
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy: frozen mappings and tuples (as the request view and compiled policies hold them)
+    become dicts with string keys and lists, so YAML and JSON dumpers accept them."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value

@@ -27,6 +27,7 @@ class Battery(SpecMatched):
 
     error: str | None = None  # batteries refuse the set on compile errors, so a loaded one never has one
     background: bool = True  # background scans and `report` evaluate the validating batteries
+    copies_input: bool = True  # mutate() never edits the object it is handed: the engine need not copy it
 
     @property
     def name(self) -> str:

@@ -75,7 +75,7 @@ def result_entry(entry: ReportEntry, meta: PolicyMeta = PolicyMeta()) -> dict[st
         "scored": True,
         "timestamp": {"seconds": seconds, "nanos": int((entry.timestamp - seconds) * 1e9)},
         # `policy` is the name users know; the kind tells apart policies of two kinds with one name
-        "properties": {"mode": r.action.value, "policyKind": r.policy.kind},
+        "properties": {**dict(r.properties), "mode": r.action.value, "policyKind": r.policy.kind},
     }
     if r.message:
         out["message"] = r.message[:MESSAGE_LIMIT]

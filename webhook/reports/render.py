@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from webhook.model.shapes import plain
 from webhook.reports.policyreport import OUTCOMES
 
 FORMATS = ("table", "json", "yaml", "html")
@@ -83,7 +84,7 @@ def render_table(reports: list[Mapping[str, Any]], reason: str = "") -> str:
 
 
 def as_list(reports: list[Mapping[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "List", "items": [_plain(r) for r in reports]}
+    return {"apiVersion": "v1", "kind": "List", "items": [plain(r) for r in reports]}
 
 
 def render_json(reports: list[Mapping[str, Any]]) -> str:
@@ -92,14 +93,6 @@ def render_json(reports: list[Mapping[str, Any]]) -> str:
 
 def render_yaml(reports: list[Mapping[str, Any]]) -> str:
     return yaml.safe_dump(as_list(reports), sort_keys=False, default_flow_style=False)
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    return obj
 
 
 def render(reports: list[Mapping[str, Any]], fmt: str, generated: str = "", reason: str = "") -> str:

@@ -26,6 +26,11 @@ from webhook.server.timeouts import evaluation_budget
 
 log = logging.getLogger("quartermaster.admission")
 
+
+def _dumps(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
 
 
@@ -88,7 +93,7 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
         services.metrics.rule_results(request, verdict.results)
         log_admission(log, endpoint, request, verdict, seconds)
-        return web.json_response(encode_response(request.uid, verdict), dumps=lambda o: json.dumps(o, separators=(",", ":")))
+        return web.Response(body=_dumps(encode_response(request.uid, verdict)), content_type="application/json")
 
     return handle
 

@@ -6,21 +6,65 @@ policies may read a Secret's metadata, never its content.
 
 from __future__ import annotations
 
-import copy
 import logging
+import multiprocessing
 import secrets
 import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
+import orjson
 import yaml
 
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
+from webhook.model.jsoncopy import Sharer
 from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+STATE_SUFFIXES = (".yaml", ".yml", ".json")
+FORK_ABOVE = 32 * 2**20  # bytes of state files  # .json: what `kubectl get -o json` writes
+
+
+def _documents(path: Path) -> list[Any]:
+    """A file's documents. JSON (a YAML subset) is parsed by orjson, ~50x faster than PyYAML even with
+    libyaml: 50,000 stored pods load in seconds instead of a minute. What orjson refuses is read as YAML."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return [orjson.loads(text)]
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return list(yaml.load_all(text, Loader=_LOADER))
+    except yaml.YAMLError as exc:
+        raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
+
+
+def _read_all(files: list[Path]) -> list[dict[str, Any]]:
+    objects = []
+    share = Sharer()  # stored pods repeat most of themselves: equal parts become one object
+    for path in files:
+        for index, doc in enumerate(_documents(path)):
+            if doc is None:
+                continue
+            for item in _items(doc):
+                if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
+                    raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
+                objects.append(share(_seeded(item)))
+    return objects
+
+
+def _seeded(obj: dict[str, Any]) -> dict[str, Any]:
+    """managedFields are dropped, as the live informers drop them: no policy reads them, they weigh a lot."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 class StateSeedError(ValueError):
@@ -30,14 +74,16 @@ class StateSeedError(ValueError):
 class InMemoryClusterState:
     """Objects indexed by (kind, namespace), then name. Writes are whole-object replacements under a lock."""
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), owned: bool = False) -> None:
+        """`owned`: the objects were parsed for this state alone (from_directory) and are kept without a copy."""
         # quota counting lists one kind in one namespace on every admission: index for exactly that
         self._scopes: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._resource_version = 0
+        self._listeners: list[Callable[[str, str, Mapping[str, Any] | None], None]] = []
         self.lookups = StateLookups(self.get, self.list, lambda kind: True, "the standalone state (--state)")
         for obj in objects:
-            self._put(obj)
+            self._put(obj, owned=owned)
 
     @classmethod
     def from_directory(cls, root: Path | None) -> "InMemoryClusterState":
@@ -45,21 +91,13 @@ class InMemoryClusterState:
             return cls()
         if not root.exists():
             raise StateSeedError(f"--state {root}: no such file or directory")
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml"))
-        objects = []
-        for path in files:
-            try:
-                docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-            except yaml.YAMLError as exc:
-                raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
-            for index, doc in enumerate(docs):
-                if doc is None:
-                    continue
-                for item in _items(doc):
-                    if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
-                        raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
-                    objects.append(item)
-        return cls(objects)
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in STATE_SUFFIXES)
+        if sum(p.stat().st_size for p in files) > FORK_ABOVE and "fork" in multiprocessing.get_all_start_methods():
+            # parsing a large state peaks at several times what it keeps, and the heap stays that size
+            # (the survivors are scattered over it): a child process parses, and hands over only what is kept
+            with multiprocessing.get_context("fork").Pool(1) as pool:
+                return cls(pool.apply(_read_all, (files,)), owned=True)
+        return cls(_read_all(files), owned=True)
 
     # --- reads ---------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -93,11 +131,33 @@ class InMemoryClusterState:
 
     def record_deleted(self, kind: str, namespace: str, name: str) -> None:
         with self._lock:
-            self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).pop(name, None)
+            removed = self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).pop(name, None)
+            if removed is not None:
+                self._notify(kind, "DELETED", removed)
 
-    def _put(self, obj: Mapping[str, Any], locked: bool = False) -> dict[str, Any]:
-        """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time."""
-        stored = copy.deepcopy(dict(obj))
+    def add_listener(self, hook: Callable[[str, str, Mapping[str, Any] | None], None]) -> None:
+        """Called on every write, as live informers call theirs (quota totals follow the state this way).
+        Listeners whose `expired()` says so (a replaced policy's index) are dropped here, so reloads leave none."""
+        self._listeners = [h for h in self._listeners if not _expired(h)] + [hook]
+
+    def _notify(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        for hook in self._listeners:
+            try:
+                hook(kind, event, obj)
+            except Exception:  # a listener bug must not lose the write
+                log.exception("state listener failed")
+
+    def _put(self, obj: Mapping[str, Any], locked: bool = False, owned: bool = False) -> dict[str, Any]:
+        """Store as the API server would persist it: a name, a uid, a resourceVersion, a creation time.
+
+        `owned`: the object was just parsed for us (the --state seed) and nobody else holds it, so it is
+        stored as is. Otherwise the two levels written here (the object, its metadata) are copied and the
+        rest is shared with the caller: admitted objects come from a request body parsed for that request
+        alone, and nothing (here or in a policy) ever edits a stored object in place; they are replaced whole.
+        """
+        stored = dict(obj)
+        if not owned:
+            stored["metadata"] = dict(stored.get("metadata") or {})
         if stored.get("kind") == "Secret":
             stored.pop("data", None)
             stored.pop("stringData", None)
@@ -115,7 +175,11 @@ class InMemoryClusterState:
         self._resource_version += 1
         stored["metadata"]["resourceVersion"] = str(self._resource_version)
         key = ObjectKey.of(stored)
-        self._scopes.setdefault((key.kind, key.namespace), {})[key.name] = stored
+        scope = self._scopes.setdefault((key.kind, key.namespace), {})
+        event = "MODIFIED" if key.name in scope else "ADDED"
+        scope[key.name] = stored
+        if self._listeners:
+            self._notify(key.kind, event, stored)
         return stored
 
 
@@ -123,3 +187,8 @@ def _items(doc: Any) -> list[Any]:
     if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
         return doc["items"]
     return [doc]
+
+
+def _expired(hook: Callable[..., Any]) -> bool:
+    expired = getattr(hook, "expired", None)
+    return bool(expired()) if callable(expired) else False

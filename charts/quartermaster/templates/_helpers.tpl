@@ -109,6 +109,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- range .Values.webhooks.relevanceFilter.gpuResourcePrefixes }}
 {{- $tests = append $tests (printf "r.startsWith(%s)" (. | squote)) }}
 {{- end }}
+{{- if .Values.webhooks.relevanceFilter.anyExtendedResource }}
+{{- $tests = append $tests "(r.contains('/') && !r.startsWith('kubernetes.io/'))" }}
+{{- end }}
 {{- $any := join " || " $tests | default "false" -}}
 has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, {{ $any }})) || (has(c.resources.requests) && c.resources.requests.exists(r, {{ $any }})))
 {{- end }}

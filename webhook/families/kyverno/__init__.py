@@ -3,6 +3,8 @@
 family.py      the PolicyFamily: ClusterPolicy/Policy/PolicyException compiled together
 policy.py      the CompiledPolicy the engine dispatches to (matching, phases, results per rule)
 compile.py     schema checks, unsupported features as load errors, autogen, CEL/PSS compiled once
+fields.py      the kyverno.io/v1 rule schema's field names (unknown fields are load errors)
+references.py  $(...) references into the policy document, resolved once at load
 engine.py      one policy's rules against one request: mutate, validate, generate
 match.py       match/exclude blocks; rbac.py roles from RoleBindings
 context.py     the variables document and context entries (variable, configMap, apiCall, globalReference)

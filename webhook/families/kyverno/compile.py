@@ -1,7 +1,8 @@
 """Compile a ``kyverno.io`` ClusterPolicy/Policy document: schema checks, autogen, CEL and PSS compiled once.
 
 Problems are load errors that name the policy, the rule and the field. Features this engine does not implement
-(``verifyImages``, ``validate.manifests``, ``mutate.targets``, ``mutate.mutateExistingOnPolicyUpdate``) are errors
+(``verifyImages``, ``imageExtractors``, ``validate.manifests``, ``mutate.targets``,
+``mutate.mutateExistingOnPolicyUpdate``, misplaced ``$(...)`` references, fields outside the schema) are errors
 that name the rule and the feature, never silently ignored.
 """
 
@@ -13,6 +14,8 @@ from typing import Any, Mapping
 from .autogen import expand_rules
 from .conditions import OPERATORS
 from .engine import CompiledRule
+from .fields import unknown_fields
+from .references import resolve_rule, unsupported_references
 
 POLICY_KINDS = ("ClusterPolicy", "Policy")
 API_VERSIONS = ("kyverno.io/v1", "kyverno.io/v2beta1")
@@ -37,6 +40,7 @@ class KyvernoPolicy:
     apply_one: bool = False
     admission: bool = True
     exceptions: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    action: str = "Audit"          # spec.validationFailureAction, normalised
 
     @property
     def phases(self) -> frozenset[str]:
@@ -72,7 +76,8 @@ def compile_policy(document: Mapping[str, Any], cel: Any = None) -> KyvernoPolic
         namespace=str(meta.get("namespace") or "") if document.get("kind") == "Policy" else "",
         annotations=dict(meta.get("annotations") or {}), rules=rules,
         background=spec.get("background", True) is not False, failure_policy=failure_policy,
-        apply_one=str(spec.get("applyRules") or "All") == "One", admission=spec.get("admission", True) is not False)
+        apply_one=str(spec.get("applyRules") or "All") == "One", admission=spec.get("admission", True) is not False,
+        action=action)
 
 
 def _check_rule(policy: str, index: int, rule: Any, seen: set[str]) -> None:
@@ -94,8 +99,15 @@ def _check_rule(policy: str, index: int, rule: Any, seen: set[str]) -> None:
                           "access); remove the rule or verify images elsewhere")
     if not isinstance(rule.get("match"), Mapping):
         raise PolicyError(f"{where}: match is required")
+    unknown = unknown_fields(rule)
+    if unknown:
+        raise PolicyError(f"{where}: unknown field(s) {', '.join(unknown)} (not in Kyverno's kyverno.io/v1 rule schema)")
     _check_unsupported(where, rule)
     _check_conditions(where, rule.get("preconditions"))
+    misplaced = unsupported_references(rule)
+    if misplaced:
+        raise PolicyError(f"{where}: $(...) references are resolved only in validate pattern/anyPattern and mutate "
+                          f"patches; not supported at {', '.join(misplaced)}")
 
 
 def _check_unsupported(where: str, rule: Mapping[str, Any]) -> None:
@@ -108,7 +120,12 @@ def _check_unsupported(where: str, rule: Mapping[str, Any]) -> None:
             if feature in forms:
                 raise PolicyError(f"{where}: validate.{feature} is not supported")
         _check_conditions(where + " validate.deny", (validate.get("deny") or {}).get("conditions"))
+    if rule.get("imageExtractors"):
+        raise PolicyError(f"{where}: imageExtractors (custom image locations for images/verifyImages) is not supported")
     if mutate:
+        if mutate.get("mutateExistingOnPolicyUpdate"):
+            raise PolicyError(f"{where}: mutate.mutateExistingOnPolicyUpdate (mutate existing resources) is not "
+                              "supported by this engine")
         if mutate.get("targets"):
             raise PolicyError(f"{where}: mutate.targets (mutate existing resources) is not supported by this engine")
         if not any(mutate.get(k) for k in ("patchStrategicMerge", "patchesJson6902", "foreach")):
@@ -131,6 +148,7 @@ def _check_conditions(where: str, conditions: Any) -> None:
 
 def _compile_rule(policy: str, raw: Mapping[str, Any], action: str, spec: Mapping[str, Any], cel: Any) -> CompiledRule:
     kind = next(t for t in _RULE_TYPES if raw.get(t))
+    raw = resolve_rule(raw)   # $(...) point into the policy itself: resolved once, here
     validate = raw.get("validate") or {}
     rule_action = action
     if validate.get("failureAction"):
@@ -163,10 +181,36 @@ def _compile_rule(policy: str, raw: Mapping[str, Any], action: str, spec: Mappin
                         cel_preconditions=cel_pre)
 
 
-def action_for_namespace(rule: CompiledRule, spec_overrides: list[Mapping[str, Any]] | None, namespace: str) -> str:
-    """validationFailureActionOverrides: the first override listing the namespace wins."""
+def effective_action(rule: CompiledRule, spec_action: str, spec_overrides: Any, namespace: str,
+                     namespace_labels: Mapping[str, str] | None) -> str:
+    """Kyverno's order (pkg/engine/api EngineResponse): the rule's failureActionOverrides, its failureAction, the
+    spec's validationFailureActionOverrides, then the spec's validationFailureAction."""
+    validate = rule.raw.get("validate") or {}
+    for overrides, explicit in ((validate.get("failureActionOverrides"), validate.get("failureAction")),
+                                (spec_overrides, None)):
+        found = _match_override(overrides, namespace, namespace_labels)
+        if found:
+            return found
+        if explicit:
+            return rule.action
+    return spec_action
+
+
+def _match_override(overrides: Any, namespace: str, labels: Mapping[str, str] | None) -> str | None:
+    """The first override whose action is valid and whose namespaces (wildcards) and namespaceSelector hold; an
+    override without namespaces applies everywhere its selector (if any) holds."""
     from .gotypes import wildcard_match
-    for override in spec_overrides or []:
-        if any(wildcard_match(str(ns), namespace) for ns in override.get("namespaces") or []):
-            return normalise_action(override.get("action"), "validationFailureActionOverrides")
-    return rule.action
+    from .match import _labels_match
+    for override in overrides or []:
+        try:
+            action = normalise_action(override.get("action"), "failureActionOverrides")
+        except PolicyError:
+            continue   # Kyverno skips an override whose action is not valid
+        selector = override.get("namespaceSelector")
+        selected = selector is None or _labels_match(selector, labels or {})
+        namespaces = override.get("namespaces")
+        if namespaces is None and selected:
+            return action
+        if selected and any(wildcard_match(str(ns), namespace) for ns in namespaces or []):
+            return action
+    return None

@@ -22,6 +22,7 @@ from webhook.model.apiresources import lookup as api_resource
 from .anchors import parse_anchor
 from .compile import POLICY_KINDS
 from .convert_pattern import Untranslatable, translate
+from .references import broken, resolve_rule
 from .variables import has_variables
 
 API_VERSION = "policies.kyverno.io/v1"
@@ -41,6 +42,9 @@ def convert_document(document: Mapping[str, Any]) -> Conversion:
     rules = [r for r in (document.get("spec") or {}).get("rules") or [] if isinstance(r, Mapping)]
     for rule in rules:
         try:
+            rule = resolve_rule(rule)   # $(...) point into the policy: translate what Kyverno would evaluate
+            if broken(rule):
+                raise Untranslatable(f"a $(...) reference does not resolve ({broken(rule)})")
             result.documents.append(_convert_rule(document, rule, single=len(rules) == 1))
         except Untranslatable as exc:
             result.refused.append(f"{_name(document)}/{rule.get('name')}: {exc}")

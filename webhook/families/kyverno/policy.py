@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, SourceRef, ValidationOutcome
@@ -10,11 +10,10 @@ from webhook.model.results import Action, PolicyId, RuleResult, errored, failed,
 from webhook.model.review import AdmissionRequest
 from webhook.policy.documents import Document
 
-from .compile import KyvernoPolicy, normalise_action
+from .compile import KyvernoPolicy, effective_action
 from .context import RequestData, Subject, base_document
 from .engine import RuleOutcome, generate_rules, mutate_rules, request_info, validate_rules
 from .exceptions import PolicyException
-from .gotypes import wildcard_match
 from .match import rule_applies
 from .outcome import RuleEnv
 from .rbac import roles_of
@@ -127,7 +126,7 @@ class KyvernoCompiledPolicy:
         data, env = self._request_data(request, obj, ctx)
         result = mutate_rules(self.compiled.rules, data, env, self.compiled.apply_one)
         outcomes = self._excepted(result.outcomes, data, env)
-        return MutationOutcome(object=result.resource, results=tuple(self._result(o, data) for o in outcomes))
+        return MutationOutcome(object=result.resource, results=tuple(self._result(o, data, env) for o in outcomes))
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         data, env = self._request_data(request, obj, ctx)
@@ -136,7 +135,7 @@ class KyvernoCompiledPolicy:
         outcomes = self._excepted(outcomes + generated, data, env)
         objects = tuple(self._label(g, o.rule) for o in outcomes if o.kind == "generate" and o.status == "pass"
                         for g in o.generated)
-        return ValidationOutcome(results=tuple(self._result(o, data) for o in outcomes), generates=objects)
+        return ValidationOutcome(results=tuple(self._result(o, data, env) for o in outcomes), generates=objects)
 
     def _excepted(self, outcomes: list[RuleOutcome], data: RequestData, env: RuleEnv) -> list[RuleOutcome]:
         if not self.exceptions:
@@ -153,22 +152,30 @@ class KyvernoCompiledPolicy:
             out.append(outcome)
         return out
 
-    def _action(self, outcome: RuleOutcome, data: RequestData) -> Action:
-        action = outcome.action
-        for override in self.overrides:
-            if any(wildcard_match(str(ns), data.namespace) for ns in override.get("namespaces") or []):
-                action = normalise_action(override.get("action"), "validationFailureActionOverrides")
-                break
+    def _action(self, outcome: RuleOutcome, data: RequestData, env: RuleEnv | None) -> Action:
+        rule = next((r for r in self.compiled.rules if r.name == outcome.rule), None)
+        if rule is None:
+            return Action.ENFORCE if outcome.action == "Enforce" else Action.AUDIT
+        labels = ((env.namespace_object or {}).get("metadata") or {}).get("labels") if env else None
+        action = effective_action(rule, self.compiled.action, self.overrides, data.namespace, labels)
         return Action.ENFORCE if action == "Enforce" else Action.AUDIT
 
-    def _result(self, outcome: RuleOutcome, data: RequestData) -> RuleResult:
+    def _result(self, outcome: RuleOutcome, data: RequestData, env: RuleEnv | None = None) -> RuleResult:
+        result = self._plain_result(outcome, data, env)
+        rule = next((r for r in self.compiled.rules if r.name == outcome.rule), None)
+        properties = (rule.raw.get("reportProperties") or {}) if rule is not None else {}
+        if not properties:
+            return result
+        return replace(result, properties=tuple((str(k), str(v)) for k, v in properties.items()))
+
+    def _plain_result(self, outcome: RuleOutcome, data: RequestData, env: RuleEnv | None) -> RuleResult:
         if outcome.status == "pass":
             return passed(self.id, outcome.rule, outcome.message)
         if outcome.status == "skip":
             return skipped(self.id, outcome.rule, outcome.message)
         if outcome.status == "warn":
             return warned(self.id, outcome.rule, outcome.message)
-        action = self._action(outcome, data) if outcome.kind == "validate" else Action.ENFORCE
+        action = self._action(outcome, data, env) if outcome.kind == "validate" else Action.ENFORCE
         if outcome.status == "fail":
             if self.annotations.get("policies.kyverno.io/scored") == "false":
                 return warned(self.id, outcome.rule, outcome.message)  # Kyverno reports unscored failures as warn

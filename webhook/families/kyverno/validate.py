@@ -12,6 +12,7 @@ from .conditions import ConditionError, evaluate_conditions
 from .context import ContextError, load_entries
 from .outcome import ERROR, FAIL, PASS, SKIP, Outcome, RuleEnv
 from .pattern import match_pattern
+from .references import check
 from .variables import Context, SubstitutionError, lenient_resolver, substitute_all, substitute_string
 
 
@@ -61,8 +62,8 @@ def _deny(name: str, spec: Mapping[str, Any], ctx: Context) -> Outcome:
 
 def _patterns(name: str, spec: Mapping[str, Any], ctx: Context, resource: Any) -> Outcome | None:
     try:
-        pattern = substitute_all(spec.get("pattern"), ctx) if spec.get("pattern") is not None else None
-        any_pattern = substitute_all(spec.get("anyPattern"), ctx) if pattern is None else None
+        pattern = substitute_all(check(spec.get("pattern")), ctx) if spec.get("pattern") is not None else None
+        any_pattern = substitute_all(check(spec.get("anyPattern")), ctx) if pattern is None else None
     except SubstitutionError as exc:
         return Outcome(ERROR, f"variable substitution failed: {exc}")
     if resource is None:

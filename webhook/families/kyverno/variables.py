@@ -154,4 +154,5 @@ def lenient_resolver(ctx: Context, expression: str) -> Any:
 
 def substitute_patches(spec: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
     """The patch fields of a mutate rule or foreach entry, substituted one by one (so each stays memoized)."""
-    return {key: substitute_all(spec.get(key), ctx) for key in ("patchStrategicMerge", "patchesJson6902")}
+    from .references import check   # a $(...) that did not resolve at compile time fails here, as in Kyverno
+    return {key: substitute_all(check(spec.get(key)), ctx) for key in ("patchStrategicMerge", "patchesJson6902")}

@@ -5,12 +5,10 @@ Defaults live here, next to the schema, so a short policy YAML is a complete one
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.model.errors import PolicyCompileError
-from webhook.model.quantity import parse_quantity
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR
 from webhook.platform.dra.config import (MEMORY, PROFILE, DeviceMapping, DriverConfig, InitClaims, ModelOption,
                                          RewriteConfig, Strategy, TemplateSettings, UserChoices, dns_label, fill)
@@ -36,16 +34,6 @@ def _check_cel(cel: CelCompiler, expression: str, field: str) -> None:
         cel.compile(expression, env="dra")
     except CelError as exc:
         raise PolicyCompileError(field, str(exc)) from None
-
-
-def _quantity(value: Any, field: str) -> Fraction:
-    try:
-        amount = parse_quantity(value)
-    except ValueError as exc:
-        raise PolicyCompileError(field, str(exc)) from None
-    if amount <= 0:
-        raise PolicyCompileError(field, f"must be more than zero, got {value!r}")
-    return amount
 
 
 def _driver_config(raw: Mapping[str, Any], field: str) -> DriverConfig | None:
@@ -120,7 +108,7 @@ def _models(raw: Mapping[str, Any], cel: CelCompiler) -> tuple[ModelOption, ...]
         seen.add(option["name"].lower())
         for j, selector in enumerate(option["selectors"]):
             _check_cel(cel, selector, f"{field}.selectors[{j}]")
-        memory = _quantity(option["memory"], f"{field}.memory") if "memory" in option else None
+        memory = nvidia.positive_quantity(option["memory"], f"{field}.memory") if "memory" in option else None
         models.append(ModelOption(option["name"], option.get("description", ""), tuple(option["selectors"]), memory))
     return tuple(models)
 
@@ -138,7 +126,7 @@ def _choices(spec: Mapping[str, Any], devices: tuple[DeviceMapping, ...], cel: C
             raise PolicyCompileError("spec.userChoices.minimumMemory.selector", f"must use {MEMORY} where the quantity goes")
         _check_cel(cel, fill(selector, MEMORY, _SAMPLE_MEMORY), "spec.userChoices.minimumMemory.selector")
         if "maximum" in memory:
-            maximum = _quantity(memory["maximum"], "spec.userChoices.minimumMemory.maximum")
+            maximum = nvidia.positive_quantity(memory["maximum"], "spec.userChoices.minimumMemory.maximum")
     model_key = model.get("annotation", DEFAULT_MODEL_ANNOTATION)
     memory_key = memory.get("annotation", DEFAULT_MEMORY_ANNOTATION)
     if model_key == memory_key:

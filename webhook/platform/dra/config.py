@@ -11,6 +11,8 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any, Mapping
 
+from webhook.model.shapes import plain
+
 PROFILE = "${profile}"
 MEMORY = "${memory}"
 # what may follow a resourcePrefix: the name part of a Kubernetes resource name
@@ -48,7 +50,7 @@ class DriverConfig:
     sharing: Mapping[str, Any]
 
     def parameters(self) -> dict[str, Any]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "sharing": _plain(self.sharing)}
+        return {"apiVersion": self.api_version, "kind": self.kind, "sharing": plain(self.sharing)}
 
 
 @dataclass(frozen=True)
@@ -133,11 +135,3 @@ class RewriteConfig:
                 if profile is not None:
                     return mapping, profile
         return None
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

@@ -11,6 +11,7 @@ feature gates, TimeSlicingSettings and MPSSupport, off by default.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Callable, Mapping
 
 from webhook.model.errors import PolicyCompileError
@@ -78,18 +79,20 @@ def _mps(sharing: Mapping[str, Any], field: str) -> None:
     if percentage is not None and (not isinstance(percentage, int) or isinstance(percentage, bool) or not 0 <= percentage <= 100):
         raise PolicyCompileError(f"{field}.mpsConfig.defaultActiveThreadPercentage", f"{percentage!r}: an integer from 0 to 100")
     if "defaultPinnedDeviceMemoryLimit" in config:
-        _quantity(config["defaultPinnedDeviceMemoryLimit"], f"{field}.mpsConfig.defaultPinnedDeviceMemoryLimit")
+        positive_quantity(config["defaultPinnedDeviceMemoryLimit"], f"{field}.mpsConfig.defaultPinnedDeviceMemoryLimit")
     for device, limit in (config.get("defaultPerDevicePinnedMemoryLimit") or {}).items():
-        _quantity(limit, f"{field}.mpsConfig.defaultPerDevicePinnedMemoryLimit.{device}")
+        positive_quantity(limit, f"{field}.mpsConfig.defaultPerDevicePinnedMemoryLimit.{device}")
 
 
-def _quantity(value: Any, field: str) -> None:
+def positive_quantity(value: Any, field: str) -> Fraction:
+    """A quantity a policy field gives, refused (naming the field) unless it parses and is above zero."""
     try:
         amount = parse_quantity(value)
     except ValueError as exc:
         raise PolicyCompileError(field, str(exc)) from None
     if amount <= 0:
         raise PolicyCompileError(field, f"must be more than zero, got {value!r}")
+    return amount
 
 
 _CHECKS: dict[str, Callable[[Mapping[str, Any], str], None]] = {TIME_SLICING: _time_slicing, MPS: _mps}

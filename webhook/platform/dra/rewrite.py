@@ -9,7 +9,6 @@ same content instead of holding extra devices for the pod's whole life.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -115,8 +114,11 @@ def _strip_legacy(container: dict[str, Any], use: LegacyUse) -> dict[str, Any]:
 
 
 def _apply(pod: Mapping[str, Any], uses: Sequence[LegacyUse], claims: Sequence[ClaimUse]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(pod))
-    spec = out["spec"]
+    # copy on write: the pod, its spec and the container lists that change; the rest is shared with the input
+    out = dict(pod)
+    spec = out["spec"] = dict(out["spec"])
+    for field in {use.container.field for use in uses}:
+        spec[field] = [dict(c) for c in spec[field]]
     by_container = {c.container: c for c in claims}
     for use in uses:
         ref = use.container

@@ -200,15 +200,7 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
     _check_name(secret_name.render(SAMPLE_OWNER), f"{field}.credentials.secretName")
     size_limit = str(token.get("sizeLimit", "1Mi"))
     _check_quantity(size_limit, f"{field}.token.sizeLimit")
-    resources = raw.get("resources") or {}
-    for part in ("requests", "limits"):
-        for name, value in (resources.get(part) or {}).items():
-            _check_quantity(value, f"{field}.resources.{part}.{name}")
-    probe = raw.get("startupProbe") or {}
-    if "runAsUser" in (raw.get("securityContext") or {}):
-        raise PolicyCompileError(f"{field}.securityContext.runAsUser",
-                                 "the refresher runs as the notebook's uid (eosxd needs the token file owned by it); "
-                                 "set defaultNotebookUid for pods that do not say")
+    resources = _container_checks(raw, field)
     return RefresherSpec(
         mode=SidecarMode(raw.get("sidecar", "Native")),
         name=raw.get("name", "oidc-token-refresher"),
@@ -222,10 +214,7 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
         resources=compile_tree({k: {n: str(v) for n, v in q.items()} for k, q in resources.items()},
                                f"{field}.resources", frozenset()),
         security_context=compile_tree(raw.get("securityContext") or {}, f"{field}.securityContext", frozenset()),
-        startup_probe=ProbeSpec(
-            _templates(probe.get("command", DEFAULT_PROBE_COMMAND), f"{field}.startupProbe.command", derived),
-            {k: int(probe.get(k, d)) for k, d in (("initialDelaySeconds", 0), ("periodSeconds", 2),
-                                                  ("timeoutSeconds", 1), ("failureThreshold", 30))}),
+        startup_probe=_probe(raw.get("startupProbe") or {}, f"{field}.startupProbe", derived),
         token_volume=token.get("volumeName", "oidc-token"),
         token_dir=posixpath.normpath(token.get("mountPath", "/var/run/secrets/oidc")),
         token_file=token.get("fileName", "token"),
@@ -237,6 +226,26 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
         notebook_env=_env(raw.get("notebookEnv", DEFAULT_NOTEBOOK_ENV), f"{field}.notebookEnv", derived),
         plain_hold=_templates(raw.get("plainSidecarHold", DEFAULT_PLAIN_HOLD), f"{field}.plainSidecarHold", derived),
     )
+
+
+def _container_checks(raw: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    """The refresher container's resources (returned once checked) and security context."""
+    resources = raw.get("resources") or {}
+    for part in ("requests", "limits"):
+        for name, value in (resources.get(part) or {}).items():
+            _check_quantity(value, f"{field}.resources.{part}.{name}")
+    if "runAsUser" in (raw.get("securityContext") or {}):
+        raise PolicyCompileError(f"{field}.securityContext.runAsUser",
+                                 "the refresher runs as the notebook's uid (eosxd needs the token file owned by it); "
+                                 "set defaultNotebookUid for pods that do not say")
+    return resources
+
+
+def _probe(probe: Mapping[str, Any], field: str, derived: frozenset[str]) -> ProbeSpec:
+    return ProbeSpec(
+        _templates(probe.get("command", DEFAULT_PROBE_COMMAND), f"{field}.command", derived),
+        {k: int(probe.get(k, d)) for k, d in (("initialDelaySeconds", 0), ("periodSeconds", 2),
+                                              ("timeoutSeconds", 1), ("failureThreshold", 30))})
 
 
 def _templates(items: Any, field: str, allowed: frozenset[str]) -> tuple[Template, ...]:

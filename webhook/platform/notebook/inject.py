@@ -7,7 +7,7 @@ proxy, the DRA rewrite) changed it, comes out unchanged.
 
 from __future__ import annotations
 
-import copy
+from webhook.model.jsoncopy import clone
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -45,7 +45,7 @@ def notebook_containers(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[dict
 
 
 def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any]) -> Injection:
-    out = copy.deepcopy(dict(pod))
+    out = clone(dict(pod))
     log = MergeLog()
     pod_spec = out.setdefault("spec", {})
     targets = notebook_containers(spec, out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable
+from typing import AbstractSet, Callable
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quantity import format_bytes, format_count
@@ -60,7 +60,7 @@ def gpus_text(amount: Fraction) -> str:
     return f"{format_count(amount)} GPU" + ("" if amount == 1 else "s")
 
 
-def _holders(usage: Usage, objects: ProfileObjects, amount_of: Callable[[Charge], Fraction], unit: Callable[[Fraction], str],
+def _holders(usage: Usage, reserved: AbstractSet[tuple[str, str]], amount_of: Callable[[Charge], Fraction], unit: Callable[[Fraction], str],
              show_unbounded: bool, limit: int) -> str:
     """The biggest users, by name: "Pod nb-a: 1, ResourceClaim shared: 1 and 2 more"."""
     charges = [c for c in usage.charges.values() if amount_of(c) > 0 or (show_unbounded and c.unbounded)]
@@ -70,7 +70,7 @@ def _holders(usage: Usage, objects: ProfileObjects, amount_of: Callable[[Charge]
     parts = []
     for charge in charges[:limit]:
         amount = "every matching device" if show_unbounded and charge.unbounded else unit(amount_of(charge))
-        pending = " (being admitted)" if (charge.kind, charge.name) in objects.reserved else ""
+        pending = " (being admitted)" if (charge.kind, charge.name) in reserved else ""
         parts.append(f"{charge.label}{pending}: {amount}")
     more = len(charges) - limit
     return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
@@ -84,8 +84,8 @@ def _details(namespace: str) -> str:
     return f"kubectl get polr -n {namespace}"
 
 
-def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, base: Usage, projected: Usage,
-                 subject: Subject, whole: Usage) -> tuple[RuleOutcome, bool]:
+def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: AbstractSet[tuple[str, str]], base: Usage,
+                 projected: Usage, subject: Subject, whole: Usage) -> tuple[RuleOutcome, bool]:
     limit: Limit = limits.gpus
     assert limit.amount is not None
     unbounded_added = len(projected.unbounded) > len(base.unbounded)
@@ -98,7 +98,7 @@ def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, before: Profile
     if not (projected.gpus > limit.amount or projected.unbounded):
         return RuleOutcome(GPU_RULE, False, f"{subject.phrase} fits: profile {ns!r} at {gpus_text(projected.gpus)} of "
                                             f"{gpus_text(limit.amount)} with it ({limit.origin})"), adds
-    in_use = _holders(base, before, lambda c: c.gpus, format_count, True, settings.max_listed)
+    in_use = _holders(base, reserved, lambda c: c.gpus, format_count, True, settings.max_listed)
     used = "every matching device" if base.unbounded else format_count(base.gpus)
     # a template is not charged itself: creating one charges the pending pods that already use it
     verb = "would charge the pods that use it" if subject.kind == RESOURCE_CLAIM_TEMPLATE else "asks for"
@@ -115,7 +115,7 @@ def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, before: Profile
     return RuleOutcome(GPU_RULE, True, message, summary), adds
 
 
-def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, base: Usage,
+def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: AbstractSet[tuple[str, str]], base: Usage,
                      projected: Usage, subject: Subject, whole: Usage) -> tuple[RuleOutcome, bool]:
     limit: Limit = limits.storage
     assert limit.amount is not None
@@ -127,7 +127,7 @@ def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, before: Pro
     if projected.storage <= limit.amount:
         return RuleOutcome(STORAGE_RULE, False, f"{subject.phrase} fits: profile {ns!r} at "
                                                 f"{format_bytes(projected.storage)} of {cap} with it ({limit.origin})"), adds
-    in_use = _holders(base, before, lambda c: c.storage, format_bytes, False, settings.max_listed)
+    in_use = _holders(base, reserved, lambda c: c.storage, format_bytes, False, settings.max_listed)
     own = projected.charge(subject.kind, subject.name).storage
     total = f" ({format_bytes(own)} in total)" if subject.operation == "UPDATE" else ""
     added = format_bytes(projected.storage - base.storage)
@@ -144,14 +144,23 @@ def decide(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObject
     is, when `after` is only part of it (a background scan judges an object against its elders)."""
     base, projected = measure(before, settings.rules), measure(after, settings.rules)
     total = measure(whole, settings.rules) if whole is not None else projected
+    return decide_usage(settings, limits, base, projected, before.reserved, subject, total)
+
+
+def decide_usage(settings: QuotaSettings, limits: ProfileLimits, base: Usage, projected: Usage,
+                 reserved: AbstractSet[tuple[str, str]], subject: Subject, whole: Usage | None = None) -> Decision:
+    """The decision from the usage without the request (`base`) and with it (`projected`); `whole`: the
+    profile as it is when that differs from `projected` (scans). The policy keeps these totals
+    incrementally (totals.py); `decide` counts them from scratch."""
+    total = projected if whole is None else whole
     outcomes: list[RuleOutcome] = []
     adds = False
     if limits.gpus.amount is not None and subject.kind in RULE_KINDS[GPU_RULE]:
-        outcome, added = _gpu_outcome(settings, limits, before, base, projected, subject, total)
+        outcome, added = _gpu_outcome(settings, limits, reserved, base, projected, subject, total)
         outcomes.append(outcome)
         adds = adds or added
     if limits.storage.amount is not None and subject.kind in RULE_KINDS[STORAGE_RULE]:
-        outcome, added = _storage_outcome(settings, limits, before, base, projected, subject, total)
+        outcome, added = _storage_outcome(settings, limits, reserved, base, projected, subject, total)
         outcomes.append(outcome)
         adds = adds or added
     notes = projected.charge(subject.kind, subject.name).notes if subject.kind == POD else ()

@@ -1,9 +1,12 @@
 """ProfileQuota: per-profile GPU and storage quotas, enforced on every Pod, PVC and ResourceClaim write.
 
-The request path: resolve the profile's limits, then, under the profile's lock, read the profile's
-objects with in-flight reservations laid over them, count with and without the request (in a worker
-thread, so a large profile does not stall the event loop for other profiles), decide, and reserve
-what was admitted until the cluster state shows it.
+The request path: resolve the profile's limits, then, under the profile's lock, take the profile's
+usage totals (kept incrementally, totals.py), lay the in-flight reservations and the request over
+them, decide, and reserve what was admitted until the cluster state shows it. Nothing in between
+awaits: the decision costs O(objects the request touches), so it stays on the event loop (a worker
+thread hop cost more than the decision and let other requests for the profile queue on its lock).
+Only a profile's first count, O(its objects), runs in a worker thread.
+A state that cannot report its changes gets a recount of the profile, as before.
 """
 
 from __future__ import annotations
@@ -19,16 +22,17 @@ from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
-from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide
+from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
 from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
 from webhook.platform.quota.limits import resolve_limits
-from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
+from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage, UsageIndex
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
-from webhook.state.ledger import ReservationLedger, ReservationLedgers
+from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
 
 # templates too: creating one that pending pods already reference charges those pods; controllers are
 # checked (never charged) so that a pod template that can never fit is refused up front
@@ -56,6 +60,7 @@ class ProfileQuotaPolicy(Battery):
     action: Action
     settings: QuotaSettings
     ledger: ReservationLedger  # outlives this policy object: reloads keep the reservations in flight
+    usage: UsageIndex  # per-profile totals under this policy's counting rules
     annotations: Mapping[str, str] = field(default_factory=dict)
     phases = frozenset({Phase.VALIDATE})
 
@@ -81,22 +86,55 @@ class ProfileQuotaPolicy(Battery):
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
         async with ledger.lock(request.namespace):
-            view = ProfileObjects.read(ctx.state, request.namespace, ledger.pending(request.namespace, ctx.state))
-            whole = None
-            if ctx.background and view.get(subject.kind, subject.name) is not None:
-                # a scan re-checks what exists: judged against older objects only, so the excess of an
-                # over-quota profile is blamed once, on the newest objects, not on every object in turn
-                whole, view = view, view.created_before(subject.kind, subject.name)
-            before = view if request.operation == "UPDATE" and previous is None else \
-                view.with_object(subject.kind, subject.name, previous)
-            after = view.with_object(subject.kind, subject.name, full)
-            decision = await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
+            pending = ledger.pending(request.namespace, ctx.state)
+            profile = None
+            if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
+                if self.usage.loaded(ctx.state, request.namespace):
+                    profile = self.usage.profile(ctx.state, request.namespace)
+                else:  # the first count of a profile is O(its objects): off the event loop, once
+                    profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
+            keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
+            if profile is None:
+                decision = await self._recount(ctx, limits, subject, full, pending, None if keeps_old else (previous,))
+            else:
+                decision = self._decide(profile, pending, subject, full, None if keeps_old else (previous,), limits)
             rollbacks = ()
             admitted = not decision.exceeded or self.action is Action.AUDIT
             if admitted and decision.adds and not ctx.dry_run:
                 reservation = ledger.reserve(request.namespace, full, ctx.state, self.settings.reservation_seconds, previous)
                 rollbacks = (functools.partial(ledger.release, reservation),)
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
+
+    def _decide(self, profile: ProfileUsage, pending: tuple[Reservation, ...], subject: Subject, full: Mapping[str, Any],
+                previous: tuple[Mapping[str, Any] | None] | None, limits: Any) -> Decision:
+        """The reservations, then the object as it was (`previous`, None: absent), then the request, laid over the totals."""
+        layers = [(r.key.kind, r.key.name, r.object) for r in pending
+                  if r.key.kind in COUNTED_KINDS and r.key.namespace == profile.namespace]
+        reserved = {(kind, name) for kind, name, _ in layers}
+        key = (subject.kind, subject.name)
+        if previous is not None:
+            layers.append((*key, previous[0]))
+            reserved.discard(key)
+        journal: dict[tuple[str, str], Any] = {}
+        with profile.laid_over(layers):
+            base = profile.usage()
+            with profile.laid_over([(*key, full)], journal):
+                before = KnownUsage(Before(profile.charges, journal), base.known_gpus, base.known_storage,
+                                    base.known_unbounded)
+                return decide_usage(self.settings, limits, before, profile.usage(), reserved, subject)
+
+    async def _recount(self, ctx: EvalContext, limits: Any, subject: Subject, full: Mapping[str, Any],
+                       pending: tuple[Reservation, ...], previous: tuple[Mapping[str, Any] | None] | None) -> Decision:
+        """Counted from scratch: for background scans, and for a state that cannot report its changes."""
+        view = ProfileObjects.read(ctx.state, full["metadata"]["namespace"], pending)
+        whole = None
+        if ctx.background and view.get(subject.kind, subject.name) is not None:
+            # a scan re-checks what exists: judged against older objects only, so the excess of an
+            # over-quota profile is blamed once, on the newest objects, not on every object in turn
+            whole, view = view, view.created_before(subject.kind, subject.name)
+        before = view if previous is None else view.with_object(subject.kind, subject.name, previous[0])
+        after = view.with_object(subject.kind, subject.name, full)
+        return await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
 
     def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
         if request.kind.kind != "Pod" or request.operation != "CREATE":
@@ -115,14 +153,16 @@ class ProfileQuotaPolicy(Battery):
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
                   ledgers: ReservationLedgers) -> ProfileQuotaPolicy:
     spec = doc["spec"]
+    settings = compile_settings(spec)
     return ProfileQuotaPolicy(
         id=header.id,
         source=header.source,
         match=compile_match(spec, env.cel, KINDS, OPERATIONS, default_namespace_selector=DEFAULT_PROFILE_SELECTOR),
         failure_policy=failure_policy(spec),
         action=action(spec),
-        settings=compile_settings(spec),
+        settings=settings,
         ledger=ledgers.for_policy(header.id.name),
+        usage=UsageIndex(settings.rules),
         annotations=header.annotations,
     )
 

@@ -123,6 +123,15 @@ def terminal(pod: Mapping[str, Any] | None) -> bool:
 
 
 # --- pods ------------------------------------------------------------------------------------------
+def generated_key(claim: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(pod name, pod claim name) that a claim says the resourceclaim controller generated it for; whether
+    the pod agrees (`generated_for`) is checked where it is used (`_claim_generated`: `_owned_by` the pod
+    being charged, for one of its own template entries). Incremental totals index claims by it."""
+    ref = _controller_pod(claim)
+    pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+    return (str(ref.get("name", "")), str(pod_claim)) if ref is not None and pod_claim else None
+
+
 def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     """Claims the resourceclaim controller made from pods' templates, by (pod name, pod claim name)."""
     index: dict[tuple[str, str], list[Mapping[str, Any]]] = {}

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""The side-by-side performance suite: quartermaster vs a no-op AdmissionReview responder, same run.
+
+    python load-tests/suite.py                 # everything, about 4 minutes on 2 cores
+    python load-tests/suite.py --quick         # 2 s per case, no 50k-pod start-up run
+
+Both servers run standalone over TLS on 127.0.0.1, one process each; wrk (1 thread, 32 connections)
+posts AdmissionReviews. Only ratios to the no-op measured in the same run mean anything on a shared
+machine. Prints a table (case, req/s, ratio, p50, p99) and the start-up, memory and CLI numbers;
+`--json FILE` keeps them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+import ssl
+from pathlib import Path
+from typing import Callable
+
+import jsonpatch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from drivers import Result, Server, free_port, open_loop, quartermaster_argv, timed, wrk, wrk_together  # noqa: E402
+from workload import (REPO, dump, namespace, notebook_pod, plain_pod, policies_dir, review, write_state,  # noqa: E402
+                      write_state_json)
+
+PROFILES = [f"user{i:03d}" for i in range(20)]
+CACHE = Path(tempfile.gettempdir()) / "quartermaster-suite-cache"
+
+
+def cel_family_present() -> bool:
+    return (REPO / "webhook" / "families" / "cel").is_dir()
+
+
+def serve_argv(policies: Path, state: Path, certs: Path, port: int) -> list[str]:
+    return quartermaster_argv() + ["serve", "--policies", str(policies), "--state", str(state), "--cert-dir", str(certs),
+                                   "--host", "127.0.0.1", "--port", str(port)]
+
+
+def post(port: int, ca: Path, endpoint: str, body: dict) -> dict:
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/{endpoint}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=str(ca)), timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def mutated(port: int, ca: Path, pod: dict) -> dict:
+    """The pod as /validate sees it: after quartermaster's own /mutate (GPU rewrite, notebook injection)."""
+    response = post(port, ca, "mutate", review(pod))["response"]
+    if "patch" in response:
+        import base64
+        pod = jsonpatch.apply_patch(pod, json.loads(base64.b64decode(response["patch"])))
+    return pod
+
+
+def build_state(tmp: Path) -> Path:
+    namespaces = [namespace("apps", profile=False)] + [namespace(p, True, f"{p}@example.org") for p in PROFILES]
+    namespaces += [namespace("q10", True, "q10@example.org"), namespace("q10k", True, "q10k@example.org")]
+    return write_state(tmp / "state" / "state.yaml", namespaces, {"q10": 10, "q10k": 10_000})
+
+
+def bodies(tmp: Path, port: int, ca: Path) -> dict[str, Path]:
+    """Review files for each case; /validate bodies carry the mutated pod."""
+    out = tmp / "bodies"
+    out.mkdir()
+    files = {"plain": dump(review(plain_pod("web-5d4f8-x2x7q", "apps")), out / "plain.json")}
+    for key, ns in (("gpu", PROFILES[0]), ("q10", "q10"), ("q10k", "q10k")):
+        pod = notebook_pod("analysis-0", ns)
+        files[f"{key}-mutate"] = dump(review(pod), out / f"{key}-mutate.json")
+        files[f"{key}-validate"] = dump(review(mutated(port, ca, pod)), out / f"{key}-validate.json")
+    return files
+
+
+def open_loop_bodies(port: int, ca: Path) -> list[tuple[str, bytes]]:
+    pairs = []
+    for ns in PROFILES[10:20]:
+        pod = notebook_pod("explore-0", ns)
+        pairs += [("mutate", json.dumps(review(pod)).encode()), ("validate", json.dumps(review(mutated(port, ca, pod))).encode())]
+    return pairs
+
+
+CASES = [  # case, endpoint, body key
+    ("plain pod, non-profile ns /mutate", "mutate", "plain"),
+    ("plain pod, non-profile ns /validate", "validate", "plain"),
+    ("GPU notebook, personal profile /mutate", "mutate", "gpu-mutate"),
+    ("GPU notebook, personal profile /validate", "validate", "gpu-validate"),
+    ("quota: profile with 10 pods /validate", "validate", "q10-validate"),
+    ("quota: profile with 10,000 pods /validate", "validate", "q10k-validate"),
+]
+
+
+def throughput_runs(files: dict[str, Path], seconds: float) -> list[Callable[[str], list[Result]]]:
+    """One callable per case, given a server's base URL."""
+    runs: list[Callable[[str], list[Result]]] = [
+        functools.partial(lambda base, case, endpoint, key: [wrk(case, f"{base}/{endpoint}", files[key], seconds)],
+                          case=case, endpoint=endpoint, key=key) for case, endpoint, key in CASES]
+    runs.append(lambda base: wrk_together([("mixed saturation /mutate", f"{base}/mutate", files["gpu-mutate"]),
+                                           ("mixed saturation /validate", f"{base}/validate", files["gpu-validate"])],
+                                          seconds, 16))
+    return runs
+
+
+def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], list[Result]]:
+    policies, extra = policies_dir(tmp / "policies", with_pod_security=cel_family_present())
+    print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}", file=sys.stderr)
+    certs, qm_port, noop_port = tmp / "certs", free_port(), free_port()
+    qm = Server(serve_argv(policies, build_state(tmp), certs, qm_port), qm_port, certs / "ca.crt")
+    noop = None
+    try:
+        if qm.wait_ready(args.ready_timeout) is None:
+            raise RuntimeError("quartermaster did not become ready")
+        noop = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(noop_port),
+                       "--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key")], noop_port, certs / "ca.crt")
+        noop.wait_ready(30)
+        files = bodies(tmp, qm_port, certs / "ca.crt")
+        loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
+        bases = {"noop": f"https://127.0.0.1:{noop_port}", "qm": f"https://127.0.0.1:{qm_port}"}
+        for base in bases.values():
+            wrk("warm-up", f"{base}/validate", files["gpu-validate"], 1)
+        # each case runs on the no-op, then at once on quartermaster: the machine's other load drifts less
+        results: dict[str, list[Result]] = {"noop": [], "qm": []}
+        for run in throughput_runs(files, args.seconds):
+            for name, base in bases.items():
+                results[name] += run(base)
+        for rate in (args.low_rate, args.rate):
+            for name, base in bases.items():
+                results[name] += open_loop(f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate,
+                                           args.seconds)
+        return results["noop"], results["qm"]
+    finally:
+        for server in (noop, qm):
+            if server is not None:
+                server.stop()
+
+
+def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | None]:
+    """Start-up time and RSS with `pods` stored ~4 KB pods across `profiles` profiles (state file cached)."""
+    state = CACHE / f"state-{pods}-{profiles}-{fmt}" / f"state.{fmt}"
+    if not state.exists():
+        names = [f"p{i:04d}" for i in range(profiles)]
+        writer = write_state_json if fmt == "json" else write_state
+        writer(state.with_suffix(".tmp"), [namespace(n, True, f"{n}@example.org") for n in names],
+               {n: pods // profiles for n in names})
+        state.with_suffix(".tmp").rename(state)
+    certs, port = tmp / f"certs-startup-{fmt}", free_port()
+    server = Server(serve_argv(REPO / "policies", state.parent, certs, port), port, certs / "ca.crt")
+    try:
+        seconds = server.wait_ready(120)
+        return {"ready_s": seconds, "rss_mb": server.rss_mb(), "state_mb": state.stat().st_size / 2**20}
+    finally:
+        server.stop()
+
+
+def cli_times(tmp: Path) -> dict[str, float]:
+    argv = quartermaster_argv()
+    return {"version_ms": timed(argv + ["--version"], 5, REPO),
+            "apply_ms": timed(argv + ["apply", "--policies", "policies", "--state", "examples/state",
+                                      "examples/notebook-pod.yaml"], 3, REPO)}
+
+
+def table(noop: list[Result], qm: list[Result]) -> str:
+    lines = ["| case | req/s | ratio | p50 ms | p99 ms | no-op req/s | no-op p50 | no-op p99 |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mine, base in zip(qm, noop):
+        open_loop_case = mine.case.startswith("open loop")
+        ratio = "-" if open_loop_case else f"{mine.rps / base.rps:.2f}"
+        errors = f" ({mine.errors} errors)" if mine.errors else ""
+        lines.append(f"| {mine.case}{errors} | {mine.rps:.0f} | {ratio} | {mine.p50_ms:.1f} | {mine.p99_ms:.1f} | "
+                     f"{base.rps:.0f} | {base.p50_ms:.1f} | {base.p99_ms:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each wrk case")
+    parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate, requests per second (both endpoints)")
+    parser.add_argument("--low-rate", type=float, default=250.0, help="a second open-loop rate, within one replica's capacity")
+    parser.add_argument("--pods", type=int, default=50_000, help="stored pods for the start-up and memory run")
+    parser.add_argument("--yaml-pods", type=int, default=10_000, help="stored pods for the start-up run from YAML")
+    parser.add_argument("--profiles", type=int, default=500)
+    parser.add_argument("--quick", action="store_true", help="2 s per case, skip the start-up run")
+    parser.add_argument("--skip-startup", action="store_true", help="skip the start-up and memory run")
+    parser.add_argument("--ready-timeout", type=float, default=180.0, help="seconds the side-by-side server may take to start")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        print("wrk not found: apt-get install -y wrk", file=sys.stderr)
+        return 2
+    if args.quick:
+        args.seconds = 2.0
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        noop, qm = side_by_side(args, tmp)
+        print(table(noop, qm))
+        extra: dict[str, object] = {"cli": cli_times(tmp)}
+        if not (args.quick or args.skip_startup):
+            extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
+                                "yaml": startup(tmp, args.yaml_pods, args.profiles, "yaml")}
+    cli = extra["cli"]
+    print(f"\nCLI: `quartermaster --version` {cli['version_ms']:.0f} ms, `apply` of one pod {cli['apply_ms']:.0f} ms")
+    for fmt, up in (extra.get("startup") or {}).items():
+        ready_s = "did not become ready in 120 s" if up["ready_s"] is None else f"ready in {up['ready_s']:.1f} s"
+        count = args.pods if fmt == "json" else args.yaml_pods
+        print(f"Start-up: {count} pods across {args.profiles} profiles ({up['state_mb']:.0f} MB of {fmt.upper()}): "
+              f"{ready_s}, RSS {up['rss_mb']:.0f} MB")
+    print(f"(suite took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps({"noop": [r.__dict__ for r in noop], "qm": [r.__dict__ for r in qm], **extra}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""Incremental usage totals always equal a recount (`measure`), whatever happened in the profile, and
+a decision laid over them (reservations, the request) leaves them exactly as they were."""
+
+from __future__ import annotations
+
+import random
+
+from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.totals import UsageIndex
+from webhook.platform.quota.usage import measure
+from tests.platform.quota_builders import claim, compiled, device_request, pod, pvc, seeded_state, template
+
+RULES = compiled().settings.rules
+POD_NAMES = [f"p{i}" for i in range(6)]
+TEMPLATES = ["t1", "t2"]
+CLAIMS = ["shared", "solo"]
+
+
+def random_object(rng: random.Random) -> dict:
+    """A pod, claim, template or PVC whose charge may depend on the others (templates, owners, ephemeral PVCs)."""
+    name = rng.choice(POD_NAMES)
+    choice = rng.randrange(6)
+    if choice == 0:
+        return pod(name, gpus=rng.randrange(3), phase=rng.choice([None, "Running", "Succeeded"]), uid=f"u-{name}",
+                   templates={"gpu": rng.choice(TEMPLATES)} if rng.random() < 0.5 else None,
+                   claims={"shared": rng.choice(CLAIMS)} if rng.random() < 0.3 else None,
+                   ephemeral={"scratch": f"{rng.randrange(1, 4)}Gi"} if rng.random() < 0.3 else None)
+    if choice == 1:
+        return template(rng.choice(TEMPLATES), "jdoe", device_request(rng.randrange(1, 3)))
+    if choice == 2:
+        return claim(rng.choice(CLAIMS), "jdoe", device_request(rng.choice([1, 2, None]), mode=rng.choice([None, "All"])))
+    if choice == 3:  # generated from a pod's template, maybe named by the pod's status
+        owner = pod(name, uid=f"u-{name}")
+        return claim(f"{name}-gpu-x1", "jdoe", device_request(2), owner_pod=owner, pod_claim="gpu")
+    if choice == 4:
+        return pvc(f"{name}-scratch", size=f"{rng.randrange(1, 5)}Gi", owner_pod=pod(name, uid=f"u-{name}"))
+    return pvc(f"data-{rng.randrange(3)}", size=f"{rng.randrange(1, 50)}Gi")
+
+
+def snapshot(profile) -> tuple:
+    return (profile.gpus, profile.storage, dict(profile.charges), sorted(profile.unbounded))
+
+
+def test_totals_follow_every_write_and_equal_a_recount():
+    rng = random.Random(12)
+    state = seeded_state()
+    index = UsageIndex(RULES)
+    for step in range(400):
+        obj = random_object(rng)
+        meta = obj["metadata"]
+        if rng.random() < 0.2:
+            state.record_deleted(obj["kind"], "jdoe", meta["name"])
+        else:
+            state.record_admitted(obj, "CREATE")
+        if step % 3:
+            continue  # several writes between decisions: the index catches up on what it was told
+        profile = index.profile(state, "jdoe")
+        expected = measure(ProfileObjects.read(state, "jdoe"), RULES)
+        assert profile.gpus == expected.gpus and profile.storage == expected.storage, step
+        assert dict(profile.charges) == dict(expected.charges), step
+        assert len(profile.unbounded) == len(expected.unbounded), step
+
+
+def test_laying_changes_over_the_totals_counts_them_and_undoes_them_exactly():
+    rng = random.Random(7)
+    state = seeded_state(*(random_object(rng) for _ in range(30)))
+    profile = UsageIndex(RULES).profile(state, "jdoe")
+    for _ in range(100):
+        before = snapshot(profile)
+        changes = [random_object(rng) for _ in range(rng.randrange(1, 4))]
+        layers = [(o["kind"], o["metadata"]["name"], None if rng.random() < 0.2 else o) for o in changes]
+        with profile.laid_over(layers):
+            view = ProfileObjects.read(state, "jdoe")
+            for kind, name, obj in layers:
+                view = view.with_object(kind, name, obj)
+            expected = measure(view, RULES)
+            assert (profile.gpus, profile.storage, dict(profile.charges)) == \
+                   (expected.gpus, expected.storage, dict(expected.charges))
+        assert snapshot(profile) == before
+
+
+def test_a_state_without_a_change_hook_is_recounted():
+    class Plain:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def list(self, kind, namespace=""):
+            return self.inner.list(kind, namespace)
+
+    assert UsageIndex(RULES).profile(Plain(seeded_state()), "jdoe") is None
+
+
+def test_a_relist_reloads_the_profile():
+    state = seeded_state(pod("a", gpus=1))
+    index = UsageIndex(RULES)
+    assert index.profile(state, "jdoe").gpus == 1
+    state._scopes[("Pod", "jdoe")].clear()  # as a live cache replaced after a relist
+    state._notify("Pod", "RELIST", None)
+    assert index.profile(state, "jdoe").gpus == 0
