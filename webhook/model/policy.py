@@ -57,7 +57,9 @@ class EvalContext:
     lookups: Lookups = NO_LOOKUPS  # objects, global context, HTTP, images: what the cluster state can answer
     request: AdmissionRequest | None = None
     background: bool = False  # a background scan re-checks an object the state already holds
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)  # the `request` variable, built on first use
+    # per-request scratch space: the `request` variable (built on first use) and whatever a family computes once
+    # per request and shares between its policies, under keys the family owns (e.g. its converted activations)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def activation(self, obj: Mapping[str, Any] | None) -> dict[str, Any]:
         """The Kubernetes-shaped CEL variables for `obj` (the object as this policy sees it; mutation changes it).
@@ -66,9 +68,9 @@ class EvalContext:
         """
         if self.request is None:
             raise ValueError("this evaluation context has no admission request")
-        request_var = self._cache.get("request")
+        request_var = self.memo.get("request")
         if request_var is None:
-            request_var = self._cache["request"] = request_variable(self.request)
+            request_var = self.memo["request"] = request_variable(self.request)
         return admission_activation(self.request, request_var, obj, self.namespace)
 
 

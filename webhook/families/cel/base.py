@@ -147,9 +147,7 @@ class CelPolicy:
 
     def variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
         """Remembered for the request: the dispatcher asks matches(), then validate() asks again."""
-        cache = getattr(ctx, "_cache", None)
-        if not isinstance(cache, dict):
-            return self._variant_for(request, obj, ctx)
+        cache = ctx.memo
         key = (_VARIANTS, id(self))
         found = cache.get(key)
         if found is not None and found[0] is request and found[1] is obj:
@@ -203,19 +201,16 @@ class CelPolicy:
 
 
 NO_EXCEPTIONS = ExceptionOutcome()
-_ACTIVATIONS = "cel-family.activations"  # this family's entry in the request's EvalContext cache
+_ACTIVATIONS = "cel-family.activations"  # this family's entry in the request's EvalContext memo
 
 
 def shared_activation(ctx: EvalContext, values: Mapping[str, Any]) -> Activation:
     """One converted activation per request for the same values (the same objects: request.object, the
     request variable, the namespace, the same `exceptions`/`params` values), whatever policy asks.
 
-    It lives in the EvalContext's per-request cache (built by the dispatcher for each request and phase),
+    It lives in the EvalContext's per-request `memo` (built by the dispatcher for each request and phase),
     under a key this family owns; the Activation keeps the values alive, so their ids stay theirs."""
-    cache = getattr(ctx, "_cache", None)
-    if not isinstance(cache, dict):
-        return Activation(dict(values))
-    by_values = cache.setdefault(_ACTIVATIONS, {})
+    by_values = ctx.memo.setdefault(_ACTIVATIONS, {})
     key = tuple(sorted((name, id(value)) for name, value in values.items()))
     found = by_values.get(key)
     if found is None:
