@@ -131,6 +131,20 @@ class CppProgram:
                 self._fallback_source = None
         return self._fallback
 
+    def run_strict(self, activation: Mapping[str, Any], shared: Activation) -> Any:
+        """The plain form once on the shared activation: no retry in the faithful form, no protobuf
+        conversion. Any error is a CelError without a polished message: for callers that keep `run` as
+        their exact reference path and use this only for the common, error-free case."""
+        converted = shared.cached(self._key, lambda: self._env.Activation(activation))
+        try:
+            value = self._expression.eval(converted)
+        except RuntimeError as exc:  # e.g. the iteration budget
+            raise CelError(str(exc)) from None
+        if value.type() == _ERROR:
+            raise CelError("evaluation error")
+        result = value.plain_value()
+        return result if type(result) in _SCALARS else plain(result)
+
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
         try:
             value = self._attempt(self._expression, activation, shared)

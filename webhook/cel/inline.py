@@ -19,8 +19,11 @@ from webhook.cel.orvalue import rewrite_or_value
 from webhook.cel.source import Token, tokenize
 
 PREFIX = "qm__v_"
-# roots of functions that look beyond the request or have effects: a variable calling one is not folded
-IMPURE = frozenset({"generator", "http", "resource", "globalContext", "random", "time", "GetMetadata"})
+# roots of functions that look beyond the request or have effects (`http.Get(...)`, `random()`): a
+# variable calling one is not folded. A name reached as a field (`rule.http`, `request.resource`) is no call.
+IMPURE = frozenset({"generator", "http", "resource", "globalContext", "random", "time", "imagedata", "GetMetadata"})
+_ANYWHERE = frozenset({"GetMetadata"})  # impure however it is reached
+_OPERAND_END = frozenset({")", "]", "}"})
 
 
 def _is_root(tokens: list[Token], i: int) -> bool:
@@ -49,8 +52,29 @@ def _substitute(text: str) -> str | None:
     return "".join(out)
 
 
+def _field(tokens: list[Token], i: int) -> bool:
+    """tokens[i] selected from a value (`x.name`, `x.?name`), not a root name (`name`, absolute `.name`)."""
+    j = i - 1
+    if j >= 1 and tokens[j].text == "?" and tokens[j - 1].text == ".":
+        j -= 1
+    if j < 1 or tokens[j].text != ".":
+        return False
+    before = tokens[j - 1]
+    return before.kind in ("string", "number") or before.text in _OPERAND_END or (
+        before.kind == "ident" and before.text != "in")
+
+
+def _callable(tokens: list[Token], i: int) -> bool:
+    """A root name that may be a call or the namespace of one: `http.Get(`, `random(`, `(http).Get(`; not
+    a comprehension variable of that name in `resource == 'x'` or `exists(resource, ...)`."""
+    return i + 1 >= len(tokens) or tokens[i + 1].text in (".", "(", ")")
+
+
 def pure(text: str) -> bool:
-    return not any(t.kind == "ident" and t.text in IMPURE for t in tokenize(text))
+    tokens = tokenize(text)
+    return not any(t.kind == "ident" and t.text in IMPURE
+                   and (t.text in _ANYWHERE or (not _field(tokens, i) and _callable(tokens, i)))
+                   for i, t in enumerate(tokens))
 
 
 def bind_variables(expression: str, bindings: Sequence[tuple[str, str]], or_value_compat: bool) -> str | None:

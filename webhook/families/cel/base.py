@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler, CelError
-from webhook.families.cel.match import MatchResources, MatchSpecError
+from webhook.families.cel.match import MatchResources, MatchSpecError, static_key
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.model.review import AdmissionRequest
 
 _VARIANTS = "cel-family.variant"  # this family's entries in the request's EvalContext cache
+_KEY = "cel-family.match-key"  # the request's static_key, in its EvalContext memo
+MAX_KEYS = 256  # static match decisions a policy keeps (one per resource and operation it is asked about)
 DEFAULT_TIMEOUT = 10.0  # seconds: webhookConfiguration.timeoutSeconds when unset, as Kubernetes defaults it
 
 
@@ -126,6 +128,12 @@ class CelPolicy:
     timeout: float = DEFAULT_TIMEOUT
     variants: tuple[Variant, ...] = ()
     exceptions: tuple[Exception_, ...] = ()
+    # when every variant matches on the request's static_key alone: that key -> the variant (or None)
+    _static: bool = field(default=False, init=False, repr=False)
+    _by_key: dict[tuple[Any, ...], "Variant | None"] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._static = all(v.match.static for v in self.variants)
 
     @property
     def name(self) -> str:
@@ -146,7 +154,10 @@ class CelPolicy:
         return any(not v.match.plain for v in self.variants)
 
     def variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
-        """Remembered for the request: the dispatcher asks matches(), then validate() asks again."""
+        """Remembered for the request: the dispatcher asks matches(), then validate() asks again. A policy
+        that matches on resource and operation alone remembers its answer for them (see `static_key`)."""
+        if self._static:
+            return self._static_variant(request, obj, ctx)
         cache = ctx.memo
         key = (_VARIANTS, id(self))
         found = cache.get(key)
@@ -154,6 +165,23 @@ class CelPolicy:
             return found[2]
         variant = self._variant_for(request, obj, ctx)
         cache[key] = (request, obj, variant)
+        return variant
+
+    def _static_variant(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
+        if self.id.namespace and request.namespace != self.id.namespace:
+            return None  # a namespaced policy sees only its own namespace
+        found = ctx.memo.get(_KEY)
+        if found is None or found[0] is not request:
+            found = ctx.memo[_KEY] = (request, static_key(request))
+        key = found[1]
+        try:
+            return self._by_key[key]
+        except KeyError:
+            pass
+        variant = next((v for v in self.variants if v.match.matches(request, obj, ctx.namespace)), None)
+        if len(self._by_key) >= MAX_KEYS:  # requests name resources freely: keep it bounded
+            self._by_key.clear()
+        self._by_key[key] = variant
         return variant
 
     def _variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:

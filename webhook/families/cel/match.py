@@ -135,6 +135,12 @@ class MatchResources:
         return not self.never and (len(self.rules) == 1 and not self.exclude and not self.rules[0].names
                 and self.namespace_selector.everything and self.object_selector.everything)
 
+    @property
+    def static(self) -> bool:
+        """Whether matching reads nothing but the request's `static_key`: no selectors, no resource names."""
+        return self.never or (self.namespace_selector.everything and self.object_selector.everything
+                              and not any(rule.names for rule in (*self.rules, *self.exclude)))
+
     def _namespace_ok(self, request: AdmissionRequest, namespace: Mapping[str, Any] | None) -> bool:
         if self.namespace_selector.everything:
             return True
@@ -166,3 +172,10 @@ class MatchResources:
         if any(rule.matches(request, False) for rule in self.rules):
             return True
         return self.equivalent and any(rule.matches(request, True) for rule in self.rules)
+
+
+def static_key(request: AdmissionRequest) -> tuple[str, str, str, str, str, bool]:
+    """All that a `static` MatchResources reads: operation, group, version, resource, subresource, and
+    whether the request is namespaced (a rule's scope)."""
+    gvr = request.gvr
+    return request.operation, gvr.group, gvr.version, gvr.resource, request.sub_resource, bool(request.namespace)

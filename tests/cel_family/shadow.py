@@ -1,0 +1,57 @@
+"""Shadow evaluation: every ValidatingPolicy evaluation runs through the fast path (webhook.families.cel.fused)
+and through the reference path, and both results are kept for comparison. The reference result is what the
+caller gets, so a test's own assertions check the reference as before."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from webhook.families.cel import fused, validating
+from webhook.families.cel.validating import ValidatingPolicy
+
+
+@dataclass
+class Shadow:
+    compared: int = 0
+    decided: int = 0  # evaluations the fast path answered (the others fell back to the reference)
+    mismatches: list[tuple[Any, Any, Any]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def shadowed() -> Iterator[Shadow]:
+    shadow = Shadow()
+    original_validate = ValidatingPolicy.validate
+    original_decide = fused.decide
+    answered: list[bool] = []
+
+    def decide(program: Any, shared: Any) -> Any:
+        outcome = original_decide(program, shared)
+        answered.append(outcome is not None)
+        return outcome
+
+    async def validate(self: ValidatingPolicy, request: Any, obj: Any, ctx: Any) -> Any:
+        answered.clear()
+        validating.FAST_PATH = True
+        fast = await original_validate(self, request, obj, ctx)
+        decided = any(answered)
+        validating.FAST_PATH = False
+        try:
+            reference = await original_validate(self, request, obj, ctx)
+        finally:
+            validating.FAST_PATH = True
+        shadow.compared += 1
+        shadow.decided += decided
+        if fast != reference:
+            shadow.mismatches.append((self.id, fast, reference))
+        return reference
+
+    ValidatingPolicy.validate = validate  # type: ignore[method-assign]
+    fused.decide = decide  # type: ignore[assignment]
+    try:
+        yield shadow
+    finally:
+        ValidatingPolicy.validate = original_validate  # type: ignore[method-assign]
+        fused.decide = original_decide  # type: ignore[assignment]
+        validating.FAST_PATH = True

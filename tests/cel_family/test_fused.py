@@ -1,0 +1,213 @@
+"""The fused fast path of ValidatingPolicies gives the reference path's results, byte for byte.
+
+Every evaluation in this directory is shadowed (see conftest.py): the fast path and the reference path
+both run and must agree. Here: the whole conformance corpus through both, and the cases where the fast
+path must decline (and the reference then gives its exact error, message or exemption)."""
+
+import argparse
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from webhook.cel import CelCompiler
+from webhook.engine import AdmissionEngine
+from webhook.engine.offline import admit_offline
+from webhook.families.cel import fused
+from webhook.families.cel.family import CelFamily
+from webhook.policy.documents import Document
+from webhook.policy.family import CompileEnv
+from webhook.policy.snapshot import PolicySnapshot, PolicyStore
+from webhook.state.memory import InMemoryClusterState
+from webhook.testsuite.command import run_test_command
+
+CEL = CelCompiler()
+CORPUS = next((parent / "shared" / "conformance" / "kyverno-policies" for parent in Path(__file__).resolve().parents
+               if (parent / "shared" / "conformance" / "kyverno-policies").is_dir()), None)
+NAMESPACES = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"env": "prod"}}}]
+
+
+def engine(text: str, objects=()) -> AdmissionEngine:
+    docs = [Document("p.yaml", i, d, None) for i, d in enumerate(yaml.safe_load_all(textwrap.dedent(text))) if d]
+    result = CelFamily().compile(docs, CompileEnv(CEL))
+    assert not result.errors, result.errors
+    store = PolicyStore()
+    store.publish(PolicySnapshot.of(result.policies, 1))
+    return AdmissionEngine(store, InMemoryClusterState([*NAMESPACES, *objects]))
+
+
+def pod(labels=None, **spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "apps", "labels": labels or {}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}], **spec}}
+
+
+def policy(validations: str, conditions: str = "", variables: str = "", extra: str = "") -> str:
+    return f"""\
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {{name: p}}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}}
+{textwrap.indent(textwrap.dedent(conditions), "  ")}
+{textwrap.indent(textwrap.dedent(variables), "  ")}
+{textwrap.indent(textwrap.dedent(extra), "  ")}
+  validations:
+{textwrap.indent(textwrap.dedent(validations), "  ")}
+"""
+
+
+def results(result):
+    return [(r.outcome.value, r.message) for r in result.results]
+
+
+@pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
+def test_the_whole_conformance_corpus_agrees(fast_path_agrees_with_reference):
+    shadow = fast_path_agrees_with_reference
+    out = io.StringIO()
+    paths = sorted(str(p) for p in CORPUS.iterdir() if p.is_dir())
+    run_test_command(argparse.Namespace(paths=paths, detailed_results=False, output="json"), out, io.StringIO())
+    assert not shadow.mismatches, shadow.mismatches[:3]
+    print("compared", shadow.compared, "decided", shadow.decided)
+    assert shadow.compared > 500 and shadow.decided > shadow.compared // 2, (shadow.compared, shadow.decided)
+
+
+VALIDATIONS = """\
+- {expression: "object.spec.containers.size() > 0", message: needs a container}
+- {expression: "object.spec.?hostNetwork.orValue(false) == false", message: no host network}
+"""
+
+
+async def test_pass_fail_and_skip_are_decided_by_the_fast_path(fast_path_agrees_with_reference):
+    eng = engine(policy(VALIDATIONS, conditions="""\
+        matchConditions:
+        - {name: labelled, expression: "object.metadata.?labels.?skip.orValue('') != 'yes'"}"""))
+    assert results(await admit_offline(eng, pod())) == [("pass", "success")]
+    assert results(await admit_offline(eng, pod(hostNetwork=True))) == [("fail", "no host network")]
+    assert results(await admit_offline(eng, pod(labels={"skip": "yes"}))) == [("skip", "skip")]
+    shadow = fast_path_agrees_with_reference
+    assert shadow.decided == shadow.compared == 3
+
+
+async def test_an_error_after_a_passing_validation_falls_back(fast_path_agrees_with_reference):
+    eng = engine(policy(VALIDATIONS + '- {expression: "object.spec.nothing == 1", message: m}\n'))
+    [(outcome, message)] = results(await admit_offline(eng, pod()))
+    assert outcome == "error" and message.startswith("spec.validations[2].expression: ")
+    assert fast_path_agrees_with_reference.decided == 0
+
+
+async def test_a_false_validation_before_an_erroring_one_is_decided(fast_path_agrees_with_reference):
+    eng = engine(policy('- {expression: "false", message: first}\n- {expression: "object.spec.nothing == 1"}\n'))
+    assert results(await admit_offline(eng, pod())) == [("fail", "first")]
+    assert fast_path_agrees_with_reference.decided == 1
+
+
+@pytest.mark.parametrize("failure", ["Fail", "Ignore"])
+async def test_match_conditions_errors(failure, fast_path_agrees_with_reference):
+    erroring = '- {name: broken, expression: "object.spec.nothing == 1"}'
+    conditions = lambda *more: "matchConditions:\n" + "\n".join([erroring, *more])  # noqa: E731
+    extra = f"failurePolicy: {failure}"
+    alone = engine(policy(VALIDATIONS, conditions=conditions(), extra=extra))
+    [(outcome, message)] = results(await admit_offline(alone, pod()))
+    assert (outcome, message.split(":")[0]) == (("error", "failed to evaluate match conditions") if failure == "Fail"
+                                                else ("skip", "skip"))
+    assert fast_path_agrees_with_reference.decided == 0
+    # an error next to a false condition: skipped, as CEL's && and the reference both say
+    with_false = engine(policy(VALIDATIONS, conditions=conditions('- {name: no, expression: "1 == 2"}'), extra=extra))
+    assert results(await admit_offline(with_false, pod())) == [("skip", "skip")]
+    non_bool = engine(policy(VALIDATIONS, conditions=conditions('- {name: n, expression: "object.kind"}',
+                                                                '- {name: no, expression: "1 == 2"}'), extra=extra))
+    assert results(await admit_offline(non_bool, pod())) == [("skip", "skip")]
+
+
+async def test_a_non_bool_validation_falls_back_to_the_exact_error(fast_path_agrees_with_reference):
+    eng = engine(policy('- {expression: "object.kind", message: m}\n'))
+    [(outcome, message)] = results(await admit_offline(eng, pod()))
+    assert outcome == "error" and "must evaluate to a bool, got str" in message
+    assert fast_path_agrees_with_reference.decided == 0
+
+
+async def test_variables_unread_failures_do_not_matter_read_ones_are_named(fast_path_agrees_with_reference):
+    variables = """\
+        variables:
+        - {name: broken, expression: "object.spec.nothing.here"}
+        - {name: containers, expression: "object.spec.containers"}"""
+    eng = engine(policy('- {expression: "variables.containers.size() == 1", message: one}\n', variables=variables))
+    assert results(await admit_offline(eng, pod())) == [("pass", "success")]
+    assert fast_path_agrees_with_reference.decided == 1
+    eng = engine(policy('- {expression: "variables.broken == 1", message: m}\n', variables=variables))
+    [(outcome, message)] = results(await admit_offline(eng, pod()))
+    assert outcome == "error" and "variable 'broken' failed" in message
+
+
+async def test_message_expressions_are_evaluated_by_the_reference_path(fast_path_agrees_with_reference):
+    eng = engine(policy('- {expression: "object.spec.?hostNetwork.orValue(false) == false", '
+                        'messageExpression: "\'host network on \' + object.metadata.name"}\n'))
+    assert results(await admit_offline(eng, pod())) == [("pass", "success")]
+    assert fast_path_agrees_with_reference.decided == 1  # a pass needs no message
+    assert results(await admit_offline(eng, pod(hostNetwork=True))) == [("fail", "host network on p")]
+    assert fast_path_agrees_with_reference.decided == 1
+
+
+async def test_exceptions_audit_annotations_and_lookups_take_the_reference_path(fast_path_agrees_with_reference):
+    exception = """\
+---
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {name: allow, namespace: apps}
+spec:
+  policyRefs: [{name: p, kind: ValidatingPolicy}]
+  matchConditions:
+  - {name: infra, expression: "object.metadata.?labels.?tier.orValue('') == 'infra'"}
+"""
+    eng = engine(policy(VALIDATIONS) + exception)
+    assert results(await admit_offline(eng, pod(hostNetwork=True))) == [("fail", "no host network")]
+    [(outcome, message)] = results(await admit_offline(eng, pod(labels={"tier": "infra"}, hostNetwork=True)))
+    assert outcome == "skip" and "allow" in message
+    audit = policy(VALIDATIONS, extra='auditAnnotations:\n- {key: k, valueExpression: "\'v\'"}')
+    assert results(await admit_offline(engine(audit), pod())) == [("pass", "success")]
+    lookup = policy('- {expression: "resource.List(\'v1\', \'configmaps\', \'apps\').items.size() == 0"}\n')
+    assert results(await admit_offline(engine(lookup), pod())) == [("pass", "success")]
+    assert fast_path_agrees_with_reference.decided == 0
+
+
+async def test_the_iteration_budget_bounds_the_fused_program_too(fast_path_agrees_with_reference):
+    # each alone within the runtime's comprehension budget, together beyond it: the fused program runs
+    # out, the reference path evaluates them one by one with a budget each
+    heavy = "- {expression: \"[%s].all(i, [%s].all(j, true))\"}\n" % (", ".join(["1"] * 90), ", ".join(["1"] * 90))
+    eng = engine(policy(heavy * 2))
+    assert results(await admit_offline(eng, pod())) == [("pass", "success")]
+    assert fast_path_agrees_with_reference.decided == 0
+
+
+def test_what_cannot_be_fused():
+    from webhook.families.cel.scope import Variables, compile_expr
+
+    def expr(text):
+        return compile_expr(CEL, text, "f", "kyverno")
+
+    variables = Variables.compile(CEL, [{"name": "a", "expression": "object.kind"}], "v", "kyverno")
+    assert fused.program_text([], [expr("variables.a == 'Pod'")], variables, True) is not None
+    assert fused.program_text([], [expr("size(variables) == 1")], variables, True) is None
+    assert fused.program_text([], [expr("has(variables.a)")], variables, True) is None
+    assert fused.program_text([], [expr("http.Get('https://x').ok")], variables, True) is None
+    assert fused.program_text([], [], variables, True) is None
+    assert fused.compile_fused(CelCompiler("cel-python"), [], [expr("true")], variables, lambda code: None) is None
+
+
+@pytest.mark.parametrize("text,is_pure", [
+    ("has(rule.http) && request.resource.group == ''", True), ("object.spec.?time.orValue(1)", True),
+    ("rule.resources.exists(resource, resource == 'x')", True), ("'a'.http + x[0].time + f(x).random", True),
+    ("http.Get('x')", False), ("(http).Get('x')", False), (".http.Get('x')", False), ("x in .http.Get('u')", False),
+    ("random()", False), ("image.GetMetadata('x')", False), ("imagedata.Get('x')", False), ("time.now()", False),
+    ("resource.Get('v1', 'pods', 'a', 'b')", False), ("generator.Apply('x', [])", False),
+    ("globalContext.Get('x')", False), ("x == resource", False), ("(resource)", False),
+])
+def test_pure_tells_calls_from_fields_of_the_same_name(text, is_pure):
+    from webhook.cel.inline import pure
+
+    assert pure(text) is is_pure

@@ -1,0 +1,126 @@
+"""The fast path of a validating policy: its match conditions and validations as ONE CEL program.
+
+Per request a ValidatingPolicy (reference path: `validating.ValidatingPolicy._evaluate`) evaluates its
+match conditions, then its validations in order, each a separate runtime call with Python glue around
+it. For the common case, the same decision is one call of a program compiled once per policy variant:
+
+    cel.bind(<variables the conditions read>,
+      ((c1) && (c2) && ...) ? cel.bind(<the other variables>, !(v1) ? 1 : !(v2) ? 2 : ... : 0) : -1)
+
+-1: the match conditions are false (skip); 0: every validation holds (pass); k: validation k-1 is the
+first false one (fail). It gives a value only where the reference path gives that same decision:
+
+- match conditions: CEL's `&&` is false if any operand is false (errors and non-bools included), an
+  error if none is false but one is an error or not a bool, else true (cel-spec, "commutative logical
+  operators"). The reference's order is the same: any false skips, otherwise an error is an error;
+  so `false` here is the reference's skip, and an error here is re-run by the reference.
+- validations: the ternaries evaluate them in order and stop at the first false one, as the reference
+  does; a validation that errors or is not a bool makes `!`/`?:` an error.
+- variables are folded with cel.bind (see webhook.cel.inline): only pure ones, each computed in the
+  runtime; an unread failing variable is no error, a read one is, as in the reference's lazy map.
+- budgets: the runtime's comprehension budget now covers the whole program; running out is an error.
+
+Any error, whatever it is, falls back to the reference path, which then produces the exact result and
+message; so do a failing validation with a messageExpression, a policy with PolicyExceptions, audit
+annotations, expressions calling lookups or effectful functions (they must run once, in the reference
+path), and the pure-Python backend (no cel.bind). The pass/skip/fail results depend on nothing in the
+request: they are built once per variant. The policy's timeoutSeconds deadline starts when its
+evaluation starts (see Scope); the one call here starts at that moment, so it is never past it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from webhook.cel import Activation, CelCompiler
+from webhook.cel.inline import bind_variables, pure
+from webhook.families.cel.scope import ALL, Expr, Variables
+from webhook.model.policy import EvalContext, ValidationOutcome
+
+_ACTIVATION = "cel-family.fused-activation"  # this module's entry in the request's EvalContext memo
+SKIP = -1
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One variant's decision program and the outcome for each value it can return (None: take the
+    reference path for that value, e.g. a failing validation whose message is an expression)."""
+
+    program: Any  # CelProgram
+    outcomes: Mapping[int, ValidationOutcome | None]
+
+
+def _wrap(text: str) -> str:
+    # newlines: a piece may end in a `// comment`
+    return f"(\n{text}\n)"
+
+
+def _bindings(variables: Variables, names: Sequence[str]) -> list[tuple[str, str]]:
+    return [(n, variables.exprs[n].text) for n in names]
+
+
+def program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
+                 or_value_compat: bool) -> tuple[str, list[tuple[str, str]]] | None:
+    """(the decision expression, the variables to bind around it) or None when it cannot be fused."""
+    pieces = [*conditions, *validations]
+    if not validations or any(ALL in e.refs or not pure(e.text) for e in pieces):
+        return None
+    outer = variables.needed(frozenset().union(*(e.refs for e in conditions)))
+    everything = variables.needed(frozenset().union(*(e.refs for e in pieces)))
+    inner = [n for n in everything if n not in outer]
+    if any(not pure(variables.exprs[n].text) for n in everything):
+        return None
+    chain = " : ".join(f"!{_wrap(v.text)} ? {i}" for i, v in enumerate(validations, 1)) + " : 0"
+    if inner:  # computed only when the match conditions hold
+        chain = bind_variables(chain, _bindings(variables, inner), or_value_compat)
+        if chain is None:
+            return None
+    if not conditions:
+        return chain, _bindings(variables, outer)
+    test = " && ".join(_wrap(c.text) for c in conditions)
+    return f"({test}) ? ({chain}) : {SKIP}", _bindings(variables, outer)
+
+
+def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
+                  outcome: Callable[[int], ValidationOutcome | None]) -> Fused | None:
+    """None when the variant has no fast path (then the reference path is the only one)."""
+    if cel.backend != "cel-expr-python" or not validations:
+        return None
+    env = validations[0].program.env
+    if any(e.program.env != env for e in (*conditions, *validations)):
+        return None
+    from webhook.cel.envs import env_spec
+
+    found = program_text(conditions, validations, variables, env_spec(env).or_value_compat)
+    if found is None:
+        return None
+    program = cel.compile_bound(*found, env)
+    if program is None:
+        return None
+    return Fused(program, {code: outcome(code) for code in range(SKIP, len(validations) + 1)})
+
+
+def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],
+               share: Callable[[EvalContext, Mapping[str, Any]], Activation]) -> Activation:
+    """The request's shared activation (the very one the reference path would use, so a fallback does not
+    convert the request again), looked up once per request rather than once per policy."""
+    found = ctx.memo.get(_ACTIVATION)
+    if found is not None and found[0] is obj and found[1] is exceptions:
+        return found[2]
+    values = ctx.activation(obj)
+    values["exceptions"] = exceptions
+    shared = share(ctx, values)
+    ctx.memo[_ACTIVATION] = (obj, exceptions, shared)
+    return shared
+
+
+def decide(fused: Fused, shared: Activation) -> ValidationOutcome | None:
+    """The prebuilt outcome, or None: the reference path decides (any error, any unexpected value)."""
+    try:
+        code = fused.program.evaluate_strict(shared)
+    except Exception:  # an error of any kind: the reference path gives its exact outcome and message
+        return None
+    if type(code) is not int:
+        return None
+    return fused.outcomes.get(code)
