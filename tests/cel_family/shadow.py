@@ -1,4 +1,5 @@
 """Shadow evaluation: every ValidatingPolicy evaluation runs through the fast path (webhook.families.cel.fused)
+(alone, or joined with the other policies of its group: webhook.families.cel.fusedgroup)
 and through the reference path, and both results are kept for comparison. The reference result is what the
 caller gets, so a test's own assertions check the reference as before."""
 
@@ -23,12 +24,12 @@ class Shadow:
 def shadowed() -> Iterator[Shadow]:
     shadow = Shadow()
     original_validate = ValidatingPolicy.validate
-    original_decide = fused.decide
+    original_fast = ValidatingPolicy._fast
     answered: list[bool] = []
 
-    def decide(program: Any, shared: Any) -> Any:
-        outcome = original_decide(program, shared)
-        answered.append(outcome is not None)
+    def fast(self: ValidatingPolicy, request: Any, ctx: Any) -> Any:
+        outcome = original_fast(self, request, ctx)
+        answered.append(outcome is not None and outcome is not fused.REFERENCE)
         return outcome
 
     async def validate(self: ValidatingPolicy, request: Any, obj: Any, ctx: Any) -> Any:
@@ -48,10 +49,10 @@ def shadowed() -> Iterator[Shadow]:
         return reference
 
     ValidatingPolicy.validate = validate  # type: ignore[method-assign]
-    fused.decide = decide  # type: ignore[assignment]
+    ValidatingPolicy._fast = fast  # type: ignore[method-assign]
     try:
         yield shadow
     finally:
         ValidatingPolicy.validate = original_validate  # type: ignore[method-assign]
-        fused.decide = original_decide  # type: ignore[assignment]
+        ValidatingPolicy._fast = original_fast  # type: ignore[method-assign]
         validating.FAST_PATH = True

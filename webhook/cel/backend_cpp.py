@@ -193,6 +193,16 @@ class CppBackend:
             self._envs[spec.name] = env
         return env
 
+    def compile_plain(self, spec: EnvSpec, source: str) -> CppProgram:
+        """The plain form alone, for programs only ever run by `run_strict` (which never retries)."""
+        try:
+            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            return CppProgram(self._env(spec).compile(plain_text), self._env(spec), None)
+        except ValueError as exc:
+            raise CelError(str(exc)) from None
+        except RuntimeError as exc:
+            raise CelError(_compile_message(str(exc))) from None
+
     def compile(self, spec: EnvSpec, source: str) -> CppProgram:
         """Two forms. The plain one runs by default. The faithful one adds what Kubernetes (cel-go) does
         and this runtime does not: presence tests on null/scalars are "absent", `string()` of opaque

@@ -132,14 +132,16 @@ class CelCompiler:
                 _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
             return _cache.setdefault(key, program)
 
-    def compile_bound(self, expression: str, bindings: Sequence[tuple[str, str]], env: str = "admission") -> CelProgram | None:
+    def compile_bound(self, expression: str, bindings: Sequence[tuple[str, str]], env: str = "admission",
+                      strict: bool = False) -> CelProgram | None:
         """`expression` with the variables it reads folded in (`bindings`: (name, expression) in evaluation
         order; see webhook.cel.inline). None where that is not possible (the pure-Python backend has no
         `cel.bind`); callers then evaluate the variables one by one. Each text passed the limits when it was
-        compiled on its own; the folded form is checked only by the runtime (its nesting limit)."""
+        compiled on its own; the folded form is checked only by the runtime (its nesting limit).
+        `strict`: the program is only run by `evaluate_strict`, so only its plain form is built."""
         if self.backend != "cel-expr-python":
             return None
-        key = (self.backend, env, "\0".join([expression, *(f"{n}\0{t}" for n, t in bindings)]))
+        key = (self.backend, env, "\0".join([expression, *(f"{n}\0{t}" for n, t in bindings)]), strict)
         if key in _bound_cache:
             return _bound_cache[key]
         program = None
@@ -147,7 +149,7 @@ class CelCompiler:
             spec = env_spec(env)
             text = bind_variables(expression, bindings, spec.or_value_compat)
             if text is not None and not spec.typed_device:
-                program = self._program(expression, text, source.tokenize(text), spec)
+                program = self._program(expression, text, source.tokenize(text), spec, strict)
         except (CelError, ValueError):
             program = None
         with _lock:
@@ -155,9 +157,10 @@ class CelCompiler:
                 _bound_cache.pop(next(iter(_bound_cache)))
             return _bound_cache.setdefault(key, program)
 
-    def _program(self, expression: str, text: str, tokens: list[Any], spec: EnvSpec) -> CelProgram:
+    def _program(self, expression: str, text: str, tokens: list[Any], spec: EnvSpec, strict: bool = False) -> CelProgram:
         text = source.rewrite_constructions(text, tokens) if spec.constructions else text
-        compiled = _backend(self.backend).compile(spec, text)
+        backend = _backend(self.backend)
+        compiled = backend.compile_plain(spec, text) if strict else backend.compile(spec, text)
         return CelProgram(expression, spec.name, self.backend, frozenset(), False, spec, compiled)
 
     def _compile(self, expression: str, env: str) -> CelProgram:

@@ -140,6 +140,11 @@ class CelPolicy:
         return self.id.name
 
     @property
+    def static_match(self) -> bool:
+        """Whether which variant applies depends only on the request's `static_key` (and namespace)."""
+        return self._static
+
+    @property
     def kind(self) -> str:
         return self.id.kind
 
@@ -170,10 +175,7 @@ class CelPolicy:
     def _static_variant(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
         if self.id.namespace and request.namespace != self.id.namespace:
             return None  # a namespaced policy sees only its own namespace
-        found = ctx.memo.get(_KEY)
-        if found is None or found[0] is not request:
-            found = ctx.memo[_KEY] = (request, static_key(request))
-        key = found[1]
+        key = request_key(request, ctx)
         try:
             return self._by_key[key]
         except KeyError:
@@ -226,6 +228,14 @@ class CelPolicy:
         if not exempt and not allowed["allowedImages"] and not allowed["allowedValues"]:
             return NO_EXCEPTIONS  # the same value for every policy: their activations can be shared
         return ExceptionOutcome(tuple(exempt), allowed)
+
+
+def request_key(request: AdmissionRequest, ctx: EvalContext) -> tuple[Any, ...]:
+    """The request's `static_key`, computed once per request."""
+    found = ctx.memo.get(_KEY)
+    if found is None or found[0] is not request:
+        found = ctx.memo[_KEY] = (request, static_key(request))
+    return found[1]
 
 
 NO_EXCEPTIONS = ExceptionOutcome()

@@ -40,6 +40,7 @@ from webhook.model.policy import EvalContext, ValidationOutcome
 
 _ACTIVATION = "cel-family.fused-activation"  # this module's entry in the request's EvalContext memo
 SKIP = -1
+REFERENCE: Any = object()  # a decision whose result only the reference path can build (a message expression)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Fused:
 
     program: Any  # CelProgram
     outcomes: Mapping[int, ValidationOutcome | None]
+    source: str  # the program's text, variables bound in (a group of policies joins these: see fusedgroup)
+    env: str
 
 
 def _wrap(text: str) -> str:
@@ -92,13 +95,15 @@ def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Seq
         return None
     from webhook.cel.envs import env_spec
 
-    found = program_text(conditions, validations, variables, env_spec(env).or_value_compat)
+    compat = env_spec(env).or_value_compat
+    found = program_text(conditions, validations, variables, compat)
     if found is None:
         return None
-    program = cel.compile_bound(*found, env)
-    if program is None:
+    source = bind_variables(*found, compat)
+    program = cel.compile_bound(*found, env, strict=True)
+    if program is None or source is None:
         return None
-    return Fused(program, {code: outcome(code) for code in range(SKIP, len(validations) + 1)})
+    return Fused(program, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, source, env)
 
 
 def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],

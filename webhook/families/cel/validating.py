@@ -140,21 +140,37 @@ class ValidatingPolicy(CelPolicy):
     actions: frozenset[str] = frozenset({"Deny"})
     # id(variant) -> its fast path (webhook.families.cel.fused) or None; built on first use, kept
     _fused: dict[int, fused.Fused | None] = field(default_factory=dict, init=False, repr=False)
+    group: Any = field(default=None, init=False, repr=False)  # the FusedGroup it belongs to, if any
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        if FAST_PATH and not self.exceptions and ctx.request is not None:
+            outcome = self._fast(request, ctx)
+            if outcome is not None and outcome is not fused.REFERENCE:
+                return outcome
         variant = self.variant_for(request, request.object, ctx)
         if variant is None:
             return NOTHING
-        if FAST_PATH and not self.exceptions and ctx.request is not None:
-            program = self._fused.get(id(variant), _UNBUILT)
-            if program is _UNBUILT:
-                program = self._fused[id(variant)] = self._fuse(variant)
-            if program is not None:
-                shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
-                outcome = fused.decide(program, shared)
-                if outcome is not None:
-                    return outcome
         return ValidationOutcome(results=(self._evaluate(request, ctx, variant),))
+
+    def _fast(self, request: AdmissionRequest, ctx: EvalContext) -> Any:
+        """The outcome from the fused program(s); fused.REFERENCE or None: the reference path decides."""
+        if self.group is not None:
+            outcome = self.group.outcome(self, request, ctx)  # decided only for a policy the request matches
+            if outcome is not None:
+                return outcome
+        variant = self.variant_for(request, request.object, ctx)
+        if variant is None:
+            return NOTHING
+        program = self.fast_path(variant)
+        if program is None:
+            return None
+        return fused.decide(program, fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation))
+
+    def fast_path(self, variant: Variant) -> fused.Fused | None:
+        program = self._fused.get(id(variant), _UNBUILT)
+        if program is _UNBUILT:
+            program = self._fused[id(variant)] = self._fuse(variant)
+        return program
 
     def _fuse(self, variant: Variant) -> fused.Fused | None:
         body: ValidateBody = variant.body
