@@ -327,3 +327,13 @@ spec:
     assert compiled["a"].group is compiled["b"].group is not None
     assert [p.name for p in compiled["a"].group.members] == ["a", "b"]
     assert compiled["selector"].group is None and compiled["excepted"].group is None
+
+
+async def test_a_member_that_compiles_only_in_its_faithful_form_stays_out_of_the_joined_program(
+        fast_path_agrees_with_reference):
+    opaque = named("opaque", policy('- {expression: "string(quantity(\'1Gi\')) == \'1Gi\'", message: q}\n'))
+    eng = engine("---\n".join([GROUP, opaque]))
+    first = await admit_offline(eng, pod(labels={"team": "a"}))
+    [plan] = eng.store.snapshot.policies[0].group._plans.values()
+    assert plan.program is not None and len(plan.members) == 4
+    assert [r.policy.name for r in first.results][-1] == "opaque"

@@ -30,7 +30,7 @@ evaluation starts (see Scope); the one call here starts at that moment, so it is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler
@@ -43,15 +43,27 @@ SKIP = -1
 REFERENCE: Any = object()  # a decision whose result only the reference path can build (a message expression)
 
 
-@dataclass(frozen=True)
+_UNCOMPILED: Any = object()
+
+
+@dataclass(eq=False)
 class Fused:
     """One variant's decision program and the outcome for each value it can return (None: take the
     reference path for that value, e.g. a failing validation whose message is an expression)."""
 
-    program: Any  # CelProgram
-    outcomes: Mapping[int, ValidationOutcome | None]
     source: str  # the program's text, variables bound in (a group of policies joins these: see fusedgroup)
     env: str
+    outcomes: Mapping[int, ValidationOutcome | None]
+    cel: CelCompiler
+    _program: Any = field(default=_UNCOMPILED, repr=False)
+
+    @property
+    def program(self) -> Any:
+        """The CelProgram, compiled on first use (a group member may never need its own): None if it
+        does not compile in its plain form (the reference path then has the faithful one)."""
+        if self._program is _UNCOMPILED:
+            self._program = self.cel.compile_bound(self.source, [], self.env, strict=True)
+        return self._program
 
 
 def _wrap(text: str) -> str:
@@ -100,10 +112,9 @@ def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Seq
     if found is None:
         return None
     source = bind_variables(*found, compat)
-    program = cel.compile_bound(*found, env, strict=True)
-    if program is None or source is None:
+    if source is None:
         return None
-    return Fused(program, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, source, env)
+    return Fused(source, env, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, cel)
 
 
 def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],
@@ -122,8 +133,11 @@ def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapp
 
 def decide(fused: Fused, shared: Activation) -> ValidationOutcome | None:
     """The prebuilt outcome, or None: the reference path decides (any error, any unexpected value)."""
+    program = fused.program
+    if program is None:
+        return None
     try:
-        code = fused.program.evaluate_strict(shared)
+        code = program.evaluate_strict(shared)
     except Exception:  # an error of any kind: the reference path gives its exact outcome and message
         return None
     if type(code) is not int:

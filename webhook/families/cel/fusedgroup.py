@@ -96,13 +96,20 @@ class FusedGroup:
             if ctx.background and not policy.background:
                 continue  # a background scan does not run it
             variant = policy.variant_for(request, request.object, ctx)
-            program = policy.fast_path(variant) if variant is not None else None
-            if program is not None and (not members or program.env == members[0][1].env):
-                members.append((id(policy), program))
+            fast = policy.fast_path(variant) if variant is not None else None
+            if fast is not None and (not members or fast.env == members[0][1].env):
+                members.append((id(policy), fast))
+        program = self._join(members)
+        if program is None and len(members) >= 2:  # a member that does not compile alone spoils the list
+            members = [(member, fast) for member, fast in members if fast.program is not None]
+            program = self._join(members)
+        return Plan(tuple(members), program)
+
+    def _join(self, members: Sequence[tuple[int, fused.Fused]]) -> Any:
         if len(members) < 2:  # one program alone is the member's own
-            return Plan(tuple(members), None)
+            return None
         joined = "[" + ",\n".join(f"(\n{program.source}\n)" for _, program in members) + "]"
-        return Plan(tuple(members), self.cel.compile_bound(joined, [], members[0][1].env, strict=True))
+        return self.cel.compile_bound(joined, [], members[0][1].env, strict=True)
 
 
 def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
