@@ -153,14 +153,18 @@ def _decode(body: bytes) -> Any:
         raise MalformedReview(f"body is not JSON: {exc}") from None
 
 
+def _too_deep(node: dict[str, Any] | list[Any], levels_left: int) -> bool:
+    """Recursive, yet bounded: it never goes more than MAX_DEPTH frames down, whatever the input."""
+    if levels_left == 0:
+        return True
+    for child in node.values() if isinstance(node, dict) else node:
+        if isinstance(child, (dict, list)) and _too_deep(child, levels_left - 1):
+            return True
+    return False
+
+
 def _check_depth(root: Any, where: str) -> None:
-    """Iterative, so that the check itself cannot recurse too deep."""
-    stack = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        _require(depth <= MAX_DEPTH, f"{where} is nested deeper than {MAX_DEPTH} levels")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    _require(not _too_deep(root, MAX_DEPTH), f"{where} is nested deeper than {MAX_DEPTH} levels")
 
 
 def _check_string_map(value: Any, where: str) -> None:
@@ -271,12 +275,19 @@ def parse_review(body: bytes) -> AdmissionRequest:
     )
 
 
+def _patch_json(patch: Any) -> bytes:
+    try:
+        return orjson.dumps(patch)  # a tuple is a JSON array to orjson
+    except TypeError:  # an integer beyond 64 bits, copied from the object into the patch
+        return json.dumps(list(patch), separators=(",", ":")).encode()
+
+
 def encode_response(uid: str, verdict: Verdict) -> dict[str, Any]:
     """The AdmissionReview the API server accepts: uid echoed, patchType only beside a patch."""
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if verdict.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(list(verdict.patch), separators=(",", ":")).encode()).decode()
+        response["patch"] = base64.b64encode(_patch_json(verdict.patch)).decode()
     if not verdict.allowed:
         response["status"] = {"code": verdict.code, "message": verdict.message, "reason": verdict.reason}
     if verdict.warnings:

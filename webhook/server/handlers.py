@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+import orjson
 from aiohttp import web
 
 from webhook.engine import AdmissionEngine
@@ -17,7 +18,7 @@ from webhook.model.cluster import ClusterState
 from webhook.model.errors import MalformedReview
 from webhook.model.review import AdmissionRequest, encode_response, parse_review
 from webhook.model.verdict import Verdict
-from webhook.observability.logs import log_admission
+from webhook.observability.logs import RepeatWindow, log_admission
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
@@ -28,7 +29,10 @@ log = logging.getLogger("quartermaster.admission")
 
 
 def _dumps(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # an integer beyond 64 bits (a huge number in a warning is still a number)
+        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
@@ -52,6 +56,8 @@ def _bad_request(metrics: Metrics, endpoint: str, status: int, reason: str) -> w
 
 
 def admission_handler(services: Services, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    repeats = RepeatWindow()
+
     async def evaluate(request: AdmissionRequest, budget: float) -> Verdict:
         if endpoint == "mutate":
             return (await services.engine.mutate(request, budget)).verdict
@@ -92,7 +98,7 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         outcome = "allowed" if verdict.allowed else "denied"
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
         services.metrics.rule_results(request, verdict.results)
-        log_admission(log, endpoint, request, verdict, seconds)
+        log_admission(log, endpoint, request, verdict, seconds, repeats)
         return web.Response(body=_dumps(encode_response(request.uid, verdict)), content_type="application/json")
 
     return handle
