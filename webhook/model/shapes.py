@@ -73,16 +73,20 @@ def _checker(shape: Any) -> Check:
         return lambda value: value is None or isinstance(value, list) and all(map(item, value))
     if isinstance(shape, Mapping):
         wildcard = _checker(shape["*"]) if "*" in shape else None
-        fields = tuple((key, _checker(sub)) for key, sub in shape.items() if key != "*")
+        fields = {key: _checker(sub) for key, sub in shape.items() if key != "*"}
+        if wildcard is not None and fields:
+            raise ValueError("a shape is either {'*': shape} or named fields, not both")
 
         def check(value: Any) -> bool:
             if value is None:
                 return True
             if not isinstance(value, dict):
                 return False
-            if wildcard is not None and not all(map(wildcard, value.values())):
-                return False
-            return all(ok(value.get(key)) for key, ok in fields)
+            for key, item in value.items():  # the fields present only: an absent one is never wrong
+                ok = wildcard if wildcard is not None else fields.get(key)
+                if ok is not None and not ok(item):
+                    return False
+            return True
         return check
     if shape == SCALAR:
         return lambda value: value is None or _is_scalar(value)
