@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import types
 from dataclasses import dataclass, field, replace
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeVar
 
 from webhook.engine.verdicts import report_ref, verdict_of
 from webhook.model import patch as jsonpatch
@@ -66,25 +67,48 @@ def _broken(policy: CompiledPolicy) -> RuleResult:
                                          f"{policy.source}", _action(policy))
 
 
-async def each_within(deadline: float, items: Sequence[T], step: Callable[[T], Awaitable[None]],
+async def each_within(deadline: float, items: Sequence[T], step: Callable[[T], Coroutine[Any, Any, None]],
                       timed_out: Callable[[T, BaseException], None]) -> None:
-    """`step` each item in order under one deadline (loop time), with the outcome of a deadline per item:
-    a timeout fails the item that was running, and the later ones still get their turn (one that never
-    waits finishes, one that waits times out at once). One timeout context for all of them, because one
-    per item cost more than most policies do."""
-    index = 0
-    while index < len(items):
+    """`step` each item in order, each bounded by the deadline (loop time): a step that waits past it
+    fails with a timeout, and the later ones still get their turn. A step that finishes without waiting
+    (every CEL policy, most batteries) has nothing a deadline could cut short, so the timeout context,
+    which cost more than most policies do, is only set up once a step actually waits."""
+    for item in items:
+        running = step(item)
+        try:
+            waiting_on = running.send(None)
+        except StopIteration:
+            continue
         within = asyncio.timeout_at(deadline)
         try:
             async with within:
-                while index < len(items):
-                    item = items[index]
-                    index += 1
-                    await step(item)
+                await _resume(running, waiting_on)
         except TimeoutError as exc:
             if not within.expired():  # the step's own error, not the deadline
                 raise
             timed_out(item, exc)
+
+
+@types.coroutine
+def _resume(running: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any, Any, Any]:
+    """The rest of a coroutine that already yielded `waiting_on` once, as `await running` would go on: what
+    it waits on goes to the task, what the task sends or throws (a cancellation) goes back into it."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except GeneratorExit:
+            running.close()
+            raise
+        except BaseException as exc:
+            try:
+                waiting_on = running.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waiting_on = running.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 class AdmissionEngine:

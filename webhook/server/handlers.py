@@ -69,7 +69,11 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
             # the TLS layer verified any certificate presented; none presented is not the API server
             return _bad_request(services.metrics, endpoint, 401, "a client certificate signed by the --client-ca CA is required")
         try:
-            body = await asyncio.wait_for(http.read(), limits.body_seconds)
+            if http.content.is_eof():  # the whole body came with the headers (most reviews): nothing to wait for
+                body = await http.read()
+            else:
+                async with asyncio.timeout(limits.body_seconds):
+                    body = await http.read()
         except web.HTTPRequestEntityTooLarge:
             return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
         except asyncio.TimeoutError:
