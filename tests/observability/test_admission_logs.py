@@ -89,3 +89,9 @@ def test_the_window_forgets_findings_beyond_its_bound():
     assert repeats.take(("0",), 2.0) is None
     assert repeats.take(("new",), 2.0) == 0  # a fourth key: the windows start afresh rather than grow
     assert repeats.take(("0",), 3.0) == 0 and len(repeats._seen) == 2
+
+
+def test_debug_logs_an_admission_that_no_policy_had_a_say_in(caplog):
+    caplog.set_level(logging.DEBUG, logger=LOG.name)
+    log_admission(LOG, "validate", _request(), _verdict(), 0.001, RepeatWindow())
+    assert [r.getMessage() for r in caplog.records if r.name == LOG.name] == ["validate allowed"]

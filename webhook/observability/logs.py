@@ -7,13 +7,14 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from webhook.model.results import Outcome
 
 if TYPE_CHECKING:
+    from webhook.model.results import RuleResult
     from webhook.model.review import AdmissionRequest
     from webhook.model.verdict import Verdict
 
@@ -64,9 +65,9 @@ class RepeatWindow:
 
     seconds: float = 60.0
     max_keys: int = 4096  # beyond this many distinct findings in a window, start the windows afresh
-    _seen: dict[tuple[str, ...], list[float]] = field(default_factory=dict)  # key -> [window start, folded]
+    _seen: dict[tuple[Any, ...], list[float]] = field(default_factory=dict)  # key -> [window start, folded]
 
-    def take(self, key: tuple[str, ...], now: float) -> int | None:
+    def take(self, key: tuple[Any, ...], now: float) -> int | None:
         """None: fold this one into the window; else log it, saying it stands for that many folded before."""
         entry = self._seen.get(key)
         if entry is not None and now - entry[0] < self.seconds:
@@ -83,7 +84,8 @@ def log_admission(log: logging.Logger, endpoint: str, request: "AdmissionRequest
     """Info: one line per rule that denied, errored or (folded by `repeats`) warned: policy, rule, short
     message, user. Debug: also one line per admission and one per rule result, whatever it was, unfolded."""
     debug = log.isEnabledFor(logging.DEBUG)
-    if not debug and not any(r.blocks or r.reported for r in verdict.results):
+    lines = [(r, 0) for r in verdict.results] if debug else _flagged(verdict.results, request.namespace, repeats)
+    if not lines and not debug:
         return  # the common case: nothing to say at info
     outcome = "allowed" if verdict.allowed else "denied"
     where = f"{request.namespace}/{request.object_name}" if request.namespace else request.object_name
@@ -92,17 +94,8 @@ def log_admission(log: logging.Logger, endpoint: str, request: "AdmissionRequest
             "verdict": outcome, "user": request.user.username}
     if debug:
         log.debug("%s %s", endpoint, outcome, extra={**base, "duration_ms": round(seconds * 1000, 2)})
-    now = time.monotonic()
-    for result in verdict.results:
+    for result, folded in lines:
         flagged = result.blocks or result.reported
-        if not (flagged or debug):
-            continue
-        folded = 0
-        if flagged and not debug and repeats is not None and result.outcome is not Outcome.ERROR and not result.blocks:
-            taken = repeats.take((result.policy.qualified_name, result.policy.kind, result.rule, request.namespace), now)
-            if taken is None:
-                continue
-            folded = taken
         effect = "denied" if result.blocks else ("warned" if flagged else result.outcome.value)
         fields = {**base, "policy": result.policy.qualified_name, "policy_kind": result.policy.kind, "rule": result.rule,
                   "result": result.outcome.value, "mode": result.action.value}
@@ -113,3 +106,21 @@ def log_admission(log: logging.Logger, endpoint: str, request: "AdmissionRequest
         log.log(logging.INFO if flagged else logging.DEBUG, "%s %s %s %s by %s: %s/%s: %s%s", endpoint, effect,
                 request.kind.kind, where, request.user.username or "(unknown user)", result.policy.qualified_name, result.rule,
                 _short(result.message) or result.outcome.value, more, extra=fields)
+
+
+def _flagged(results: "tuple[RuleResult, ...]", namespace: str, repeats: RepeatWindow | None) -> list[tuple["RuleResult", int]]:
+    """The results worth a line at info, each with how many folded lines it stands for."""
+    lines: list[tuple[RuleResult, int]] = []
+    now = 0.0
+    for result in results:
+        if result.blocks or result.outcome is Outcome.ERROR:
+            lines.append((result, 0))
+        elif result.reported:
+            if repeats is None:
+                lines.append((result, 0))
+                continue
+            now = now or time.monotonic()
+            folded = repeats.take((result.policy, result.rule, namespace), now)
+            if folded is not None:
+                lines.append((result, folded))
+    return lines
