@@ -136,7 +136,7 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
             profiler.enable()
             await timed(args.count)
             profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+            pstats.Stats(profiler).sort_stats(args.sort).print_stats(45)
             continue
         handler_us = await timed(args.count)
         noop_us = await timed(args.count, _noop)
@@ -159,6 +159,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=300, help="admissions per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--defaults-only", action="store_true", help="without the pod-security ValidatingPolicies")
+    parser.add_argument("--sort", default="cumulative", help="cProfile order: cumulative, tottime")
     parser.add_argument("--profile", metavar="CASE", help="cProfile one case: plain-mutate, plain-validate, gpu-mutate, gpu-validate")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:

@@ -28,6 +28,7 @@ from webhook.reports.sink import ResultSink
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+_ALLOWED = Verdict(allowed=True)
 DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default timeout is 10s)
 CREATE_TIMEOUT = 3.0
 
@@ -151,7 +152,7 @@ class AdmissionEngine:
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.MUTATE)
         if request.object is None or not policies:
-            return MutateResult(Verdict(allowed=True), request.object)
+            return MutateResult(_ALLOWED, request.object)
         ctx = self._context(request)
         synced = bool(getattr(self.state, "synced", True))
         # request.object is never changed: a policy that edits in place gets its own copy (and a failure
@@ -178,6 +179,8 @@ class AdmissionEngine:
             self._timed_out(policy, "mutate", request, exc, out)  # the object stays as it was before the policy
 
         await each_within(deadline, policies, step, timed_out)
+        if not applied and not out.results:
+            return MutateResult(_ALLOWED, request.object)  # nothing applied: nothing to report, patch or create
         if any(getattr(p, "reinvoke", False) for p, _ in applied):
             await each_within(deadline, list(applied), again, lambda ran, exc: timed_out(ran[0], exc))
         verdict = self._verdict(request, out)
