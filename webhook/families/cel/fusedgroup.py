@@ -25,7 +25,7 @@ from webhook.cel import CelCompiler
 from webhook.families.cel import fused
 from webhook.families.cel.base import NO_EXCEPTIONS, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
-from webhook.model.policy import EvalContext, ValidationOutcome
+from webhook.model.policy import EvalContext
 from webhook.model.review import AdmissionRequest
 
 _MEMO = "cel-family.group"  # this module's entries in the request's EvalContext memo
@@ -41,6 +41,13 @@ class Plan:
     failures: int = 0
     resting: int = 0
 
+    def __post_init__(self) -> None:
+        # per member: its id and what each value of its program decides (fused.REFERENCE: the reference
+        # path builds the result)
+        self.tables = tuple((member, {code: fused.REFERENCE if outcome is None else outcome
+                                      for code, outcome in program.outcomes.items()})
+                            for member, program in self.members)
+
 
 class FusedGroup:
     def __init__(self, members: Sequence[ValidatingPolicy], cel: CelCompiler) -> None:
@@ -53,7 +60,11 @@ class FusedGroup:
         """The policy's outcome as the group decided it, fused.REFERENCE, or None (not decided here)."""
         found = ctx.memo.get(self._memo_key)
         if found is None or found[0] is not request:
-            found = ctx.memo[self._memo_key] = (request, self._decide(request, ctx))
+            try:
+                decided = self._decide(request, ctx)
+            except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+                decided = {}
+            found = ctx.memo[self._memo_key] = (request, decided)
         return found[1].get(id(policy))
 
     def _decide(self, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
@@ -72,14 +83,10 @@ class FusedGroup:
                 plan.failures, plan.resting = 0, REST
             return {}
         plan.failures = 0
-        if type(codes) is not list or len(codes) != len(plan.members):
+        if type(codes) is not list or len(codes) != len(plan.tables):
             return {}
-        decided: dict[int, Any] = {}
-        for (member, program), code in zip(plan.members, codes):
-            if type(code) is int and code in program.outcomes:
-                outcome: ValidationOutcome | None = program.outcomes[code]
-                decided[member] = outcome if outcome is not None else fused.REFERENCE
-        return decided
+        # each element is one of its program's int literals (no error reached here): its table has it
+        return {member: table.get(code) for (member, table), code in zip(plan.tables, codes)}
 
     def _plan(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
         key = (request_key(request, ctx), ctx.background)
