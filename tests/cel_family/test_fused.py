@@ -337,3 +337,43 @@ async def test_a_member_that_compiles_only_in_its_faithful_form_stays_out_of_the
     [plan] = eng.store.snapshot.policies[0].group._plans.values()
     assert plan.program is not None and len(plan.members) == 4
     assert [r.policy.name for r in first.results][-1] == "opaque"
+
+
+def _match_requests():
+    from tests.cel_family.test_match import request
+
+    shapes = [dict(), dict(kind="Deployment", group="apps", resource="deployments"),
+              dict(kind="CronJob", group="batch", resource="cronjobs"), dict(kind="Job", group="batch", resource="jobs"),
+              dict(kind="Namespace", resource="namespaces", namespace=""), dict(kind="ClusterRole",
+              group="rbac.authorization.k8s.io", resource="clusterroles", namespace=""),
+              dict(kind="Ingress", group="networking.k8s.io", resource="ingresses"),
+              dict(kind="Pod", version="v2")]
+    for shape in shapes:
+        for op in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
+            for sub in ("", "status"):
+                for extra in (dict(namespace="other", name="x"), dict(generate_name="web-"),
+                              dict(labels={"app": "web", "tier": "frontend"})):
+                    yield request(**{**shape, **extra, "op": op, "sub": sub})
+
+
+def test_remembered_static_matches_are_the_matches(fast_path_agrees_with_reference):
+    """Which variant a policy applies is remembered per resource and operation only where nothing else is
+    read: every corpus policy (and some with selectors and names) picks the same variant as matching anew."""
+    from webhook.families.cel.base import CelPolicy
+    from webhook.model.policy import EvalContext
+
+    texts = [policy(VALIDATIONS).replace("resources: [pods]}", f"resources: [pods], {extra}}}")
+             for extra in ("resourceNames: [p, x]", "scope: Namespaced", "operations: ['*']")]
+    texts.append(policy(VALIDATIONS).replace("    resourceRules:", "    objectSelector: {matchLabels: {app: web}}\n"
+                                                                 "    resourceRules:"))
+    docs = [Document("p.yaml", i, yaml.safe_load(named(f"p{i}", t)), None) for i, t in enumerate(texts)]
+    if CORPUS is not None:
+        docs += [Document(str(path), i, d, None) for path, i, d in _corpus_documents()[0]]
+    policies = [p for p in CelFamily().compile(docs, CompileEnv(CEL)).policies if isinstance(p, CelPolicy)]
+    assert sum(p.static_match for p in policies) >= 4 and not all(p.static_match for p in policies)
+    state = InMemoryClusterState(NAMESPACES)
+    for _ in range(2):  # the second round answers from what the first remembered
+        for req in _match_requests():
+            ctx = EvalContext(state, NAMESPACES[0], False, request=req)
+            for p in policies:
+                assert p.variant_for(req, req.object, ctx) is p._variant_for(req, req.object, ctx), (p.name, req)
