@@ -377,3 +377,28 @@ def test_remembered_static_matches_are_the_matches(fast_path_agrees_with_referen
             ctx = EvalContext(state, NAMESPACES[0], False, request=req)
             for p in policies:
                 assert p.variant_for(req, req.object, ctx) is p._variant_for(req, req.object, ctx), (p.name, req)
+
+
+async def test_a_fused_program_that_ran_past_the_policy_timeout_is_not_taken(fast_path_agrees_with_reference,
+                                                                             monkeypatch):
+    """The reference path refuses to start an expression past the policy's timeoutSeconds; a fused call that
+    ran that long might have evaluated one the reference would have refused, so its answer is not used."""
+    class Clock:
+        now = 0.0
+
+        @classmethod
+        def monotonic(cls):
+            cls.now += 2.0  # every call of the fast path's clock sees two more seconds go by
+            return cls.now
+
+    monkeypatch.setattr(fused, "time", Clock)
+    timeout = "webhookConfiguration: {timeoutSeconds: 1}"
+    single = engine(policy(VALIDATIONS, extra=timeout))
+    assert results(await admit_offline(single, pod())) == [("pass", "success")]
+    group = engine("---\n".join([named("a", policy(VALIDATIONS, extra=timeout)), named("b", policy(VALIDATIONS))]))
+    assert results(await admit_offline(group, pod())) == [("pass", "success")] * 2
+    # the group's call ran past `a`'s second: not taken; then `b`'s own call is within its ten
+    assert fast_path_agrees_with_reference.decided == 1
+    monkeypatch.setattr(fused.time, "monotonic", lambda: 0.0)
+    assert results(await admit_offline(group, pod())) == [("pass", "success")] * 2
+    assert fast_path_agrees_with_reference.decided == 3

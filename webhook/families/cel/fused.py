@@ -25,15 +25,17 @@ message; so do a failing validation with a messageExpression, a policy with Poli
 annotations, expressions calling lookups or effectful functions (they must run once, in the reference
 path), and the pure-Python backend (no cel.bind). The pass/skip/fail results depend on nothing in the
 request: they are built once per variant. The policy's timeoutSeconds deadline starts when its
-evaluation starts (see Scope); the one call here starts at that moment, so it is never past it.
+evaluation starts (see Scope); the one call here starts at that moment, so it is never past it, and a
+call that itself ran past it is not taken (`run`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from webhook.cel import Activation, CelCompiler
+from webhook.cel import Activation, CelCompiler, CelError
 from webhook.cel.inline import bind_variables, pure
 from webhook.families.cel.scope import ALL, Expr, Variables
 from webhook.model.policy import EvalContext, ValidationOutcome
@@ -131,13 +133,25 @@ def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapp
     return shared
 
 
-def decide(fused: Fused, shared: Activation) -> ValidationOutcome | None:
+def run(program: Any, shared: Activation, budget: float) -> Any:
+    """The program's value; CelError also when it ran longer than `budget` (the policy's timeoutSeconds):
+    the reference path checks the deadline before each expression, so past it, it may have refused one
+    that ran here. Never in practice (the comprehension budget stops an expression within milliseconds),
+    but then the reference path, not this one, says what happens."""
+    started = time.monotonic()
+    value = program.evaluate_strict(shared)
+    if time.monotonic() - started > budget:
+        raise CelError("the fused program ran past the policy's timeoutSeconds")
+    return value
+
+
+def decide(fused: Fused, shared: Activation, budget: float) -> ValidationOutcome | None:
     """The prebuilt outcome, or None: the reference path decides (any error, any unexpected value)."""
     program = fused.program
     if program is None:
         return None
     try:
-        code = program.evaluate_strict(shared)
+        code = run(program, shared, budget)
     except Exception:  # an error of any kind: the reference path gives its exact outcome and message
         return None
     if type(code) is not int:

@@ -38,6 +38,7 @@ REST = 256         # ... for this many requests
 class Plan:
     members: tuple[tuple[int, fused.Fused], ...]  # (id(policy), the fast path of the variant it matched)
     program: Any  # CelProgram of the joined list, or None (fewer than two members; did not compile)
+    budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
     failures: int = 0
     resting: int = 0
 
@@ -76,7 +77,7 @@ class FusedGroup:
             return {}
         shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
         try:
-            codes = plan.program.evaluate_strict(shared)
+            codes = fused.run(plan.program, shared, plan.budget)
         except Exception:  # one member's error (or the budget): each member goes its own way
             plan.failures += 1
             if plan.failures >= GIVE_UP:
@@ -98,7 +99,7 @@ class FusedGroup:
         return plan
 
     def _build(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
-        members = []
+        members, budget = [], float("inf")
         for policy in self.members:
             if ctx.background and not policy.background:
                 continue  # a background scan does not run it
@@ -106,11 +107,12 @@ class FusedGroup:
             fast = policy.fast_path(variant) if variant is not None else None
             if fast is not None and (not members or fast.env == members[0][1].env):
                 members.append((id(policy), fast))
+                budget = min(budget, policy.timeout)
         program = self._join(members)
         if program is None and len(members) >= 2:  # a member that does not compile alone spoils the list
             members = [(member, fast) for member, fast in members if fast.program is not None]
             program = self._join(members)
-        return Plan(tuple(members), program)
+        return Plan(tuple(members), program, budget)
 
     def _join(self, members: Sequence[tuple[int, fused.Fused]]) -> Any:
         if len(members) < 2:  # one program alone is the member's own

@@ -167,7 +167,8 @@ class ValidatingPolicy(CelPolicy):
         program = self.fast_path(variant)
         if program is None:
             return None
-        return fused.decide(program, fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation))
+        shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+        return fused.decide(program, shared, self.timeout)
 
     def fast_path(self, variant: Variant) -> fused.Fused | None:
         program = self._fused.get(id(variant), _UNBUILT)
