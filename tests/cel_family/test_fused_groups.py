@@ -1,0 +1,192 @@
+"""The fast path of ValidatingPolicies against the reference path at scale: the conformance corpus suite by
+suite, all its ValidatingPolicies loaded together (groups: one joined program per request) over every corpus
+resource, groups' own cases, and the remembered static matches. Every evaluation here is shadowed too."""
+
+import argparse
+import io
+import json
+
+import pytest
+import yaml
+
+from tests.cel_family.test_fused import CEL, CORPUS, NAMESPACES, VALIDATIONS, engine, named, pod, policy, results
+from webhook.engine import AdmissionEngine
+from webhook.engine.offline import admit_offline
+from webhook.families.cel.family import CelFamily
+from webhook.policy.documents import Document
+from webhook.policy.family import CompileEnv
+from webhook.policy.snapshot import PolicySnapshot, PolicyStore
+from webhook.state.memory import InMemoryClusterState
+from webhook.testsuite.command import run_test_command
+
+@pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
+def test_the_whole_conformance_corpus_agrees(fast_path_agrees_with_reference):
+    shadow = fast_path_agrees_with_reference
+    out = io.StringIO()
+    paths = sorted(str(p) for p in CORPUS.iterdir() if p.is_dir())
+    run_test_command(argparse.Namespace(paths=paths, detailed_results=False, output="json"), out, io.StringIO())
+    assert not shadow.mismatches, shadow.mismatches[:3]
+    print("compared", shadow.compared, "decided", shadow.decided)
+    assert shadow.compared > 500 and shadow.decided > shadow.compared // 2, (shadow.compared, shadow.decided)
+
+
+
+def _corpus_documents():
+    policies, resources = [], []
+    for path in sorted(CORPUS.rglob("*.yaml")):
+        try:
+            docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+        except yaml.YAMLError:
+            continue
+        if ".kyverno-test" in path.parts:
+            resources += [d for d in docs if d.get("kind") not in ("Test", "Values", None) and "metadata" in d
+                          and not str(d.get("apiVersion", "")).startswith(("policies.kyverno.io", "kyverno.io", "cli.kyverno.io"))]
+        elif path.parts[-3].endswith("-vpol") or "pod-security-vpol" in path.parts:
+            policies += [(path, i, d) for i, d in enumerate(docs) if d.get("kind") in ("ValidatingPolicy", "PolicyException")]
+    return policies, resources
+
+
+@pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
+async def test_all_corpus_validating_policies_together_agree_on_every_corpus_resource(fast_path_agrees_with_reference):
+    """Loaded together, the policies form groups (one joined program per request): every resource of the corpus,
+    created, updated and scanned, gets the same results from the groups as from the reference path."""
+    policies, resources = _corpus_documents()
+    docs = [Document(str(path), i, d, None) for path, i, d in policies]
+    result = CelFamily().compile(docs, CompileEnv(CEL))
+    store = PolicyStore()
+    store.publish(PolicySnapshot.of(result.policies, 1))
+    eng = AdmissionEngine(store, InMemoryClusterState(NAMESPACES))
+    grouped = [p for p in result.policies if getattr(p, "group", None) is not None]
+    assert len(grouped) > 50
+    unique = list({json.dumps(r, sort_keys=True): r for r in resources}.values())
+    for index, resource in enumerate(unique[::4]):  # a quarter of them, the other operations on a twelfth:
+        await admit_offline(eng, resource, dry_run=True)  # the suite's time is shared too
+        if index % 3 == 0:
+            await admit_offline(eng, resource, old=resource, operation="UPDATE", dry_run=True)
+            await admit_offline(eng, resource, dry_run=True, background=True)
+    shadow = fast_path_agrees_with_reference
+    assert not shadow.mismatches, shadow.mismatches[:3]
+    plans = grouped[0].group._plans.values()
+    print("compared", shadow.compared, "decided", shadow.decided, "plans", len(plans))
+    assert any(plan.program is not None for plan in plans)
+    assert shadow.compared > 3_000 and shadow.decided > shadow.compared // 2
+
+
+GROUP = "---\n".join([
+    named("host-network", policy(VALIDATIONS)),
+    named("labelled", policy('- {expression: "object.metadata.labels.team != \'\'", message: needs a team}\n')),
+    named("message", policy('- {expression: "object.spec.?hostPID.orValue(false) == false", '
+                            'messageExpression: "\'host PID on \' + object.metadata.name"}\n')),
+    named("scan-only", policy('- {expression: "true"}\n', extra="evaluation: {background: {enabled: false}}")),
+])
+
+
+async def test_a_group_decides_its_members_in_one_program(fast_path_agrees_with_reference):
+    eng = engine(GROUP)
+    group = eng.store.snapshot.policies[0].group
+    assert group is not None and len(group.members) == 4
+    ok = await admit_offline(eng, pod(labels={"team": "a"}))
+    assert results(ok) == [("pass", "success")] * 4
+    [plan] = group._plans.values()
+    assert plan.program is not None and len(plan.members) == 4
+    # a member failing with a message expression: decided by the group, its message by the reference path
+    failing = await admit_offline(eng, pod(labels={"team": "a"}, hostNetwork=True, hostPID=True))
+    assert results(failing)[:3] == [("fail", "no host network"), ("pass", "success"), ("fail", "host PID on p")]
+    shadow = fast_path_agrees_with_reference
+    assert shadow.decided == shadow.compared - 1
+
+
+async def test_one_members_error_sends_every_member_its_own_way(fast_path_agrees_with_reference):
+    from webhook.families.cel import fusedgroup
+
+    eng = engine(GROUP)
+    group = eng.store.snapshot.policies[0].group
+    for round_ in range(fusedgroup.GIVE_UP):
+        unlabelled = await admit_offline(eng, pod())  # `labels.team` is no field: that member errors
+        assert [r[0] for r in results(unlabelled)] == ["pass", "error", "pass", "pass"]
+        assert results(unlabelled)[1][1].startswith("spec.validations[0].expression: ")
+    [plan] = group._plans.values()
+    assert plan.resting == fusedgroup.REST  # it kept failing: members go their own way for a while
+    assert results(await admit_offline(eng, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
+    assert plan.resting == fusedgroup.REST - 1
+    shadow = fast_path_agrees_with_reference
+    assert shadow.decided == shadow.compared - fusedgroup.GIVE_UP  # the others still by their own programs
+
+
+async def test_a_background_scan_plans_without_the_policies_it_does_not_run(fast_path_agrees_with_reference):
+    eng = engine(GROUP)
+    scan = await admit_offline(eng, pod(labels={"team": "a"}), dry_run=True, background=True)
+    assert [r.policy.name for r in scan.results] == ["host-network", "labelled", "message"]
+    [plan] = eng.store.snapshot.policies[0].group._plans.values()
+    assert len(plan.members) == 3
+
+
+def test_group_members_match_on_resource_and_operation_alone_and_have_no_exceptions():
+    from webhook.families.cel.family import CelFamily as Family
+
+    selector = policy(VALIDATIONS).replace("    resourceRules:", "    objectSelector: {matchLabels: {a: b}}\n    resourceRules:")
+    exception = """\
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {name: allow, namespace: apps}
+spec:
+  policyRefs: [{name: excepted, kind: ValidatingPolicy}]
+  matchConditions: [{name: x, expression: "true"}]
+"""
+    texts = [named("a", policy(VALIDATIONS)), named("b", policy(VALIDATIONS)), named("selector", selector),
+             named("excepted", policy(VALIDATIONS)), exception]
+    docs = [Document("p.yaml", i, yaml.safe_load(t), None) for i, t in enumerate(texts)]
+    compiled = {p.name: p for p in Family().compile(docs, CompileEnv(CEL)).policies}
+    assert compiled["a"].group is compiled["b"].group is not None
+    assert [p.name for p in compiled["a"].group.members] == ["a", "b"]
+    assert compiled["selector"].group is None and compiled["excepted"].group is None
+
+
+async def test_a_member_that_compiles_only_in_its_faithful_form_stays_out_of_the_joined_program(
+        fast_path_agrees_with_reference):
+    opaque = named("opaque", policy('- {expression: "string(quantity(\'1Gi\')) == \'1Gi\'", message: q}\n'))
+    eng = engine("---\n".join([GROUP, opaque]))
+    first = await admit_offline(eng, pod(labels={"team": "a"}))
+    [plan] = eng.store.snapshot.policies[0].group._plans.values()
+    assert plan.program is not None and len(plan.members) == 4
+    assert [r.policy.name for r in first.results][-1] == "opaque"
+
+
+def _match_requests():
+    from tests.cel_family.test_match import request
+
+    shapes = [dict(), dict(kind="Deployment", group="apps", resource="deployments"),
+              dict(kind="CronJob", group="batch", resource="cronjobs"), dict(kind="Job", group="batch", resource="jobs"),
+              dict(kind="Namespace", resource="namespaces", namespace=""), dict(kind="ClusterRole",
+              group="rbac.authorization.k8s.io", resource="clusterroles", namespace=""),
+              dict(kind="Ingress", group="networking.k8s.io", resource="ingresses"),
+              dict(kind="Pod", version="v2")]
+    for shape in shapes:
+        for op in ("CREATE", "UPDATE", "DELETE", "CONNECT"):
+            for sub in ("", "status"):
+                for extra in (dict(namespace="other", name="x"), dict(generate_name="web-"),
+                              dict(labels={"app": "web", "tier": "frontend"})):
+                    yield request(**{**shape, **extra, "op": op, "sub": sub})
+
+
+def test_remembered_static_matches_are_the_matches(fast_path_agrees_with_reference):
+    """Which variant a policy applies is remembered per resource and operation only where nothing else is
+    read: every corpus policy (and some with selectors and names) picks the same variant as matching anew."""
+    from webhook.families.cel.base import CelPolicy
+    from webhook.model.policy import EvalContext
+
+    texts = [policy(VALIDATIONS).replace("resources: [pods]}", f"resources: [pods], {extra}}}")
+             for extra in ("resourceNames: [p, x]", "scope: Namespaced", "operations: ['*']")]
+    texts.append(policy(VALIDATIONS).replace("    resourceRules:", "    objectSelector: {matchLabels: {app: web}}\n"
+                                                                 "    resourceRules:"))
+    docs = [Document("p.yaml", i, yaml.safe_load(named(f"p{i}", t)), None) for i, t in enumerate(texts)]
+    if CORPUS is not None:
+        docs += [Document(str(path), i, d, None) for path, i, d in _corpus_documents()[0]]
+    policies = [p for p in CelFamily().compile(docs, CompileEnv(CEL)).policies if isinstance(p, CelPolicy)]
+    assert sum(p.static_match for p in policies) >= 4 and not all(p.static_match for p in policies)
+    state = InMemoryClusterState(NAMESPACES)
+    for _ in range(2):  # the second round answers from what the first remembered
+        for req in _match_requests():
+            ctx = EvalContext(state, NAMESPACES[0], False, request=req)
+            for p in policies:
+                assert p.variant_for(req, req.object, ctx) is p._variant_for(req, req.object, ctx), (p.name, req)
