@@ -8,14 +8,16 @@ documents at once, so bindings, params and exceptions can join their policies. T
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol, Sequence
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy
 from webhook.policy.documents import Document
+from webhook.policy.schemacheck import Check, compile_check
+
+if TYPE_CHECKING:  # jsonschema is imported only to explain a violation (see schemacheck.py)
+    from jsonschema import Draft202012Validator
 
 
 @dataclass(frozen=True)
@@ -51,17 +53,43 @@ class PolicyFamily(Protocol):
         """Sees all of its documents at once (in load order), schema-checked when its kind has a schema."""
 
 
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+class SchemaValidator:
+    """A kind's schema, checked fast (`is_valid`) and explained by jsonschema (`validator`) when it fails."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._check: Check | None = compile_check(schema)
+        self._validator: Draft202012Validator | None = None
+
+    def is_valid(self, document: Any) -> bool:
+        """True: jsonschema would find no error. False: ask `validator` (it may still find none)."""
+        if self._check is None:
+            return False
+        try:
+            return self._check(document)
+        except Exception:  # whatever jsonschema makes of this document, it says so itself
+            return False
+
+    @property
+    def validator(self) -> "Draft202012Validator":
+        if self._validator is None:
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self.schema)
+        return self._validator
 
 
-def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+_VALIDATORS: dict[int, SchemaValidator] = {}
+
+
+def _validator(schema: Mapping[str, Any]) -> SchemaValidator:
     """One validator per schema and process (`test` builds a registry per suite). The schemas themselves are
     module constants, checked against the metaschema by tests/policy/test_schemas.py rather than at every
     start: that check alone cost ~0.1 s of each `apply`."""
     cached = _VALIDATORS.get(id(schema))
-    if cached is None or cached[0] is not schema:
-        cached = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
-    return cached[1]
+    if cached is None or cached.schema is not schema:
+        cached = _VALIDATORS[id(schema)] = SchemaValidator(schema)
+    return cached
 
 
 class FamilyRegistry:
@@ -70,7 +98,7 @@ class FamilyRegistry:
     def __init__(self, families: Iterable[PolicyFamily] = ()) -> None:
         self.families: list[PolicyFamily] = []
         self._owners: dict[tuple[str, str], tuple[PolicyFamily, PolicyKind]] = {}
-        self._validators: dict[tuple[str, str], Draft202012Validator] = {}
+        self._validators: dict[tuple[str, str], SchemaValidator] = {}
         for family in families:
             self.register(family)
 
@@ -88,7 +116,7 @@ class FamilyRegistry:
         found = self._owners.get((api_version, kind))
         return found[0] if found else None
 
-    def validator(self, api_version: str, kind: str) -> Draft202012Validator | None:
+    def validator(self, api_version: str, kind: str) -> SchemaValidator | None:
         return self._validators.get((api_version, kind))
 
     def kinds(self) -> list[PolicyKind]:
