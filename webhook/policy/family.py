@@ -116,7 +116,7 @@ class LazyFamily:
         return self._family
 
     @property
-    def kinds(self) -> tuple[PolicyKind, ...]:  # type: ignore[override]
+    def kinds(self) -> tuple[PolicyKind, ...]:
         return tuple(self.resolve().kinds)
 
     def compile(self, documents: Sequence[Document], env: CompileEnv) -> FamilyResult:
