@@ -16,6 +16,7 @@ import argparse
 import functools
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -159,10 +160,14 @@ def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | 
 
 
 def cli_times(tmp: Path) -> dict[str, float]:
+    """Best-of wall times, with the package's bytecode compiled first: pip and the image compile it on install,
+    while a checkout run with PYTHONDONTWRITEBYTECODE=1 would time the bytecode compiler on every start."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "webhook")], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     argv = quartermaster_argv()
     return {"version_ms": timed(argv + ["--version"], 5, REPO),
             "apply_ms": timed(argv + ["apply", "--policies", "policies", "--state", "examples/state",
-                                      "examples/notebook-pod.yaml"], 3, REPO)}
+                                      "examples/notebook-pod.yaml"], 5, REPO)}
 
 
 def table(noop: list[Result], qm: list[Result]) -> str:
@@ -205,7 +210,8 @@ def main() -> int:
             extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
                                 "yaml": startup(tmp, args.yaml_pods, args.profiles, "yaml")}
     cli = extra["cli"]
-    print(f"\nCLI: `quartermaster --version` {cli['version_ms']:.0f} ms, `apply` of one pod {cli['apply_ms']:.0f} ms")
+    print(f"\nCLI (bytecode compiled, as installed): `quartermaster --version` {cli['version_ms']:.0f} ms, `apply` of one pod "
+          f"{cli['apply_ms']:.0f} ms")
     for fmt, up in (extra.get("startup") or {}).items():
         ready_s = "did not become ready in 120 s" if up["ready_s"] is None else f"ready in {up['ready_s']:.1f} s"
         count = args.pods if fmt == "json" else args.yaml_pods
