@@ -43,8 +43,6 @@ from webhook.model.policy import EvalContext, ValidationOutcome
 _ACTIVATION = "cel-family.fused-activation"  # this module's entry in the request's EvalContext memo
 SKIP = -1
 REFERENCE: Any = object()  # a decision whose result only the reference path can build (a message expression)
-
-
 _UNCOMPILED: Any = object()
 
 
