@@ -35,6 +35,12 @@ _SUFFIX = {
 _SCAN = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?([eEinumkKMGTP]*[+-]?\d*)")
 _EXPONENT = re.compile(r"[eE]([+-]?\d+)")
 _INT64 = 2**63
+# The forms quantities take in practice ("1", "500m", "2Gi", "30Gi"): ASCII digits and one table suffix.
+# Read exactly by _plain; anything else (a sign, a fraction, an exponent, a result out of range) takes
+# the general path, which alone words the errors.
+_PLAIN = re.compile(r"([0-9]{1,18})([KMGTPE]i|[kMGTPEmun]|)")
+_PLAIN_MULTIPLIER = {**{k: 10**v for k, v in _DECIMAL.items() if v >= 0}, **{k: 2**v for k, v in _BINARY.items()}}
+_PLAIN_DIVISOR = {k: 10**-v for k, v in _DECIMAL.items() if v < 0}
 
 
 class QuantityError(ValueError):
@@ -98,7 +104,27 @@ def _value(text: str, negative: bool, num: str, denom: str, base: int, exponent:
     return sign * magnitude
 
 
+def _plain(text: str) -> Fraction | None:
+    """The value of a plain quantity, or None for the general path. The same value as _parse_general:
+    at most 18 digits times a whole multiplier is a whole number (rounding to a nano changes nothing),
+    and a whole number of milli, micro or nano units is a multiple of a nano."""
+    match = _PLAIN.fullmatch(text)
+    if match is None:
+        return None
+    digits, suffix = match.groups()
+    multiplier = _PLAIN_MULTIPLIER.get(suffix)
+    if multiplier is None:  # m, u or n
+        return Fraction(int(digits), _PLAIN_DIVISOR[suffix])
+    value = int(digits) * multiplier
+    return Fraction(value) if value <= MAX_VALUE else None  # beyond: capped or refused, as the general path says
+
+
 def _parse_text(text: str) -> Fraction:
+    plain = _plain(text)
+    return plain if plain is not None else _parse_general(text)
+
+
+def _parse_general(text: str) -> Fraction:
     if len(text) > MAX_TEXT:
         raise QuantityRangeError(f"quantity of {len(text)} characters is out of range (at most {MAX_TEXT})")
     if not text:
