@@ -1,0 +1,66 @@
+"""The injection copies on write: it never edits the pod it is handed, in any policy variant, so sharing
+the untouched parts of the pod with its input cannot change what it answers (battery_golden checks the
+answers themselves)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.platform.test_notebook_cases import CASES, merge_patch
+from tests.support import REPO, load_yaml
+from webhook.platform.base import profile_info
+from webhook.platform.notebook.config import compile_spec
+from webhook.platform.notebook.inject import inject
+from webhook.platform.notebook.render import InvalidOwner, render
+
+DEFAULT = load_yaml(REPO / "policies" / "notebook-injection.yaml")[0]["spec"]
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "override": {"merge": {"env": "Override", "volumes": "Override", "volumeMounts": "Override", "workingDir": "Override"}},
+    "keep": {"merge": {"env": "Keep", "volumes": "Keep", "volumeMounts": "Keep", "workingDir": "Keep"}},
+    "relocate": {"home": {"workspace": {"action": "Relocate", "relocateTo": "/home/jovyan/workspace"}}},
+    "plain": {"tokenRefresher": {"sidecar": "Plain"}},
+    "all": {"containers": {"select": "All"}},
+}
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jdoe", "annotations": {"owner": "jdoe@example.org"}}}
+
+
+def _pods() -> list[tuple[str, dict[str, Any]]]:
+    pods = [(case.name, load_yaml(case / "resource.yaml")[0]) for case in sorted(CASES.iterdir())
+            if (case / "resource.yaml").exists()]
+    base = load_yaml(REPO / "examples" / "notebook-pod.yaml")[0]
+    aliased = copy.deepcopy(base)
+    shared = aliased["spec"]["containers"][0]
+    aliased["spec"]["containers"].append(shared)  # the same container twice, as a YAML alias makes it
+    aliased["spec"]["containers"][0]["env"].append({"name": "HOME", "value": "/home/jovyan"})
+    no_annotations = copy.deepcopy(base)
+    no_annotations["metadata"].pop("annotations", None)
+    # every injected item present with other content, so that an override replaces items in place
+    conflicting = copy.deepcopy(base)
+    conflicting["spec"]["volumes"][:0] = [{"name": n, "emptyDir": {}} for n in ("oidc-token", "oidc-credentials", "eos")]
+    notebook = conflicting["spec"]["containers"][0]
+    notebook["env"][:0] = [{"name": "OAUTH2_TOKEN", "value": "mine"}, {"name": "HOME", "value": "/home/jovyan"}]
+    notebook["volumeMounts"][:0] = [{"name": "oidc-token", "mountPath": "/tmp/token"}, {"name": "x", "mountPath": "/eos"}]
+    return pods + [("aliased-containers", aliased), ("no-annotations", no_annotations), ("conflicting", conflicting)]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_input_pod_is_never_edited(variant: str) -> None:
+    spec = compile_spec(merge_patch(copy.deepcopy(DEFAULT), VARIANTS[variant]))
+    for name, pod in _pods():
+        before = orjson.dumps(pod)
+        try:
+            desired = render(spec, profile_info(NAMESPACE), None, 1000)
+        except InvalidOwner:
+            continue
+        first = inject(spec, desired, pod)
+        assert orjson.dumps(pod) == before, (variant, name)
+        if first.changed:  # and the output, injected again, is neither edited nor changed
+            output = orjson.dumps(first.pod)
+            again = inject(spec, desired, first.pod)
+            assert orjson.dumps(first.pod) == output, (variant, name)
+            assert not again.changed or again.conflicts, (variant, name)
