@@ -13,6 +13,8 @@ import orjson
 
 def escape(token: str) -> str:
     """RFC 6901: '~' first, then '/' (nvidia.com/gpu becomes nvidia.com~1gpu)."""
+    if "~" not in token and "/" not in token:
+        return token  # most keys: nothing to escape
     return token.replace("~", "~0").replace("/", "~1")
 
 
@@ -29,11 +31,12 @@ def diff(original: Any, mutated: Any, path: str = "") -> list[dict[str, Any]]:
             if key not in mutated:
                 ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
         for key, value in mutated.items():
-            child = f"{path}/{escape(key)}"
             if key not in original:
-                ops.append({"op": "add", "path": child, "value": value})
-            else:
-                ops.extend(diff(original[key], value, child))
+                ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+                continue
+            before = original[key]
+            if before is not value:  # the same object: nothing to say (what diff() itself would find first)
+                ops.extend(diff(before, value, f"{path}/{escape(key)}"))
         return ops
     if isinstance(original, list) and isinstance(mutated, list):
         if len(mutated) >= len(original) and all(_same(a, b) for a, b in zip(original, mutated)):
