@@ -11,6 +11,7 @@ from typing import Any, Iterator, Mapping
 
 from webhook.model.quantity import QuantityRangeError, parse_quantity
 from webhook.platform.dra.config import RewriteConfig
+from webhook.platform.base import is_mapping
 
 CONTAINERS = "containers"
 INIT_CONTAINERS = "initContainers"
@@ -58,7 +59,7 @@ def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[s
     spec = pod.get("spec") or {}
     for field in (INIT_CONTAINERS, CONTAINERS):
         for index, container in enumerate(spec.get(field) or []):
-            if isinstance(container, Mapping):
+            if is_mapping(container):
                 sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
                 yield ContainerRef(field, index, str(container.get("name", "")), sidecar), container
 
@@ -90,7 +91,7 @@ def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse
     uses = []
     for ref, container in containers(pod):
         resources = container.get("resources") or {}
-        if not isinstance(resources, Mapping):
+        if not is_mapping(resources):
             continue
         keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
         mapped = sorted(k for k in keys if config.mapping_for(k) is not None)

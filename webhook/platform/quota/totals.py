@@ -200,8 +200,11 @@ class ProfileUsage:
 
     def _account(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
         self.charges[key] = charge
-        self.gpus += charge.gpus
-        self.storage += charge.storage
+        # Fraction arithmetic is slow in Python: adding (or taking away) zero, the usual case, is skipped
+        if charge.gpus:
+            self.gpus += charge.gpus
+        if charge.storage:
+            self.storage += charge.storage
         if charge.unbounded:
             self.unbounded[key] = charge
         self._reads[key] = reads
@@ -211,8 +214,10 @@ class ProfileUsage:
     def _forget(self, key: Key) -> None:
         charge = self.charges.pop(key, None)
         if charge is not None:
-            self.gpus -= charge.gpus
-            self.storage -= charge.storage
+            if charge.gpus:
+                self.gpus -= charge.gpus
+            if charge.storage:
+                self.storage -= charge.storage
             self.unbounded.pop(key, None)
         for read in self._reads.pop(key, ()):
             readers = self._readers.get(read)
