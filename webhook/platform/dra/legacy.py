@@ -89,12 +89,18 @@ def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> L
 def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse]:
     """Every container with at least one mapped legacy key, in pod order (init containers first)."""
     uses = []
-    for ref, container in containers(pod):
-        resources = container.get("resources") or {}
-        if not is_mapping(resources):
-            continue
-        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
-        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
-        if mapped:
-            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    spec = pod.get("spec") or {}
+    for field in (INIT_CONTAINERS, CONTAINERS):
+        for index, container in enumerate(spec.get(field) or []):
+            if not is_mapping(container):
+                continue
+            resources = container.get("resources") or {}
+            if not is_mapping(resources):
+                continue
+            keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+            mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
+            if mapped:  # the container's reference only for the few that have GPUs (as containers() builds it)
+                sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
+                ref = ContainerRef(field, index, str(container.get("name", "")), sidecar)
+                uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
     return uses

@@ -20,6 +20,8 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "quartermaster"
 LEGACY_ANNOTATION = "quartermaster.dev/legacy-resources"
 HASH_LENGTH = 10
+# what json.dumps(content, sort_keys=True, separators=(",", ":")) builds on every call, built once
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def claim_spec(requests: Sequence[DeviceRequest]) -> dict[str, Any]:
 
 
 def content_name(prefix: str, content: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    digest = hashlib.sha256(_CANONICAL.encode(content).encode()).hexdigest()
     return f"{prefix}-{digest[:HASH_LENGTH]}"
 
 
