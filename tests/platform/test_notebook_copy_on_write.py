@@ -64,3 +64,26 @@ def test_the_input_pod_is_never_edited(variant: str) -> None:
             again = inject(spec, desired, first.pod)
             assert orjson.dumps(first.pod) == output, (variant, name)
             assert not again.changed or again.conflicts, (variant, name)
+
+
+def test_same_path_is_normpath_equality() -> None:
+    import itertools
+    import posixpath
+
+    from hypothesis import given, settings, strategies as st
+
+    from webhook.platform.notebook.merge import same_path
+
+    parts = ["/", "//", "///", ".", "..", "a", "b", "eos", "/a", "a/", "./", "../", "/.", "/..", ""]
+    samples = ["".join(p) for n in range(4) for p in itertools.product(parts, repeat=n)]
+    for a in samples:
+        for b in ("/a", "/a/b", "/eos", "/", "//", "a", "/a/", "/a/.", samples[len(a) % len(samples)]):
+            assert same_path(a, b) == (posixpath.normpath(a) == posixpath.normpath(b)), (a, b)
+            assert same_path(b, a) == same_path(a, b)
+
+    @settings(max_examples=2000)
+    @given(st.text(alphabet="/.ab", max_size=12), st.text(alphabet="/.ab", max_size=12))
+    def check(a: str, b: str) -> None:
+        assert same_path(a, b) == (posixpath.normpath(a) == posixpath.normpath(b))
+    check()
+    assert not same_path(None, "/a") and not same_path("/a", 1)

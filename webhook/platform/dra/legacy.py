@@ -6,7 +6,7 @@ created with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Iterator, Mapping
 
 from webhook.model.quantity import QuantityRangeError, parse_quantity
@@ -27,6 +27,14 @@ class ContainerRef:
     index: int
     name: str
     sidecar: bool = False  # an init container with restartPolicy: Always runs beside the app containers
+    # a rewrite keys several maps by the reference: hashed once, not at every lookup
+    _hash: int = dataclass_field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.field, self.index, self.name, self.sidecar)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def regular_init(self) -> bool:
