@@ -87,3 +87,32 @@ def test_same_path_is_normpath_equality() -> None:
         assert same_path(a, b) == (posixpath.normpath(a) == posixpath.normpath(b))
     check()
     assert not same_path(None, "/a") and not same_path("/a", 1)
+
+
+@pytest.mark.parametrize("patch", [
+    {}, {"tokenRefresher": {"sidecar": "Plain"}},
+    {"tokenRefresher": {"args": ["--user={user}", "--dir={credentials_dir}"]}},  # per user: rendered each time
+    {"tokenRefresher": {"env": [{"name": "WHO", "value": "{namespace}"}, {"name": "P", "value": "{token_path}"}]}},
+    {"tokenRefresher": {"securityContext": {"runAsGroup": 100, "capabilities": {"drop": ["ALL"]}}}},
+    {"tokenRefresher": {"startupProbe": {"command": ["test", "-e", "{home}/.ready"], "periodSeconds": 0}}},
+    {"tokenRefresher": {"args": ["--literal={{braces}}", "--margin={refresh_margin_seconds}"]}},
+])
+def test_the_sidecar_made_once_per_policy_is_the_one_rendered_per_request(patch: dict[str, Any]) -> None:
+    from webhook.platform.notebook import render as rendering
+
+    spec = compile_spec(merge_patch(copy.deepcopy(DEFAULT), patch))
+    refresher = spec.refresher
+    assert refresher is not None
+    for owner, uid in (("jdoe@example.org", 1000), ("a.b-c@example.org", 1), ("x@example.org", 2**40)):
+        namespace = {**NAMESPACE, "metadata": {**NAMESPACE["metadata"], "annotations": {"owner": owner}}}
+        desired = render(spec, profile_info(namespace), None, uid)
+        values = {**rendering.owner_values(spec, profile_info(namespace)), **rendering._derived(refresher)}
+        if spec.home:
+            values["home"] = rendering._path(spec.home.home_path.render(values), "home path", profile_info(namespace))
+        reference = rendering._sidecar(refresher, values, uid)
+        assert orjson.dumps(desired.sidecar) == orjson.dumps(reference)
+        assert rendering._same_json(desired.sidecar, reference)
+        again = render(spec, profile_info(namespace), None, uid)
+        assert again.sidecar is not desired.sidecar and again.sidecar["securityContext"] is not desired.sidecar["securityContext"]
+    static = all(t.names <= rendering.POLICY_PLACEHOLDERS for t in rendering._sidecar_templates(refresher))
+    assert (refresher.memo["sidecar"] is not None) == static

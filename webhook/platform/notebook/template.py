@@ -70,6 +70,11 @@ class TemplateTree:
     def __post_init__(self) -> None:
         object.__setattr__(self, "rendered", _render(self.node, {}) if _static(self.node) else _DYNAMIC)
 
+    @property
+    def static(self) -> bool:
+        """No placeholder anywhere in the tree."""
+        return self.rendered is not _DYNAMIC
+
     def render(self, values: Mapping[str, str]) -> Any:
         if self.rendered is not _DYNAMIC:
             return clone(self.rendered)
