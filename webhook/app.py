@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING
 
 from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
-from webhook.families.cel.family import CelFamily
-from webhook.families.kyverno.family import KyvernoFamily
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
 from webhook.observability.metrics import Metrics
 from webhook.observability.tracing import Tracing
 from webhook.platform import platform_family
 from webhook.platform.quota.backstop import QuotaPolicyLimits
-from webhook.policy.family import FamilyRegistry
+from webhook.policy.family import FamilyRegistry, LazyFamily, PolicyFamily
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
@@ -63,10 +61,24 @@ class PolicyLoadFailed(Exception):
         self.result = result
 
 
+def _cel_family() -> PolicyFamily:
+    from webhook.families.cel.family import CelFamily
+
+    return CelFamily()
+
+
+def _kyverno_family() -> PolicyFamily:
+    from webhook.families.kyverno.family import KyvernoFamily
+
+    return KyvernoFamily()
+
+
 def build_registry(ledgers: ReservationLedgers | None = None) -> FamilyRegistry:
-    """Every policy family this process understands. `ledgers`: the quota reservations, one set per process."""
-    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers()), CelFamily(),
-                           KyvernoFamily()])
+    """Every policy family this process understands. `ledgers`: the quota reservations, one set per process.
+    The CEL and Kyverno families are imported when a document of their API groups is first read."""
+    return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers()),
+                           LazyFamily("cel", ("policies.kyverno.io", "admissionregistration.k8s.io"), _cel_family),
+                           LazyFamily("kyverno", ("kyverno.io",), _kyverno_family)])
 
 
 @dataclass

@@ -19,6 +19,7 @@ from webhook.engine.offline import admit_offline
 from webhook.model.cluster import ObjectKey
 from webhook.model.results import RuleResult
 from webhook.model.review import object_problem
+from webhook.policy.documents import safe_load_all
 
 
 class BadInput(Exception):
@@ -53,7 +54,7 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
     for name in paths:
         try:
             text = stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-            docs = list(yaml.safe_load_all(text))
+            docs = safe_load_all(text)  # libyaml when it reads the text exactly as PyYAML's own reader would
         except OSError as exc:
             raise BadInput(f"{name}: cannot read: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:

@@ -11,8 +11,6 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-import yaml
-
 from webhook.commandline import add_command
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
@@ -31,6 +29,8 @@ def add_convert_command(commands: argparse._SubParsersAction) -> None:
 
 
 def run_convert(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    import yaml  # here, not at the top: cli.py imports this module to declare `convert` for every command
+
     from webhook.families.kyverno.convert import convert_document  # the Kyverno family only when converting
 
     converted, refused = [], []

@@ -8,7 +8,6 @@ background scan would, shown as the reports live mode would have written.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -71,6 +70,8 @@ def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> R
 
 
 def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Reports:
+    import asyncio  # here, not at the top: cli.py imports this module to declare `report` for every command
+
     from webhook.app import Quartermaster, Settings
     from webhook.engine.scan import scan
     from webhook.reports.policyreport import PolicyMeta, reports_from_entries

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import types
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeVar
 
 from webhook.engine.verdicts import report_ref, verdict_of
 from webhook.model import patch as jsonpatch
@@ -25,7 +26,9 @@ from webhook.policy.snapshot import PolicyStore
 from webhook.reports.sink import ResultSink
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
+_ALLOWED = Verdict(allowed=True)
 DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default timeout is 10s)
 CREATE_TIMEOUT = 3.0
 
@@ -63,6 +66,50 @@ def _unsynced(policy: CompiledPolicy) -> RuleResult:
 def _broken(policy: CompiledPolicy) -> RuleResult:
     return errored(policy.id, "compile", f"policy {policy.id} does not compile ({policy.error}); fix it in "
                                          f"{policy.source}", _action(policy))
+
+
+async def each_within(deadline: float, items: Sequence[T], step: Callable[[T], Coroutine[Any, Any, None]],
+                      timed_out: Callable[[T, BaseException], None]) -> None:
+    """`step` each item in order, each bounded by the deadline (loop time): a step that waits past it
+    fails with a timeout, and the later ones still get their turn. A step that finishes without waiting
+    (every CEL policy, most batteries) has nothing a deadline could cut short, so the timeout context,
+    which cost more than most policies do, is only set up once a step actually waits."""
+    for item in items:
+        running = step(item)
+        try:
+            waiting_on = running.send(None)
+        except StopIteration:
+            continue
+        within = asyncio.timeout_at(deadline)
+        try:
+            async with within:
+                await _resume(running, waiting_on)
+        except TimeoutError as exc:
+            if not within.expired():  # the step's own error, not the deadline
+                raise
+            timed_out(item, exc)
+
+
+@types.coroutine
+def _resume(running: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any, Any, Any]:
+    """The rest of a coroutine that already yielded `waiting_on` once, as `await running` would go on: what
+    it waits on goes to the task, what the task sends or throws (a cancellation) goes back into it."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except GeneratorExit:
+            running.close()
+            raise
+        except BaseException as exc:
+            try:
+                waiting_on = running.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waiting_on = running.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 class AdmissionEngine:
@@ -105,7 +152,7 @@ class AdmissionEngine:
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.MUTATE)
         if request.object is None or not policies:
-            return MutateResult(Verdict(allowed=True), request.object)
+            return MutateResult(_ALLOWED, request.object)
         ctx = self._context(request)
         synced = bool(getattr(self.state, "synced", True))
         # request.object is never changed: a policy that edits in place gets its own copy (and a failure
@@ -113,16 +160,29 @@ class AdmissionEngine:
         obj: dict[str, Any] = dict(request.object)
         out = _Collected()
         applied: list[tuple[CompiledPolicy, dict[str, Any]]] = []
-        for policy in policies:
-            if not self._applies(policy, request, obj, ctx, out, synced):
-                continue
-            obj = await self._mutate_with(policy, request, obj, ctx, out, deadline)
-            applied.append((policy, obj))
-        # reinvocationPolicy IfNeeded, as the API server does it: one more run for a policy whose
-        # output a later policy changed
-        for policy, after in applied:
+
+        async def step(policy: CompiledPolicy) -> None:
+            nonlocal obj
+            if self._applies(policy, request, obj, ctx, out, synced):
+                obj = await self._mutate_with(policy, request, obj, ctx, out)
+                applied.append((policy, obj))
+
+        async def again(ran: tuple[CompiledPolicy, dict[str, Any]]) -> None:
+            # reinvocationPolicy IfNeeded, as the API server does it: one more run for a policy whose
+            # output a later policy changed
+            nonlocal obj
+            policy, after = ran
             if getattr(policy, "reinvoke", False) and after != obj and self._applies(policy, request, obj, ctx, out):
-                obj = await self._mutate_with(policy, request, obj, ctx, out, deadline)
+                obj = await self._mutate_with(policy, request, obj, ctx, out)
+
+        def timed_out(policy: CompiledPolicy, exc: BaseException) -> None:
+            self._timed_out(policy, "mutate", request, exc, out)  # the object stays as it was before the policy
+
+        await each_within(deadline, policies, step, timed_out)
+        if not applied and not out.results:
+            return MutateResult(_ALLOWED, request.object)  # nothing applied: nothing to report, patch or create
+        if any(getattr(p, "reinvoke", False) for p, _ in applied):
+            await each_within(deadline, list(applied), again, lambda ran, exc: timed_out(ran[0], exc))
         verdict = self._verdict(request, out)
         if not verdict.allowed:
             return MutateResult(verdict, request.object)
@@ -133,20 +193,26 @@ class AdmissionEngine:
         return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates))
 
     async def _mutate_with(self, policy: CompiledPolicy, request: AdmissionRequest, obj: dict[str, Any],
-                           ctx: EvalContext, out: _Collected, deadline: float) -> dict[str, Any]:
+                           ctx: EvalContext, out: _Collected) -> dict[str, Any]:
         """One mutating policy on the object so far; a failure is a result and leaves the object as it was."""
         try:
             given = obj if getattr(policy, "copies_input", False) else clone(obj)
-            async with asyncio.timeout_at(deadline):  # no task per policy, unlike wait_for
-                outcome = await policy.mutate(request, given, ctx)
+            outcome = await policy.mutate(request, given, ctx)
         except Exception as exc:
-            log.warning("mutating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
-            out.results.append(_failure(policy, "mutate", exc))
+            self._failed(policy, "mutate", request, exc, out)
             return obj
         out.results.extend(outcome.results)
         out.warnings.extend(outcome.warnings)
         out.creates.extend(outcome.creates)
         return dict(outcome.object)
+
+    @staticmethod
+    def _failed(policy: CompiledPolicy, what: str, request: AdmissionRequest, exc: BaseException, out: _Collected) -> None:
+        log.warning("%s policy %s failed: %s", "mutating" if what == "mutate" else "validating", policy.id, exc,
+                    extra={"uid": request.uid, "policy": str(policy.id)})
+        out.results.append(_failure(policy, what, exc))
+
+    _timed_out = _failed  # the deadline passing is one more way for a policy to fail
 
     async def _create(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
         if request.dry_run:
@@ -172,22 +238,13 @@ class AdmissionEngine:
         ctx = self._context(request, background)
         synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
-        for policy in policies:
-            if background and not policy.background:
-                continue
-            if not self._applies(policy, request, request.object, ctx, out, synced):
-                continue
-            try:
-                async with asyncio.timeout_at(deadline):  # no task per policy, unlike wait_for
-                    outcome = await policy.validate(request, obj or {}, ctx)
-            except Exception as exc:
-                log.warning("validating policy %s failed: %s", policy.id, exc, extra={"uid": request.uid, "policy": str(policy.id)})
-                out.results.append(_failure(policy, "validate", exc))
-                continue
-            out.results.extend(outcome.results)
-            out.warnings.extend(outcome.warnings)
-            out.rollbacks.extend(outcome.rollbacks)
-            out.generates.extend(outcome.generates)
+        todo = [p for p in policies if p.background] if background else policies
+
+        async def step(policy: CompiledPolicy) -> None:
+            if self._applies(policy, request, request.object, ctx, out, synced):
+                await self._validate_with(policy, request, obj or {}, ctx, out)
+
+        await each_within(deadline, todo, step, lambda policy, exc: self._timed_out(policy, "validate", request, exc, out))
         try:
             verdict = self._verdict(request, out)
             if not verdict.allowed:
@@ -202,6 +259,19 @@ class AdmissionEngine:
                 rollback()
             raise
         return replace(verdict, generated=await self._generate(request, out.generates, deadline))
+
+    @staticmethod
+    async def _validate_with(policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any],
+                             ctx: EvalContext, out: _Collected) -> None:
+        try:
+            outcome = await policy.validate(request, obj, ctx)
+        except Exception as exc:
+            AdmissionEngine._failed(policy, "validate", request, exc, out)
+            return
+        out.results.extend(outcome.results)
+        out.warnings.extend(outcome.warnings)
+        out.rollbacks.extend(outcome.rollbacks)
+        out.generates.extend(outcome.generates)
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
                         deadline: float) -> tuple[Mapping[str, Any], ...]:

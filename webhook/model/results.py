@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 
 @dataclass(frozen=True, order=True)
@@ -39,6 +40,10 @@ class Action(str, Enum):
     AUDIT = "Audit"
 
 
+_FAILED = frozenset({Outcome.FAIL, Outcome.ERROR})
+_FLAGGED = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.WARN})
+
+
 @dataclass(frozen=True)
 class RuleResult:
     policy: PolicyId
@@ -53,14 +58,16 @@ class RuleResult:
     # extra PolicyReport result properties the policy asks for (Kyverno's rule reportProperties), key -> value
     properties: tuple[tuple[str, str], ...] = ()
 
-    @property
+    # computed once per result (the fields are frozen): the verdict, the log, the metrics and the reports
+    # each ask, for every result of every admission
+    @cached_property
     def blocks(self) -> bool:
-        return self.outcome in (Outcome.FAIL, Outcome.ERROR) and self.action is Action.ENFORCE
+        return self.outcome in _FAILED and self.action is Action.ENFORCE
 
-    @property
+    @cached_property
     def reported(self) -> bool:
         """A failure that is let through: the user gets a warning, the platform team a report entry."""
-        return self.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.WARN) and not self.blocks
+        return self.outcome in _FLAGGED and not self.blocks
 
     # a short form of the message for the warning kubectl prints (under 120 characters with the policy
     # name); the message keeps the whole text for denials, reports and logs

@@ -85,20 +85,17 @@ class AdmissionRequest:
         return self.name or meta.get("name") or meta.get("generateName") or ""
 
 
-def _require(cond: bool, reason: str) -> None:
-    if not cond:
-        raise MalformedReview(reason)
-
-
 def _optional_str(req: Mapping[str, Any], key: str) -> str:
     value = req.get(key)
-    _require(value is None or isinstance(value, str), f"request.{key} must be a string")
+    if not (value is None or isinstance(value, str)):
+        raise MalformedReview(f"request.{key} must be a string")
     return value or ""
 
 
 def _optional_object(req: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
     value = req.get(key)
-    _require(value is None or isinstance(value, dict), f"request.{key} must be an object or null")
+    if not (value is None or isinstance(value, dict)):
+        raise MalformedReview(f"request.{key} must be an object or null")
     return value
 
 
@@ -106,8 +103,8 @@ def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
     value = req.get(key)
     if value is None:
         return None
-    _require(isinstance(value, dict) and all(isinstance(value.get(k, ""), str) for k in ("group", "version", "kind")),
-             f"request.{key} must be an object with string group, version and kind")
+    if not isinstance(value, dict) or not all(isinstance(value.get(k, ""), str) for k in ("group", "version", "kind")):
+        raise MalformedReview(f"request.{key} must be an object with string group, version and kind")
     return GroupVersionKind(value.get("group", ""), value.get("version", ""), value.get("kind", ""))
 
 
@@ -115,20 +112,25 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
     value = req.get(key)
     if value is None:
         return None
-    _require(isinstance(value, dict) and all(isinstance(value.get(k, ""), str) for k in ("group", "version", "resource")),
-             f"request.{key} must be an object with string group, version and resource")
+    if not isinstance(value, dict) or not all(isinstance(value.get(k, ""), str)
+                                              for k in ("group", "version", "resource")):
+        raise MalformedReview(f"request.{key} must be an object with string group, version and resource")
     return GroupVersionResource(value.get("group", ""), value.get("version", ""), value.get("resource", ""))
 
 
 def _user(req: Mapping[str, Any]) -> UserInfo:
     user = req.get("userInfo") or {}
-    _require(isinstance(user, dict), "request.userInfo must be an object")
-    _require(isinstance(user.get("username") or "", str), "request.userInfo.username must be a string")
+    if not isinstance(user, dict):
+        raise MalformedReview("request.userInfo must be an object")
+    if not isinstance(user.get("username") or "", str):
+        raise MalformedReview("request.userInfo.username must be a string")
     groups = user.get("groups") or []
-    _require(isinstance(groups, list) and all(isinstance(g, str) for g in groups), "request.userInfo.groups must be a list of strings")
+    if not (isinstance(groups, list) and all(isinstance(g, str) for g in groups)):
+        raise MalformedReview("request.userInfo.groups must be a list of strings")
     extra = user.get("extra") or {}
-    _require(isinstance(extra, dict) and all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in extra.values()),
-             "request.userInfo.extra must map names to lists of strings")
+    if not isinstance(extra, dict) or not all(isinstance(v, list) and all(isinstance(i, str) for i in v)
+                                              for v in extra.values()):
+        raise MalformedReview("request.userInfo.extra must map names to lists of strings")
     return UserInfo(str(user.get("username", "")), tuple(groups), str(user.get("uid", "") or ""),
                     {str(k): tuple(v) for k, v in extra.items()})
 
@@ -153,20 +155,27 @@ def _decode(body: bytes) -> Any:
         raise MalformedReview(f"body is not JSON: {exc}") from None
 
 
+def _too_deep(node: dict[str, Any] | list[Any], levels_left: int) -> bool:
+    """Recursive, yet bounded: it never goes more than MAX_DEPTH frames down, whatever the input."""
+    if levels_left == 0:
+        return True
+    for child in node.values() if isinstance(node, dict) else node:
+        if isinstance(child, (dict, list)) and _too_deep(child, levels_left - 1):
+            return True
+    return False
+
+
 def _check_depth(root: Any, where: str) -> None:
-    """Iterative, so that the check itself cannot recurse too deep."""
-    stack = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        _require(depth <= MAX_DEPTH, f"{where} is nested deeper than {MAX_DEPTH} levels")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    if _too_deep(root, MAX_DEPTH):
+        raise MalformedReview(f"{where} is nested deeper than {MAX_DEPTH} levels")
 
 
 def _check_string_map(value: Any, where: str) -> None:
-    _require(value is None or isinstance(value, dict), f"{where} must be an object of strings")
+    if not (value is None or isinstance(value, dict)):
+        raise MalformedReview(f"{where} must be an object of strings")
     for key, item in (value or {}).items():
-        _require(isinstance(item, str), f"{where}[{key!r}] must be a string, got {type(item).__name__}")
+        if not isinstance(item, str):
+            raise MalformedReview(f"{where}[{key!r}] must be a string, got {type(item).__name__}")
 
 
 def _check_object(obj: Mapping[str, Any] | None, where: str) -> None:
@@ -176,22 +185,26 @@ def _check_object(obj: Mapping[str, Any] | None, where: str) -> None:
         return
     _check_depth(obj, where)
     for key in ("apiVersion", "kind"):
-        _require(obj.get(key) is None or isinstance(obj[key], str), f"{where}.{key} must be a string")
+        if not (obj.get(key) is None or isinstance(obj[key], str)):
+            raise MalformedReview(f"{where}.{key} must be a string")
     for key in ("spec", "status"):
-        _require(obj.get(key) is None or isinstance(obj[key], dict), f"{where}.{key} must be an object")
+        if not (obj.get(key) is None or isinstance(obj[key], dict)):
+            raise MalformedReview(f"{where}.{key} must be an object")
     meta = obj.get("metadata")
-    _require(meta is None or isinstance(meta, dict), f"{where}.metadata must be an object")
+    if not (meta is None or isinstance(meta, dict)):
+        raise MalformedReview(f"{where}.metadata must be an object")
     meta = meta or {}
     for key in _META_STRINGS:
-        _require(meta.get(key) is None or isinstance(meta[key], str), f"{where}.metadata.{key} must be a string")
+        if not (meta.get(key) is None or isinstance(meta[key], str)):
+            raise MalformedReview(f"{where}.metadata.{key} must be a string")
     _check_string_map(meta.get("labels"), f"{where}.metadata.labels")
     _check_string_map(meta.get("annotations"), f"{where}.metadata.annotations")
     owners = meta.get("ownerReferences")
-    _require(owners is None or (isinstance(owners, list) and all(isinstance(o, dict) for o in owners)),
-             f"{where}.metadata.ownerReferences must be a list of objects")
+    if not (owners is None or (isinstance(owners, list) and all(isinstance(o, dict) for o in owners))):
+        raise MalformedReview(f"{where}.metadata.ownerReferences must be a list of objects")
     finalizers = meta.get("finalizers")
-    _require(finalizers is None or (isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers)),
-             f"{where}.metadata.finalizers must be a list of strings")
+    if not (finalizers is None or (isinstance(finalizers, list) and all(isinstance(f, str) for f in finalizers))):
+        raise MalformedReview(f"{where}.metadata.finalizers must be a list of strings")
 
 
 def object_problem(obj: Mapping[str, Any], where: str) -> str | None:
@@ -209,39 +222,54 @@ def _check_identity(obj: Mapping[str, Any] | None, where: str, kind: str, namesp
     if obj is None:
         return
     meta = obj.get("metadata") or {}
-    _require(obj.get("kind") in (None, kind), f"{where}.kind {obj.get('kind')!r} differs from request.kind.kind {kind!r}")
-    _require(meta.get("namespace") in (None, "", namespace),
-             f"{where}.metadata.namespace {meta.get('namespace')!r} differs from request.namespace {namespace!r}")
-    _require(not name or meta.get("name") in (None, "", name),
-             f"{where}.metadata.name {meta.get('name')!r} differs from request.name {name!r}")
+    if obj.get("kind") not in (None, kind):
+        raise MalformedReview(f"{where}.kind {obj.get('kind')!r} differs from request.kind.kind {kind!r}")
+    if meta.get("namespace") not in (None, "", namespace):
+        raise MalformedReview(f"{where}.metadata.namespace {meta.get('namespace')!r} differs from "
+                              f"request.namespace {namespace!r}")
+    if name and meta.get("name") not in (None, "", name):
+        raise MalformedReview(f"{where}.metadata.name {meta.get('name')!r} differs from request.name {name!r}")
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode an AdmissionReview body; every way it can be wrong raises MalformedReview with a reason."""
     doc = _decode(body)
-    _require(isinstance(doc, dict), "body must be a JSON object (an AdmissionReview)")
-    _require(doc.get("kind") == "AdmissionReview", "kind must be AdmissionReview")
-    _require(doc.get("apiVersion") == API_VERSION, f"apiVersion must be {API_VERSION}, got {doc.get('apiVersion')!r}")
+    if not isinstance(doc, dict):
+        raise MalformedReview("body must be a JSON object (an AdmissionReview)")
+    if doc.get("kind") != "AdmissionReview":
+        raise MalformedReview("kind must be AdmissionReview")
+    if doc.get("apiVersion") != API_VERSION:
+        raise MalformedReview(f"apiVersion must be {API_VERSION}, got {doc.get('apiVersion')!r}")
     req = doc.get("request")
-    _require(isinstance(req, dict), "request is missing or not an object")
+    if not isinstance(req, dict):
+        raise MalformedReview("request is missing or not an object")
     uid = req.get("uid")
-    _require(isinstance(uid, str) and uid != "", "request.uid must be a non-empty string")
+    if not isinstance(uid, str) or not uid:
+        raise MalformedReview("request.uid must be a non-empty string")
     gvk = req.get("kind")
-    _require(isinstance(gvk, dict), "request.kind must be an object with group, version and kind")
+    if not isinstance(gvk, dict):
+        raise MalformedReview("request.kind must be an object with group, version and kind")
     for key in ("group", "version", "kind"):
-        _require(isinstance(gvk.get(key, ""), str), f"request.kind.{key} must be a string")
-    _require(bool(gvk.get("kind")) and bool(gvk.get("version")), "request.kind needs version and kind")
+        if not isinstance(gvk.get(key, ""), str):
+            raise MalformedReview(f"request.kind.{key} must be a string")
+    if not gvk.get("kind") or not gvk.get("version"):
+        raise MalformedReview("request.kind needs version and kind")
     operation = req.get("operation")
-    _require(isinstance(operation, str) and operation in OPERATIONS, f"request.operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
+    if not (isinstance(operation, str) and operation in OPERATIONS):
+        raise MalformedReview(f"request.operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
     resource = req.get("resource") or {}
-    _require(isinstance(resource, dict), "request.resource must be an object")
-    _require(isinstance(resource.get("resource") or "", str), "request.resource.resource must be a string")
+    if not isinstance(resource, dict):
+        raise MalformedReview("request.resource must be an object")
+    if not isinstance(resource.get("resource") or "", str):
+        raise MalformedReview("request.resource.resource must be a string")
     dry_run = req.get("dryRun", False)
-    _require(dry_run is None or isinstance(dry_run, bool), "request.dryRun must be a boolean")
+    if not (dry_run is None or isinstance(dry_run, bool)):
+        raise MalformedReview("request.dryRun must be a boolean")
     user = _user(req)
     obj = _optional_object(req, "object")
     old = _optional_object(req, "oldObject")
-    _require(operation == "DELETE" or obj is not None, f"request.object is required for {operation}")
+    if operation != "DELETE" and obj is None:
+        raise MalformedReview(f"request.object is required for {operation}")
     _check_object(obj, "request.object")
     _check_object(old, "request.oldObject")
     namespace, name = _optional_str(req, "namespace"), _optional_str(req, "name")
@@ -249,7 +277,8 @@ def parse_review(body: bytes) -> AdmissionRequest:
     _check_identity(old, "request.oldObject", gvk["kind"], namespace, name)
     for value, where in ((obj, "request.object"), (old, "request.oldObject")):
         problem = shape_problem(gvk["kind"], value, where) if value is not None else None
-        _require(problem is None, problem or "")
+        if problem is not None:
+            raise MalformedReview(problem)
     return AdmissionRequest(
         uid=uid,
         kind=GroupVersionKind(gvk.get("group", ""), gvk["version"], gvk["kind"]),
@@ -271,12 +300,19 @@ def parse_review(body: bytes) -> AdmissionRequest:
     )
 
 
+def _patch_json(patch: Any) -> bytes:
+    try:
+        return orjson.dumps(patch)  # a tuple is a JSON array to orjson
+    except TypeError:  # an integer beyond 64 bits, copied from the object into the patch
+        return json.dumps(list(patch), separators=(",", ":")).encode()
+
+
 def encode_response(uid: str, verdict: Verdict) -> dict[str, Any]:
     """The AdmissionReview the API server accepts: uid echoed, patchType only beside a patch."""
     response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
     if verdict.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(list(verdict.patch), separators=(",", ":")).encode()).decode()
+        response["patch"] = base64.b64encode(_patch_json(verdict.patch)).decode()
     if not verdict.allowed:
         response["status"] = {"code": verdict.code, "message": verdict.message, "reason": verdict.reason}
     if verdict.warnings:

@@ -6,14 +6,20 @@ import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from webhook.model.results import Outcome
 
 if TYPE_CHECKING:
+    from webhook.model.results import RuleResult
     from webhook.model.review import AdmissionRequest
     from webhook.model.verdict import Verdict
 
 _EXTRA_FIELDS = ("uid", "kind", "namespace", "object_name", "operation", "verdict", "policy", "policy_kind", "rule",
-                 "result", "mode", "user", "file", "duration_ms", "endpoint")
+                 "result", "mode", "user", "file", "duration_ms", "endpoint", "folded")
 SHORT_MESSAGE = 200  # a log line names the problem; the PolicyReport keeps the whole message
 
 
@@ -30,7 +36,10 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = getattr(record, key)
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+        try:
+            return orjson.dumps(entry, default=str).decode()
+        except TypeError:  # an integer beyond 64 bits in some field
+            return json.dumps(entry, default=str)
 
 
 def configure_logging(level: str = "info") -> None:
@@ -47,26 +56,71 @@ def _short(text: str) -> str:
     return text if len(text) <= SHORT_MESSAGE else text[: SHORT_MESSAGE - 3].rstrip() + "..."
 
 
+@dataclass
+class RepeatWindow:
+    """Audit findings repeat: a policy in Audit warns about every pod of a Deployment, and at saturation one
+    info line per warning cost more than the policies did. The first warning of a (policy, rule, namespace)
+    in each `seconds` is logged; the next logged one says how many it stands for. Denials and errors are
+    never folded. The PolicyReports keep every finding whatever the log shows."""
+
+    seconds: float = 60.0
+    max_keys: int = 4096  # beyond this many distinct findings in a window, start the windows afresh
+    _seen: dict[tuple[Any, ...], list[float]] = field(default_factory=dict)  # key -> [window start, folded]
+
+    def take(self, key: tuple[Any, ...], now: float) -> int | None:
+        """None: fold this one into the window; else log it, saying it stands for that many folded before."""
+        entry = self._seen.get(key)
+        if entry is not None and now - entry[0] < self.seconds:
+            entry[1] += 1
+            return None
+        if entry is None and len(self._seen) >= self.max_keys:
+            self._seen.clear()
+        self._seen[key] = [now, 0]
+        return int(entry[1]) if entry is not None else 0
+
+
 def log_admission(log: logging.Logger, endpoint: str, request: "AdmissionRequest", verdict: "Verdict",
-                  seconds: float) -> None:
-    """Info: one line per rule that denied or warned (policy, rule, short message, user). Debug: also one
-    line per admission and one per rule result, whatever it was."""
+                  seconds: float, repeats: RepeatWindow | None = None) -> None:
+    """Info: one line per rule that denied, errored or (folded by `repeats`) warned: policy, rule, short
+    message, user. Debug: also one line per admission and one per rule result, whatever it was, unfolded."""
+    debug = log.isEnabledFor(logging.DEBUG)
+    lines = [(r, 0) for r in verdict.results] if debug else _flagged(verdict.results, request.namespace, repeats)
+    if not lines and not debug:
+        return  # the common case: nothing to say at info
     outcome = "allowed" if verdict.allowed else "denied"
     where = f"{request.namespace}/{request.object_name}" if request.namespace else request.object_name
     base = {"uid": request.uid, "kind": request.kind.kind, "namespace": request.namespace,
             "object_name": request.object_name, "operation": request.operation, "endpoint": endpoint,
             "verdict": outcome, "user": request.user.username}
-    debug = log.isEnabledFor(logging.DEBUG)
     if debug:
         log.debug("%s %s", endpoint, outcome, extra={**base, "duration_ms": round(seconds * 1000, 2)})
-    for result in verdict.results:
+    for result, folded in lines:
         flagged = result.blocks or result.reported
-        if not (flagged or debug):
-            continue
         effect = "denied" if result.blocks else ("warned" if flagged else result.outcome.value)
         fields = {**base, "policy": result.policy.qualified_name, "policy_kind": result.policy.kind, "rule": result.rule,
-                  "result": result.outcome.value,
-                  "mode": result.action.value}
-        log.log(logging.INFO if flagged else logging.DEBUG, "%s %s %s %s by %s: %s/%s: %s", endpoint, effect,
+                  "result": result.outcome.value, "mode": result.action.value}
+        more = ""
+        if folded:
+            fields["folded"] = folded
+            more = f" (and {folded} more like it in {repeats.seconds:g}s, not logged)"  # type: ignore[union-attr]
+        log.log(logging.INFO if flagged else logging.DEBUG, "%s %s %s %s by %s: %s/%s: %s%s", endpoint, effect,
                 request.kind.kind, where, request.user.username or "(unknown user)", result.policy.qualified_name, result.rule,
-                _short(result.message) or result.outcome.value, extra=fields)
+                _short(result.message) or result.outcome.value, more, extra=fields)
+
+
+def _flagged(results: "tuple[RuleResult, ...]", namespace: str, repeats: RepeatWindow | None) -> list[tuple["RuleResult", int]]:
+    """The results worth a line at info, each with how many folded lines it stands for."""
+    lines: list[tuple[RuleResult, int]] = []
+    now = 0.0
+    for result in results:
+        if result.blocks or result.outcome is Outcome.ERROR:
+            lines.append((result, 0))
+        elif result.reported:
+            if repeats is None:
+                lines.append((result, 0))
+                continue
+            now = now or time.monotonic()
+            folded = repeats.take((result.policy, result.rule, namespace), now)
+            if folded is not None:
+                lines.append((result, folded))
+    return lines

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Sequence
 
 from webhook.model.errors import PolicyCompileError, PolicyLoadError
 from webhook.policy.documents import Document
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 
 def field_path(path: Sequence[str | int]) -> str:

@@ -7,15 +7,18 @@ documents at once, so bindings, params and exceptions can join their policies. T
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Protocol, Sequence
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy
 from webhook.policy.documents import Document
+from webhook.policy.schemacheck import Check, compile_check
+
+if TYPE_CHECKING:  # jsonschema is imported only to explain a violation (see schemacheck.py)
+    from jsonschema import Draft202012Validator
 
 
 @dataclass(frozen=True)
@@ -51,17 +54,73 @@ class PolicyFamily(Protocol):
         """Sees all of its documents at once (in load order), schema-checked when its kind has a schema."""
 
 
-_VALIDATORS: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+class SchemaValidator:
+    """A kind's schema, checked fast (`is_valid`) and explained by jsonschema (`validator`) when it fails."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._check: Check | None = compile_check(schema)
+        self._validator: Draft202012Validator | None = None
+
+    def is_valid(self, document: Any) -> bool:
+        """True: jsonschema would find no error. False: ask `validator` (it may still find none)."""
+        if self._check is None:
+            return False
+        try:
+            return self._check(document)
+        except Exception:  # whatever jsonschema makes of this document, it says so itself
+            return False
+
+    @property
+    def validator(self) -> "Draft202012Validator":
+        if self._validator is None:
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self.schema)
+        return self._validator
 
 
-def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+_VALIDATORS: dict[int, SchemaValidator] = {}
+
+
+def _validator(schema: Mapping[str, Any]) -> SchemaValidator:
     """One validator per schema and process (`test` builds a registry per suite). The schemas themselves are
     module constants, checked against the metaschema by tests/policy/test_schemas.py rather than at every
     start: that check alone cost ~0.1 s of each `apply`."""
     cached = _VALIDATORS.get(id(schema))
-    if cached is None or cached[0] is not schema:
-        cached = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
-    return cached[1]
+    if cached is None or cached.schema is not schema:
+        cached = _VALIDATORS[id(schema)] = SchemaValidator(schema)
+    return cached
+
+
+class LazyFamily:
+    """A family imported the first time the registry meets a document of one of its API groups.
+
+    The CEL and Kyverno families are ~60 ms of imports: `apply` with the platform policies alone never
+    needs them. `groups` must cover every kind the family declares; resolving checks that."""
+
+    def __init__(self, name: str, groups: Iterable[str], load: Callable[[], PolicyFamily]) -> None:
+        self.name = name
+        self.groups = frozenset(groups)
+        self._load = load
+        self._family: PolicyFamily | None = None
+
+    def resolve(self) -> PolicyFamily:
+        if self._family is None:
+            family = self._load()
+            outside = sorted({k.api_version.split("/")[0] for k in family.kinds} - self.groups)
+            if family.name != self.name or outside:
+                raise ValueError(f"lazy policy family {self.name} (groups {sorted(self.groups)}) loaded family "
+                                 f"{family.name} with kinds of groups {outside}")
+            self._family = family
+        return self._family
+
+    @property
+    def kinds(self) -> tuple[PolicyKind, ...]:
+        return tuple(self.resolve().kinds)
+
+    def compile(self, documents: Sequence[Document], env: CompileEnv) -> FamilyResult:
+        return self.resolve().compile(documents, env)
 
 
 class FamilyRegistry:
@@ -70,29 +129,58 @@ class FamilyRegistry:
     def __init__(self, families: Iterable[PolicyFamily] = ()) -> None:
         self.families: list[PolicyFamily] = []
         self._owners: dict[tuple[str, str], tuple[PolicyFamily, PolicyKind]] = {}
-        self._validators: dict[tuple[str, str], Draft202012Validator] = {}
+        self._validators: dict[tuple[str, str], SchemaValidator] = {}
+        self._lazy: dict[str, LazyFamily] = {}  # API group -> a family not imported yet
+        self._resolving = threading.Lock()  # live mode asks owner() from informer threads too
         for family in families:
             self.register(family)
 
     def register(self, family: PolicyFamily) -> None:
-        for kind in family.kinds:
+        if isinstance(family, LazyFamily):
+            for group in family.groups:
+                if group in self._lazy:
+                    raise ValueError(f"API group {group} is claimed by families {self._lazy[group].name} and {family.name}")
+                self._lazy[group] = family
+        else:
+            self._claim(family, family.kinds)
+        self.families.append(family)
+
+    def _claim(self, family: PolicyFamily, kinds: Iterable[PolicyKind]) -> None:
+        for kind in kinds:
             if kind.key in self._owners:
                 raise ValueError(f"{kind.api_version} {kind.kind} is claimed by families "
                                  f"{self._owners[kind.key][0].name} and {family.name}")
             if kind.schema is not None:
                 self._validators[kind.key] = _validator(kind.schema)
             self._owners[kind.key] = (family, kind)
-        self.families.append(family)
+
+    def _resolve(self, family: LazyFamily) -> None:
+        with self._resolving:
+            if any(lazy is family for lazy in self._lazy.values()):
+                kinds = family.resolve().kinds
+                self._lazy = {group: lazy for group, lazy in self._lazy.items() if lazy is not family}
+                self._claim(family, kinds)
+
+    def _resolve_all(self) -> None:
+        for family in list(self._lazy.values()):
+            self._resolve(family)
 
     def owner(self, api_version: str, kind: str) -> PolicyFamily | None:
         found = self._owners.get((api_version, kind))
+        if found is None and self._lazy:
+            lazy = self._lazy.get(api_version.split("/")[0])
+            if lazy is not None:
+                self._resolve(lazy)
+                found = self._owners.get((api_version, kind))
         return found[0] if found else None
 
-    def validator(self, api_version: str, kind: str) -> Draft202012Validator | None:
+    def validator(self, api_version: str, kind: str) -> SchemaValidator | None:
         return self._validators.get((api_version, kind))
 
     def kinds(self) -> list[PolicyKind]:
-        return [kind for _, kind in self._owners.values()]
+        self._resolve_all()
+        return [kind for family in self.families for kind in family.kinds]
 
     def known(self) -> list[str]:
+        self._resolve_all()
         return sorted(f"{a} {k}" for a, k in self._owners)

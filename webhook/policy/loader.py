@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from jsonschema.exceptions import best_match
-
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy, PolicyId
@@ -115,7 +113,11 @@ class PolicyLoader:
             return PolicyLoadError(doc.file, doc.index, doc.line_of(["kind"]), "kind",
                                    f"unknown policy kind {api_version} {kind}; known kinds: {', '.join(self.registry.known())}")
         validator = self.registry.validator(api_version, kind)
-        error = best_match(validator.iter_errors(data)) if validator is not None else None
+        if validator is None or validator.is_valid(data):
+            return None
+        from jsonschema.exceptions import best_match  # only to explain a violation: ~35 ms of every start
+
+        error = best_match(validator.validator.iter_errors(data))
         return schema_error(doc, error) if error is not None else None
 
     def _compile(self, family: PolicyFamily, documents: Sequence[Document]) -> tuple[Sequence[CompiledPolicy], Sequence[PolicyLoadError]]:

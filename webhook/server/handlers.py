@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+import orjson
 from aiohttp import web
 
 from webhook.engine import AdmissionEngine
@@ -17,7 +18,7 @@ from webhook.model.cluster import ClusterState
 from webhook.model.errors import MalformedReview
 from webhook.model.review import AdmissionRequest, encode_response, parse_review
 from webhook.model.verdict import Verdict
-from webhook.observability.logs import log_admission
+from webhook.observability.logs import RepeatWindow, log_admission
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
@@ -28,7 +29,10 @@ log = logging.getLogger("quartermaster.admission")
 
 
 def _dumps(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # an integer beyond 64 bits (a huge number in a warning is still a number)
+        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
@@ -52,6 +56,8 @@ def _bad_request(metrics: Metrics, endpoint: str, status: int, reason: str) -> w
 
 
 def admission_handler(services: Services, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    repeats = RepeatWindow()
+
     async def evaluate(request: AdmissionRequest, budget: float) -> Verdict:
         if endpoint == "mutate":
             return (await services.engine.mutate(request, budget)).verdict
@@ -63,7 +69,11 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
             # the TLS layer verified any certificate presented; none presented is not the API server
             return _bad_request(services.metrics, endpoint, 401, "a client certificate signed by the --client-ca CA is required")
         try:
-            body = await asyncio.wait_for(http.read(), limits.body_seconds)
+            if http.content.is_eof():  # the whole body came with the headers (most reviews): nothing to wait for
+                body = await http.read()
+            else:
+                async with asyncio.timeout(limits.body_seconds):
+                    body = await http.read()
         except web.HTTPRequestEntityTooLarge:
             return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
         except asyncio.TimeoutError:
@@ -92,7 +102,7 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         outcome = "allowed" if verdict.allowed else "denied"
         services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
         services.metrics.rule_results(request, verdict.results)
-        log_admission(log, endpoint, request, verdict, seconds)
+        log_admission(log, endpoint, request, verdict, seconds, repeats)
         return web.Response(body=_dumps(encode_response(request.uid, verdict)), content_type="application/json")
 
     return handle

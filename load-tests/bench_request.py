@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""In process: CPU microseconds per admission through the real aiohttp handler, and what the request
+logs and metrics cost of it.
+
+    python load-tests/bench_request.py                 # every suite case, the suite's policies and state
+    python load-tests/bench_request.py --profile gpu-validate
+
+Each case is the suite's own review (`workload.py`), posted to the handler `serve` runs (decode, engine,
+metrics, log, encode) as an aiohttp request whose body has arrived; TLS and HTTP parsing are left out:
+they cost quartermaster what they cost the no-op responder. Observability is timed on the verdicts the
+handler produced: `Metrics.admission` + `Metrics.rule_results` + `log_admission` (at the default level,
+info, with the handler's folding of repeated Audit warnings), as a share of the handler's own time.
+Process CPU time, best of several rounds: on a shared machine only the best round means anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import cProfile
+import json
+import logging
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workload import REPO, namespace, notebook_pod, plain_pod, policies_dir, review, write_state  # noqa: E402
+
+sys.path.insert(0, str(REPO))
+from aiohttp import streams, web  # noqa: E402
+from aiohttp.test_utils import make_mocked_request  # noqa: E402
+
+from webhook.app import Quartermaster, Settings  # noqa: E402
+from webhook.model.review import parse_review  # noqa: E402
+from webhook.observability.logs import JsonFormatter, RepeatWindow, log_admission  # noqa: E402
+from webhook.server.app import build_app  # noqa: E402
+
+PROFILE = "user000"
+
+
+_PARTS: dict[str, Any] = {}
+
+
+def _request(app: web.Application, endpoint: str, body: bytes) -> web.Request:
+    if not _PARTS:  # aiohttp's test doubles of the connection, made once: they are not what is measured
+        probe = make_mocked_request("POST", "/", app=app)
+        _PARTS.update(protocol=probe.protocol, transport=probe.transport, writer=probe.writer)
+    payload = streams.StreamReader(_Protocol(), 2**16, loop=asyncio.get_running_loop())
+    payload.feed_data(body)
+    payload.feed_eof()
+    return make_mocked_request("POST", f"/{endpoint}", headers={"Content-Type": "application/json",
+                                                                "Content-Length": str(len(body))},
+                               payload=payload, app=app, **_PARTS)
+
+
+async def _noop(request: web.Request) -> web.Response:
+    """load-tests/noop.py's handler: the yardstick's own work, subtracted from every case."""
+    review = json.loads(await request.read())
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": True}}
+    return web.Response(body=json.dumps(body, separators=(",", ":")).encode(), content_type="application/json")
+
+
+class _Protocol:
+    """What aiohttp's StreamReader asks of its protocol; the body has arrived in full, nothing is paused."""
+
+    _reading_paused = False
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self, resume_parser: bool = True) -> None: ...
+
+
+def _cpu_us(run: Any, count: int, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.process_time()
+        run(count)
+        best = min(best, (time.process_time() - started) / count * 1e6)
+    return best
+
+
+async def _bodies(handler: Any, app: web.Application) -> dict[str, tuple[str, bytes]]:
+    """The suite's cases; /validate bodies carry the pod as quartermaster's own /mutate left it."""
+    async def mutated(pod: dict[str, Any]) -> dict[str, Any]:
+        answer = json.loads((await handler(_request(app, "mutate", json.dumps(review(pod)).encode()))).body)["response"]
+        return jsonpatch.apply_patch(pod, json.loads(base64.b64decode(answer["patch"]))) if "patch" in answer else pod
+
+    plain = json.dumps(review(plain_pod("web-5d4f8-x2x7q", "apps"))).encode()
+    gpu = notebook_pod("analysis-0", PROFILE)
+    return {"plain-mutate": ("mutate", plain), "plain-validate": ("validate", plain),
+            "gpu-mutate": ("mutate", json.dumps(review(gpu)).encode()),
+            "gpu-validate": ("validate", json.dumps(review(await mutated(gpu))).encode())}
+
+
+async def main_async(args: argparse.Namespace, tmp: Path) -> None:
+    policies, extra = policies_dir(tmp / "policies", with_pod_security=not args.defaults_only)
+    namespaces = [namespace("apps", profile=False), namespace(PROFILE, True, f"{PROFILE}@example.org")]
+    state = write_state(tmp / "state" / "state.yaml", namespaces, {})
+    qm = Quartermaster.build(Settings(policies=policies, state=state.parent))
+    qm.load_policies()
+    app = build_app(qm.services())
+    handlers = {r.resource.canonical: r.handler for r in app.router.routes() if r.method == "POST"}  # type: ignore[union-attr]
+    logging.basicConfig(level=logging.INFO, stream=open("/dev/null", "w"))  # formatted and written, as in serve
+    for h in logging.getLogger().handlers:
+        h.setFormatter(JsonFormatter())
+    cases = await _bodies(handlers["/mutate"], app)
+    print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}; CPU us per admission, "
+          f"best of {args.rounds} rounds of {args.count}")
+    print("| case | handler us | no-op handler us | above the no-op us | logs + metrics us | share of the handler |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    loop = asyncio.get_running_loop()
+    for name, (endpoint, body) in cases.items():
+        if args.profile and name != args.profile:
+            continue
+        handler = handlers[f"/{endpoint}"]
+
+        async def timed(count: int, handler: Any = handler, endpoint: str = endpoint, body: bytes = body) -> float:
+            best = float("inf")
+            for _ in range(args.rounds):
+                started = time.process_time()
+                for _ in range(count):
+                    await handler(_request(app, endpoint, body))
+                best = min(best, (time.process_time() - started) / count * 1e6)
+            return best
+
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await timed(args.count)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats(args.sort).print_stats(45)
+            continue
+        handler_us = await timed(args.count)
+        noop_us = await timed(args.count, _noop)
+        request = parse_review(body)
+        verdict = (await qm.engine.mutate(request)).verdict if endpoint == "mutate" else await qm.engine.validate(request)
+        metrics, log, repeats = qm.metrics, logging.getLogger("quartermaster.admission"), RepeatWindow()
+
+        def observe(count: int) -> None:
+            for _ in range(count):
+                metrics.admission(endpoint, request.operation, request.kind.kind, "allowed", 0.001)
+                metrics.rule_results(request, verdict.results)
+                log_admission(log, endpoint, request, verdict, 0.001, repeats)
+        obs_us = _cpu_us(observe, args.count, args.rounds)
+        print(f"| {name} | {handler_us:.0f} | {noop_us:.0f} | {handler_us - noop_us:.0f} | {obs_us:.1f} | "
+              f"{obs_us / handler_us:.1%} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=300, help="admissions per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--defaults-only", action="store_true", help="without the pod-security ValidatingPolicies")
+    parser.add_argument("--sort", default="cumulative", help="cProfile order: cumulative, tottime")
+    parser.add_argument("--profile", metavar="CASE", help="cProfile one case: plain-mutate, plain-validate, gpu-mutate, gpu-validate")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        asyncio.run(main_async(args, Path(name)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""What a short command imports (issue 12: `--version` <= 100 ms, `apply` of one pod <= 400 ms). Checked by the
+modules a fresh process holds afterwards, never by timing: a heavy module imported again by accident shows here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.support import REPO
+
+HEAVY = ["jsonschema", "aiohttp", "kubernetes", "cryptography", "celpy", "lark", "jmespath", "opentelemetry",
+         "webhook.families", "webhook.server.app", "webhook.server.handlers", "webhook.kube.client"]
+
+
+def _imported_after(call: str, prefixes: list[str]) -> tuple[object, list[str]]:
+    code = ("import json, sys\nfrom webhook.cli import main\n"
+            f"try:\n    code = {call}\nexcept SystemExit as exc:\n    code = exc.code\n"
+            f"print(json.dumps([code, sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in {prefixes!r}))]),"
+            " file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.stderr.strip(), proc
+    result = json.loads(proc.stderr.strip().splitlines()[-1])
+    return result[0], result[1]
+
+
+def test_apply_of_platform_policies_leaves_the_heavy_modules_unimported():
+    code, imported = _imported_after(
+        "main(['apply', '--policies', 'policies', '--state', 'examples/state', 'examples/notebook-pod.yaml'])", HEAVY)
+    assert code == 0 and imported == []
+
+
+def test_version_imports_no_command():
+    code, imported = _imported_after("main(['--version'])", HEAVY + ["asyncio", "yaml", "webhook.app", "webhook.engine"])
+    assert code == 0 and imported == []
+
