@@ -11,6 +11,9 @@ from typing import Any
 import orjson
 
 
+_ABSENT = object()
+
+
 def escape(token: str) -> str:
     """RFC 6901: '~' first, then '/' (nvidia.com/gpu becomes nvidia.com~1gpu)."""
     if type(token) is str and "~" not in token and "/" not in token:
@@ -34,14 +37,15 @@ def _diff(original: Any, mutated: Any, path: str, ops: list[dict[str, Any]]) -> 
     if _identical(original, mutated):
         return  # most of a mutated pod is unchanged: compared in C, not walked in Python
     if isinstance(original, dict) and isinstance(mutated, dict):
-        for key in original:
-            if key not in mutated:
-                ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        if not original.keys() <= mutated.keys():  # (decided in C) some key is gone: in the original's order
+            for key in original:
+                if key not in mutated:
+                    ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
         for key, value in mutated.items():
-            if key not in original:
+            before = original.get(key, _ABSENT)
+            if before is _ABSENT:
                 ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
                 continue
-            before = original[key]
             if before is not value:
                 _diff(before, value, f"{path}/{escape(key)}", ops)
             elif type(key) is not str:
