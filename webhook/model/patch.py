@@ -11,8 +11,13 @@ from typing import Any
 import orjson
 
 
+_ABSENT = object()
+
+
 def escape(token: str) -> str:
     """RFC 6901: '~' first, then '/' (nvidia.com/gpu becomes nvidia.com~1gpu)."""
+    if type(token) is str and "~" not in token and "/" not in token:
+        return token  # most keys: nothing to escape
     return token.replace("~", "~0").replace("/", "~1")
 
 
@@ -21,34 +26,46 @@ def pointer(*tokens: str | int) -> str:
 
 
 def diff(original: Any, mutated: Any, path: str = "") -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    _diff(original, mutated, path, ops)
+    return ops
+
+
+def _diff(original: Any, mutated: Any, path: str, ops: list[dict[str, Any]]) -> None:
+    """Appends to `ops`. Children that are the very same object are skipped before their path is built:
+    mutators copy on write, so most of a mutated pod is shared with the original."""
     if _identical(original, mutated):
-        return []  # most of a mutated pod is unchanged: compared in C, not walked in Python
+        return  # most of a mutated pod is unchanged: compared in C, not walked in Python
     if isinstance(original, dict) and isinstance(mutated, dict):
-        ops: list[dict[str, Any]] = []
-        for key in original:
-            if key not in mutated:
-                ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        if not original.keys() <= mutated.keys():  # (decided in C) some key is gone: in the original's order
+            for key in original:
+                if key not in mutated:
+                    ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
         for key, value in mutated.items():
-            child = f"{path}/{escape(key)}"
-            if key not in original:
-                ops.append({"op": "add", "path": child, "value": value})
-            else:
-                ops.extend(diff(original[key], value, child))
-        return ops
+            before = original.get(key, _ABSENT)
+            if before is _ABSENT:
+                ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+                continue
+            if before is not value:
+                _diff(before, value, f"{path}/{escape(key)}", ops)
+            elif type(key) is not str:
+                escape(key)  # a key that is no text fails here, shared or not, as it always did
+        return
     if isinstance(original, list) and isinstance(mutated, list):
-        if len(mutated) >= len(original) and all(_same(a, b) for a, b in zip(original, mutated)):
-            return [{"op": "add", "path": f"{path}/-", "value": v} for v in mutated[len(original):]]
-        if len(mutated) == len(original):
-            ops = []
+        count = len(original)
+        if len(mutated) >= count and all(_same(a, b) for a, b in zip(original, mutated)):
+            ops.extend({"op": "add", "path": f"{path}/-", "value": v} for v in mutated[count:])
+            return
+        if len(mutated) == count:
             for i, (a, b) in enumerate(zip(original, mutated)):
-                ops.extend(diff(a, b, f"{path}/{i}"))
-            return ops
-        return [{"op": "replace", "path": path, "value": mutated}]
+                if a is not b:
+                    _diff(a, b, f"{path}/{i}", ops)
+            return
+        ops.append({"op": "replace", "path": path, "value": mutated})
+        return
     if _same(original, mutated):
-        return []
-    if path == "":
-        return [{"op": "replace", "path": "", "value": mutated}]
-    return [{"op": "replace", "path": path, "value": mutated}]
+        return
+    ops.append({"op": "replace", "path": path, "value": mutated})
 
 
 def _identical(a: Any, b: Any) -> bool:

@@ -35,6 +35,12 @@ _SUFFIX = {
 _SCAN = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?([eEinumkKMGTP]*[+-]?\d*)")
 _EXPONENT = re.compile(r"[eE]([+-]?\d+)")
 _INT64 = 2**63
+# The forms quantities take in practice ("1", "500m", "2Gi", "30Gi"): ASCII digits and one table suffix.
+# Read exactly by _plain; anything else (a sign, a fraction, an exponent, a result out of range) takes
+# the general path, which alone words the errors.
+_PLAIN = re.compile(r"([0-9]{1,18})([KMGTPE]i|[kMGTPEmun]|)")
+_PLAIN_MULTIPLIER = {**{k: 10**v for k, v in _DECIMAL.items() if v >= 0}, **{k: 2**v for k, v in _BINARY.items()}}
+_PLAIN_DIVISOR = {k: 10**-v for k, v in _DECIMAL.items() if v < 0}
 
 
 class QuantityError(ValueError):
@@ -98,7 +104,41 @@ def _value(text: str, negative: bool, num: str, denom: str, base: int, exponent:
     return sign * magnitude
 
 
+def _plain(text: str) -> Fraction | None:
+    """The value of a plain quantity, or None for the general path. The same value as _parse_general:
+    at most 18 digits times a whole multiplier is a whole number (rounding to a nano changes nothing),
+    and a whole number of milli, micro or nano units is a multiple of a nano."""
+    match = _PLAIN.fullmatch(text)
+    if match is None:
+        return None
+    digits, suffix = match.groups()
+    multiplier = _PLAIN_MULTIPLIER.get(suffix)
+    if multiplier is None:  # m, u or n
+        return Fraction(int(digits), _PLAIN_DIVISOR[suffix])
+    value = int(digits) * multiplier
+    return Fraction(value) if value <= MAX_VALUE else None  # beyond: capped or refused, as the general path says
+
+
+def plainly_valid(value: object) -> bool:
+    """True when `value` is text in the plain form (digits and a suffix) whose value is in range: then
+    parse_quantity(value) returns a value, and checks that need no value are done without building it.
+    False says nothing: parse it."""
+    if type(value) is not str:
+        return False
+    match = _PLAIN.fullmatch(value.strip())
+    if match is None:
+        return False
+    digits, suffix = match.groups()
+    multiplier = _PLAIN_MULTIPLIER.get(suffix)
+    return multiplier is None or int(digits) * multiplier <= MAX_VALUE
+
+
 def _parse_text(text: str) -> Fraction:
+    plain = _plain(text)
+    return plain if plain is not None else _parse_general(text)
+
+
+def _parse_general(text: str) -> Fraction:
     if len(text) > MAX_TEXT:
         raise QuantityRangeError(f"quantity of {len(text)} characters is out of range (at most {MAX_TEXT})")
     if not text:
@@ -115,6 +155,8 @@ def parse_quantity(value: str | int | float) -> Fraction:
     """Raise QuantityError (a ValueError) with the accepted forms when the value is not a Kubernetes quantity,
     QuantityRangeError when it is one but beyond every bound. JSON numbers are read as their text, as the
     API server reads them."""
+    if type(value) is str:  # nearly always: the checks below in the order they would go
+        return _parse_text(value.strip())
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
@@ -130,9 +172,20 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return _parse_text(value.strip())
 
 
+_BYTE_UNITS = tuple((suffix, 2**_BINARY[suffix]) for suffix in ("Ti", "Gi", "Mi", "Ki"))
+
+
 def format_bytes(amount: Fraction | int) -> str:
     """Render a byte count the way users wrote it: the largest binary unit that keeps it whole, else Gi with decimals."""
-    amount = Fraction(amount)
+    amount = amount if type(amount) is Fraction else Fraction(amount)
+    if amount.denominator == 1:  # whole bytes (nearly always): the same steps in integers, without Fraction arithmetic
+        whole = amount.numerator
+        for suffix, unit in _BYTE_UNITS:
+            if whole >= unit and whole % unit == 0:
+                return f"{whole // unit}{suffix}"
+        if whole >= 2**30:
+            return f"{whole / 2**30:.2f}Gi"  # int / int rounds correctly, as float(Fraction) does
+        return str(whole)
     for suffix in ("Ti", "Gi", "Mi", "Ki"):
         unit = _SUFFIX[suffix]
         if amount >= unit and amount % unit == 0:
@@ -143,5 +196,5 @@ def format_bytes(amount: Fraction | int) -> str:
 
 
 def format_count(amount: Fraction | int) -> str:
-    amount = Fraction(amount)
+    amount = amount if type(amount) is Fraction else Fraction(amount)
     return str(amount.numerator) if amount.denominator == 1 else f"{float(amount):g}"

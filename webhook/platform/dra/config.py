@@ -6,7 +6,7 @@ Built once per policy load by dra_policy.compile_config; the request path only r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Mapping
@@ -124,14 +124,26 @@ class RewriteConfig:
     templates: TemplateSettings
     claim_prefix: str
     init_claims: InitClaims
+    # the devices by exact name (the first in the YAML for each) and those matched by prefix, in YAML order:
+    # every key of every container is looked up here
+    _exact: Mapping[str, DeviceMapping] = field(init=False, repr=False, compare=False)
+    _prefixed: tuple[DeviceMapping, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        exact: dict[str, DeviceMapping] = {}
+        for mapping in self.devices:
+            if mapping.resource_name:
+                exact.setdefault(mapping.resource_name, mapping)
+        object.__setattr__(self, "_exact", exact)
+        object.__setattr__(self, "_prefixed", tuple(m for m in self.devices if not m.resource_name))
 
     def mapping_for(self, resource: str) -> tuple[DeviceMapping, str] | None:
         """Exact names win over prefixes; among either, the first in the YAML wins."""
-        for exact in (True, False):
-            for mapping in self.devices:
-                if bool(mapping.resource_name) != exact:
-                    continue
-                profile = mapping.profile_of(resource)
-                if profile is not None:
-                    return mapping, profile
+        mapping = self._exact.get(resource)
+        if mapping is not None:
+            return mapping, ""
+        for mapping in self._prefixed:
+            profile = mapping.profile_of(resource)
+            if profile is not None:
+                return mapping, profile
         return None

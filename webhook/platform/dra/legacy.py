@@ -6,11 +6,12 @@ created with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Iterator, Mapping
 
 from webhook.model.quantity import QuantityRangeError, parse_quantity
 from webhook.platform.dra.config import RewriteConfig
+from webhook.platform.base import is_mapping
 
 CONTAINERS = "containers"
 INIT_CONTAINERS = "initContainers"
@@ -26,6 +27,14 @@ class ContainerRef:
     index: int
     name: str
     sidecar: bool = False  # an init container with restartPolicy: Always runs beside the app containers
+    # a rewrite keys several maps by the reference: hashed once, not at every lookup
+    _hash: int = dataclass_field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.field, self.index, self.name, self.sidecar)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def regular_init(self) -> bool:
@@ -58,7 +67,7 @@ def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[s
     spec = pod.get("spec") or {}
     for field in (INIT_CONTAINERS, CONTAINERS):
         for index, container in enumerate(spec.get(field) or []):
-            if isinstance(container, Mapping):
+            if is_mapping(container):
                 sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
                 yield ContainerRef(field, index, str(container.get("name", "")), sidecar), container
 
@@ -88,12 +97,18 @@ def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> L
 def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse]:
     """Every container with at least one mapped legacy key, in pod order (init containers first)."""
     uses = []
-    for ref, container in containers(pod):
-        resources = container.get("resources") or {}
-        if not isinstance(resources, Mapping):
-            continue
-        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
-        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
-        if mapped:
-            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    spec = pod.get("spec") or {}
+    for field in (INIT_CONTAINERS, CONTAINERS):
+        for index, container in enumerate(spec.get(field) or []):
+            if not is_mapping(container):
+                continue
+            resources = container.get("resources") or {}
+            if not is_mapping(resources):
+                continue
+            keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+            mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
+            if mapped:  # the container's reference only for the few that have GPUs (as containers() builds it)
+                sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
+                ref = ContainerRef(field, index, str(container.get("name", "")), sidecar)
+                uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
     return uses

@@ -103,9 +103,13 @@ def _assign(uses: Sequence[LegacyUse], templates: Mapping[ContainerRef, dict[str
 
 def _strip_legacy(container: dict[str, Any], use: LegacyUse) -> dict[str, Any]:
     resources = dict(container.get("resources") or {})
+    legacy = {a.resource for a in use.amounts}
     for part in ("limits", "requests"):
         if part in resources:
-            kept = {k: v for k, v in (resources[part] or {}).items() if k not in {a.resource for a in use.amounts}}
+            values = resources[part] or {}
+            if type(values) is dict and values and not any(k in legacy for k in values):
+                continue  # nothing to take out: the map stays the very same (the patch diff skips it)
+            kept = {k: v for k, v in values.items() if k not in legacy}
             if kept:
                 resources[part] = kept
             else:

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import orjson
+
 from webhook.platform.dra.config import DriverConfig, TemplateSettings
 
 API_VERSION = "resource.k8s.io/v1"
@@ -20,6 +22,8 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "quartermaster"
 LEGACY_ANNOTATION = "quartermaster.dev/legacy-resources"
 HASH_LENGTH = 10
+# what json.dumps(content, sort_keys=True, separators=(",", ":")) builds on every call, built once
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,39 @@ def claim_spec(requests: Sequence[DeviceRequest]) -> dict[str, Any]:
     return {"devices": devices}
 
 
-def content_name(prefix: str, content: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def _plain_json(value: Any) -> bool:
+    """Text, integers, booleans, null, and lists and string-keyed maps of them: no float (whose text the
+    encoders write differently), no YAML date (which only one of them accepts)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain_json(v) for v in value)
+    return kind in _PLAIN_SCALARS
+
+
+def canonical_json(content: Mapping[str, Any], plain: bool = False) -> bytes:
+    """json.dumps(content, sort_keys=True, separators=(",", ":")).encode(), byte for byte.
+
+    `plain`: the caller knows `content` is plain JSON (see _plain_json; no float, whose text differs).
+    Then orjson writes it, and its text is taken when it cannot differ from the standard encoder's:
+    ASCII without any escape (no quote, backslash, control character or DEL in a string, all of which
+    the two encoders escape differently), keys sorted alike (code point order is UTF-8 byte order)."""
+    if plain:
+        try:
+            data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # a key that is no text, an integer beyond 64 bits: the standard encoder decides
+            data = b"\\"
+        if data.isascii() and b"\\" not in data and b"\x7f" not in data:
+            return data
+    return _CANONICAL.encode(content).encode()
+
+
+def content_name(prefix: str, content: Mapping[str, Any], plain: bool = False) -> str:
+    digest = hashlib.sha256(canonical_json(content, plain)).hexdigest()
     return f"{prefix}-{digest[:HASH_LENGTH]}"
 
 
@@ -87,7 +122,10 @@ def build_template(requests: Sequence[DeviceRequest], namespace: str, settings: 
     annotations = {LEGACY_ANNOTATION: ",".join(f"{r.legacy_name}={r.count}" for r in requests)}
     # the claims generated from the template carry the labels too, so they are recognisable as ours
     spec = {"metadata": {"labels": dict(labels)}, "spec": claim_spec(requests)}
-    name = content_name(settings.name_prefix, {"labels": labels, "annotations": annotations, "spec": spec})
+    # counts are integers and names text: anything else can only come from the policy's labels or driver config
+    plain = _plain_json(labels) and all(r.driver_config is None or _plain_json(r.driver_config.parameters())
+                                        for r in requests)
+    name = content_name(settings.name_prefix, {"labels": labels, "annotations": annotations, "spec": spec}, plain)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

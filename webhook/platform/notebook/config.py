@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
@@ -110,6 +110,8 @@ class RefresherSpec:
     secret_default_mode: int | None
     notebook_env: tuple[EnvTemplate, ...]
     plain_hold: tuple[Template, ...]
+    # what rendering derives from this spec alone, computed on first use (render.py): lives and dies with the policy
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def token_path(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from webhook.platform.notebook.merge import Conflict, covers
+from webhook.platform.base import is_mapping
 
 # fields of a container that run code, choose what runs, or read data
 CODE_FIELDS = ("image", "command", "args", "workingDir", "env", "envFrom", "volumeMounts", "volumeDevices",
@@ -26,7 +27,7 @@ SETTING = "spec.tokenRefresher.credentials"
 
 
 def _without_timing(key: str, value: Any) -> Any:
-    if key.endswith("Probe") and isinstance(value, Mapping):
+    if key.endswith("Probe") and is_mapping(value):
         return {k: v for k, v in value.items() if k not in _PROBE_TIMING}
     return value
 
@@ -46,7 +47,7 @@ def refresher_mismatch(existing: Mapping[str, Any], desired: Mapping[str, Any]) 
 def _containers(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in pod_spec.get(key) or []:
-            if isinstance(container, Mapping):
+            if is_mapping(container):
                 yield key, container
 
 
@@ -54,15 +55,15 @@ def _reads_secret_volume(volume: Mapping[str, Any], secret: str) -> bool:
     if (volume.get("secret") or {}).get("secretName") == secret:
         return True
     sources = (volume.get("projected") or {}).get("sources") or []
-    return any(isinstance(s, Mapping) and (s.get("secret") or {}).get("name") == secret for s in sources)
+    return any(is_mapping(s) and (s.get("secret") or {}).get("name") == secret for s in sources)
 
 
 def _env_reads_secret(container: Mapping[str, Any], secret: str) -> bool:
     for env in container.get("env") or []:
-        ref = ((env or {}).get("valueFrom") or {}).get("secretKeyRef") if isinstance(env, Mapping) else None
-        if isinstance(ref, Mapping) and ref.get("name") == secret:
+        ref = ((env or {}).get("valueFrom") or {}).get("secretKeyRef") if is_mapping(env) else None
+        if is_mapping(ref) and ref.get("name") == secret:
             return True
-    return any(isinstance(e, Mapping) and (e.get("secretRef") or {}).get("name") == secret
+    return any(is_mapping(e) and (e.get("secretRef") or {}).get("name") == secret
                for e in container.get("envFrom") or [])
 
 
@@ -74,7 +75,7 @@ def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, An
         name = container.get("name")
         if key == refresher_list and name == refresher["name"]:
             continue  # the refresher itself: checked field by field when the pod brings its own
-        mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, Mapping)]
+        mounts = [m for m in container.get("volumeMounts") or [] if is_mapping(m)]
         if any(m.get("name") == credentials_volume for m in mounts):
             conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
                                       f"{credentials_volume!r}, which only the token refresher may", mounts,
@@ -84,7 +85,7 @@ def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, An
                                       "through env or envFrom", container.get("env") or container.get("envFrom"),
                                       "no such reference", SETTING))
     for volume in pod_spec.get("volumes") or []:
-        if isinstance(volume, Mapping) and volume.get("name") != credentials_volume and _reads_secret_volume(volume, secret):
+        if is_mapping(volume) and volume.get("name") != credentials_volume and _reads_secret_volume(volume, secret):
             conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
                                       volume, "no such volume", SETTING))
     return conflicts

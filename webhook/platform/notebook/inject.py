@@ -7,7 +7,6 @@ proxy, the DRA rewrite) changed it, comes out unchanged.
 
 from __future__ import annotations
 
-from webhook.model.jsoncopy import clone
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -30,28 +29,65 @@ class Injection:
     kept: tuple[str, ...] = ()
 
 
-def notebook_containers(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The containers that are the notebook: never another injector's, never our own sidecar."""
+def _notebook_indices(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[int]:
+    """Where the notebook containers are in spec.containers: never another injector's, never our own sidecar."""
     rule = spec.containers
     own = spec.refresher.name if spec.refresher else None
-    candidates = [c for c in (pod.get("spec") or {}).get("containers") or []
+    candidates = [i for i, c in enumerate((pod.get("spec") or {}).get("containers") or [])
                   if c.get("name") not in rule.ignore and c.get("name") != own]
     if rule.all_containers:
         return candidates
+    containers = pod["spec"]["containers"] if candidates else []
     notebook = ((pod.get("metadata") or {}).get("labels") or {}).get(rule.notebook_label)
-    named = [c for c in candidates if c.get("name") == notebook]
+    named = [i for i in candidates if containers[i].get("name") == notebook]
     # Kubeflow names the container after the notebook; a hand-made pod may not, so fall back to the first
     return named or candidates[:1]
 
 
+def notebook_containers(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The containers that are the notebook: never another injector's, never our own sidecar."""
+    indices = _notebook_indices(spec, pod)
+    return [pod["spec"]["containers"][i] for i in indices]
+
+
+def _own_copy(pod: Mapping[str, Any], spec: NotebookSpec, targets: list[int]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Copy on write: the pod, its spec, and exactly the lists and maps the injection edits in place (the
+    volume list, the container list, the notebook containers with their env and mounts); everything
+    else is shared with the input, which is never edited."""
+    out = dict(pod)
+    pod_spec = out["spec"] = dict(out["spec"])
+    if isinstance(pod_spec.get("volumes"), list):
+        pod_spec["volumes"] = list(pod_spec["volumes"])
+    containers = pod_spec["containers"] = list(pod_spec["containers"])
+    relocate = bool(spec.home and spec.home.relocate_workspace_to)
+    for index in dict.fromkeys(targets):
+        container = containers[index] = dict(containers[index])
+        if isinstance(container.get("env"), list):
+            container["env"] = list(container["env"])
+        mounts = container.get("volumeMounts")
+        if isinstance(mounts, list):
+            container["volumeMounts"] = [dict(m) if relocate and isinstance(m, dict) else m for m in mounts]
+    return out, [containers[i] for i in targets]
+
+
+def _annotations(out: dict[str, Any]) -> Any:
+    """out.metadata.annotations, copied on write (setdefault on the copies, as on the pod itself)."""
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        meta = out["metadata"] = dict(meta)
+        if isinstance(meta.get("annotations"), dict):
+            meta["annotations"] = dict(meta["annotations"])
+    return out.setdefault("metadata", {}).setdefault("annotations", {})
+
+
 def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any]) -> Injection:
-    out = clone(dict(pod))
-    log = MergeLog()
-    pod_spec = out.setdefault("spec", {})
-    targets = notebook_containers(spec, out)
-    names = tuple(str(c.get("name", "")) for c in targets)
-    if not targets:
+    indices = _notebook_indices(spec, pod)
+    if not indices:
         return Injection(pod, False, ())
+    out, targets = _own_copy(pod, spec, indices)
+    log = MergeLog()
+    pod_spec = out["spec"]
+    names = tuple(str(c.get("name", "")) for c in targets)
     for volume in desired.volumes:
         merge_named(pod_spec, "volumes", volume, spec.merge.volumes, f"volume {volume['name']!r}",
                     "spec.merge.volumes", log)
@@ -59,8 +95,7 @@ def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any]) -> Inje
         _place_sidecar(pod_spec, desired.sidecar, spec.refresher.mode, spec.containers.ignore, names, log)
         log.conflicts.extend(_credential_conflicts(spec, desired, pod_spec))
         if spec.refresher.mode is SidecarMode.PLAIN:
-            annotations = out.setdefault("metadata", {}).setdefault("annotations", {})
-            annotations.setdefault(DEFAULT_CONTAINER_ANNOTATION, names[0])
+            _annotations(out).setdefault(DEFAULT_CONTAINER_ANNOTATION, names[0])
     for container in targets:
         _inject_container(spec, desired, container, log)
     if log.conflicts:

@@ -129,8 +129,20 @@ def merge_named(parent: dict[str, Any], key: str, desired: Mapping[str, Any], st
         items[index] = dict(desired)
 
 
+def _normal(path: str) -> bool:
+    """An absolute path that posixpath.normpath returns unchanged (most mount paths), told without it."""
+    return (path[:1] == "/" and path[:2] != "//" and "//" not in path and "/./" not in path and "/../" not in path
+            and not path.endswith(("/", "/.", "/..")))
+
+
 def same_path(a: Any, b: Any) -> bool:
-    return isinstance(a, str) and isinstance(b, str) and posixpath.normpath(a) == posixpath.normpath(b)
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    if a == b:
+        return True  # normpath(a) == normpath(a)
+    if _normal(a) and _normal(b):
+        return False  # both are their own normal form, and they differ
+    return posixpath.normpath(a) == posixpath.normpath(b)
 
 
 def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy: Strategy, setting: str,

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
+
+import orjson
 
 from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
+from webhook.platform.notebook.template import Template
+
+# the placeholders whose values the policy alone decides (_derived): templates using only these render
+# the same for every user
+POLICY_PLACEHOLDERS = frozenset({"token_path", "token_dir", "credentials_dir", "refresh_margin_seconds"})
 
 
 class InvalidOwner(Exception):
@@ -84,7 +91,7 @@ def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None =
                        {"name": r.credentials_volume, "secret": secret}]
         mounts.insert(0, {"name": r.token_volume, "mountPath": r.token_dir, "readOnly": True})
         env[:0] = [{"name": e.name, "value": e.value.render(values)} for e in r.notebook_env]
-        sidecar = _sidecar(r, values, r.default_uid if uid is None else uid)
+        sidecar = _sidecar_for(r, values, r.default_uid if uid is None else uid)
     return Desired(tuple(volumes), sidecar, tuple(env), tuple(mounts), home_path, values["user"])
 
 
@@ -110,6 +117,51 @@ def _home_mount(home: HomeSpec, path: str) -> dict[str, Any]:
     if home.mount_propagation:
         mount["mountPropagation"] = home.mount_propagation
     return mount
+
+
+def _sidecar_templates(r: RefresherSpec) -> Iterator[Template]:
+    yield from r.command
+    yield from r.args
+    yield from (e.value for e in r.env)
+    yield from r.startup_probe.command
+    yield from r.plain_hold
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal with the same types and key order throughout: what a JSON round trip must give back."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same_json(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _frozen_sidecar(r: RefresherSpec) -> bytes | None:
+    """The sidecar as JSON, when nothing in it depends on the user (the default policy: the refresher's
+    command line uses only paths the policy sets). None: rendered per request."""
+    if not (r.resources.static and r.security_context.static
+            and all(t.names <= POLICY_PLACEHOLDERS for t in _sidecar_templates(r))):
+        return None
+    container = _sidecar(r, _derived(r), 0)  # the uid is set per request
+    try:
+        data = orjson.dumps(container)
+    except TypeError:  # not plain JSON (a number beyond 64 bits, a YAML date): rendered per request
+        return None
+    return data if _same_json(orjson.loads(data), container) else None
+
+
+def _sidecar_for(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[str, Any]:
+    """_sidecar(r, values, uid): decoded from its JSON, made once per policy, when it is the same for everyone."""
+    if "sidecar" not in r.memo:
+        r.memo["sidecar"] = _frozen_sidecar(r)
+    frozen = r.memo["sidecar"]
+    if frozen is None:
+        return _sidecar(r, values, uid)
+    container = orjson.loads(frozen)  # a fresh copy for every pod: the pod's object is never shared
+    container["securityContext"]["runAsUser"] = uid  # in the place {**securityContext, "runAsUser": uid} puts it
+    return container
 
 
 def _sidecar(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[str, Any]:

@@ -7,11 +7,12 @@ with the field that holds it, instead of producing a broken pod at admission tim
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
+from webhook.model.jsoncopy import clone
 
 # What every template may use: the profile's owner and namespace.
 OWNER_PLACEHOLDERS = frozenset({"user", "user_initial", "namespace"})
@@ -51,16 +52,32 @@ def compile_template(text: str, field: str, allowed: frozenset[str]) -> Template
     return Template(text, field, frozenset(names))
 
 
+_DYNAMIC = object()
+
+
 @dataclass(frozen=True)
 class TemplateTree:
     """A YAML subtree (a volume source, a resources block) whose strings are templates.
 
-    Stored read-only (mapping proxies and tuples), rendered into fresh dicts and lists per request.
+    Stored read-only (mapping proxies and tuples), rendered into fresh dicts and lists per request. A
+    tree without placeholders (a resources block, a securityContext) is rendered once, here, and each
+    request gets a fresh copy of that: the same value, without walking the templates.
     """
 
     node: Any
+    rendered: Any = field(init=False, repr=False, compare=False)  # the tree rendered once, or _DYNAMIC
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rendered", _render(self.node, {}) if _static(self.node) else _DYNAMIC)
+
+    @property
+    def static(self) -> bool:
+        """No placeholder anywhere in the tree."""
+        return self.rendered is not _DYNAMIC
 
     def render(self, values: Mapping[str, str]) -> Any:
+        if self.rendered is not _DYNAMIC:
+            return clone(self.rendered)
         return _render(self.node, values)
 
 
@@ -78,11 +95,25 @@ def _compile(value: Any, field: str, allowed: frozenset[str]) -> Any:
     return value
 
 
+def _static(node: Any) -> bool:
+    """No placeholder anywhere: rendering does not depend on the values."""
+    kind = type(node)
+    if kind is Template:
+        return not node.names
+    if kind is MappingProxyType:
+        return all(_static(v) for v in node.values())
+    if kind is tuple:
+        return all(_static(v) for v in node)
+    return True
+
+
 def _render(node: Any, values: Mapping[str, str]) -> Any:
-    if isinstance(node, Template):
-        return node.render(values)
-    if isinstance(node, Mapping):
+    # exact types: _compile builds only these (isinstance against the Mapping ABC costs more than the rest)
+    kind = type(node)
+    if kind is Template:
+        return node.text.format_map(values)
+    if kind is MappingProxyType:
         return {k: _render(v, values) for k, v in node.items()}
-    if isinstance(node, tuple):
+    if kind is tuple:
         return [_render(v, values) for v in node]
     return node

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import MAX_VALUE, QuantityRangeError, parse_quantity
 from webhook.platform.quota.settings import WeightTable
+from webhook.platform.base import is_mapping
 
 ZERO = Fraction(0)
 
@@ -18,7 +19,9 @@ class GpuAmount:
     unbounded: bool = False  # allocationMode: All: every matching device, so no bounded quota can hold it
 
     def __add__(self, other: "GpuAmount") -> "GpuAmount":
-        return GpuAmount(self.gpus + other.gpus, self.unbounded or other.unbounded)
+        # a zero side (most claims and pods have one) adds nothing: no Fraction arithmetic for it
+        gpus = self.gpus if not other.gpus else other.gpus if not self.gpus else self.gpus + other.gpus
+        return GpuAmount(gpus, self.unbounded or other.unbounded)
 
 
 NONE = GpuAmount()
@@ -95,11 +98,11 @@ def device_request(request: Mapping[str, Any], table: WeightTable) -> GpuAmount:
     so the largest one counts (and one with allocationMode All makes the request unbounded)."""
     alternatives = request.get("firstAvailable")
     if isinstance(alternatives, list) and alternatives:
-        amounts = [_exact(alt, table) for alt in alternatives if isinstance(alt, Mapping)]
+        amounts = [_exact(alt, table) for alt in alternatives if is_mapping(alt)]
         return GpuAmount(max((a.gpus for a in amounts), default=ZERO), any(a.unbounded for a in amounts))
     exactly = request.get("exactly")
     # v1 and v1beta2 nest the fields under `exactly`; v1beta1 keeps them on the request itself
-    return _exact(exactly if isinstance(exactly, Mapping) else request, table)
+    return _exact(exactly if is_mapping(exactly) else request, table)
 
 
 def claim_spec_gpus(spec: Mapping[str, Any] | None, table: WeightTable) -> GpuAmount:
@@ -107,6 +110,6 @@ def claim_spec_gpus(spec: Mapping[str, Any] | None, table: WeightTable) -> GpuAm
     requests: Iterable[Any] = ((spec or {}).get("devices") or {}).get("requests") or []
     total = NONE
     for request in requests:
-        if isinstance(request, Mapping):
+        if is_mapping(request):
             total = total + device_request(request, table)
     return total

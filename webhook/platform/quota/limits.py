@@ -16,6 +16,9 @@ from webhook.platform.base import profile_info
 from webhook.platform.quota.settings import LimitSpec, QuotaSettings
 
 
+_NO_OVERRIDE = LimitSpec()  # frozen: one for every profile without an override
+
+
 @dataclass(frozen=True)
 class Limit:
     amount: Fraction | None  # None: not limited
@@ -74,7 +77,7 @@ def resolve_limits(settings: QuotaSettings, namespace_obj: Mapping[str, Any] | N
                      f"the {settings.default_class} limits apply")
         class_name = settings.default_class
     klass = settings.classes[class_name]
-    override = settings.overrides.get(namespace, LimitSpec())
+    override = settings.overrides.get(namespace, _NO_OVERRIDE)
     gpus = storage = None
     if settings.profile_override:
         hard = _profile_hard(state, namespace)

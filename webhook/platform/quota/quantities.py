@@ -7,50 +7,58 @@ field to fix, so the request is refused before counting.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from webhook.model.cluster import POD, PVC
-from webhook.model.quantity import QuantityRangeError, parse_quantity
+from webhook.model.quantity import QuantityRangeError, parse_quantity, plainly_valid
+from webhook.platform.base import is_mapping
+
+Where = Callable[[], str]  # the field path of a resources block, built only for a message
 
 
-def _resource_fields(resources: Any, where: str) -> Iterator[tuple[str, Any]]:
-    if not isinstance(resources, Mapping):
+def _resources(resources: Any, where: Where) -> Iterator[tuple[Where, str, Mapping[str, Any]]]:
+    """(where, section, quantities) of one resources block: its limits, then its requests."""
+    if not is_mapping(resources):
         return
     for section in ("limits", "requests"):
         values = resources.get(section)
-        if isinstance(values, Mapping):
-            for name, value in values.items():
-                yield f"{where}.{section}[{name}]", value
+        if is_mapping(values):
+            yield where, section, values
 
 
-def _pod_fields(pod: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _pod_blocks(pod: Mapping[str, Any]) -> Iterator[tuple[Where, str, Mapping[str, Any]]]:
     spec = pod.get("spec") or {}
     for field in ("initContainers", "containers"):
         for index, container in enumerate(spec.get(field) or []):
-            if isinstance(container, Mapping):
-                yield from _resource_fields(container.get("resources"), f"spec.{field}[{index}].resources")
-    yield from _resource_fields(spec.get("resources"), "spec.resources")
+            if is_mapping(container):
+                yield from _resources(container.get("resources"),
+                                      lambda f=field, i=index: f"spec.{f}[{i}].resources")
+    yield from _resources(spec.get("resources"), lambda: "spec.resources")
     for index, volume in enumerate(spec.get("volumes") or []):
-        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if isinstance(volume, Mapping) else None
-        if isinstance(template, Mapping):
-            yield from _resource_fields((template.get("spec") or {}).get("resources"),
-                                        f"spec.volumes[{index}].ephemeral.volumeClaimTemplate.spec.resources")
+        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if is_mapping(volume) else None
+        if is_mapping(template):
+            yield from _resources((template.get("spec") or {}).get("resources"),
+                                  lambda i=index: f"spec.volumes[{i}].ephemeral.volumeClaimTemplate.spec.resources")
 
 
-def _fields(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _blocks(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Mapping[str, Any]]]:
     if kind == POD:
-        yield from _pod_fields(obj)
+        yield from _pod_blocks(obj)
     elif kind == PVC:
-        yield from _resource_fields((obj.get("spec") or {}).get("resources"), "spec.resources")
+        yield from _resources((obj.get("spec") or {}).get("resources"), lambda: "spec.resources")
 
 
 def out_of_range(kind: str, obj: Mapping[str, Any]) -> str | None:
     """A message naming the first quantity too large to count, or None."""
-    for field, value in _fields(kind, obj):
-        try:
-            parse_quantity(value)
-        except QuantityRangeError as exc:
-            return f"{kind} field {field} is out of range ({exc}); ask for what the workload needs, such as 1 or 30Gi"
-        except (ValueError, TypeError):
-            continue  # not a quantity at all: the API server refuses those itself
+    for where, section, values in _blocks(kind, obj):
+        for name, value in values.items():
+            if plainly_valid(value):
+                continue  # "500m", "2Gi": in range, no need to build the value
+            try:
+                parse_quantity(value)
+            except QuantityRangeError as exc:
+                field = f"{where()}.{section}[{name}]"
+                return f"{kind} field {field} is out of range ({exc}); ask for what the workload needs, such as 1 or 30Gi"
+            except (ValueError, TypeError):
+                continue  # not a quantity at all: the API server refuses those itself
     return None

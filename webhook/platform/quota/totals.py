@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
@@ -200,8 +199,11 @@ class ProfileUsage:
 
     def _account(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
         self.charges[key] = charge
-        self.gpus += charge.gpus
-        self.storage += charge.storage
+        # Fraction arithmetic is slow in Python: adding (or taking away) zero, the usual case, is skipped
+        if charge.gpus:
+            self.gpus += charge.gpus
+        if charge.storage:
+            self.storage += charge.storage
         if charge.unbounded:
             self.unbounded[key] = charge
         self._reads[key] = reads
@@ -211,8 +213,10 @@ class ProfileUsage:
     def _forget(self, key: Key) -> None:
         charge = self.charges.pop(key, None)
         if charge is not None:
-            self.gpus -= charge.gpus
-            self.storage -= charge.storage
+            if charge.gpus:
+                self.gpus -= charge.gpus
+            if charge.storage:
+                self.storage -= charge.storage
             self.unbounded.pop(key, None)
         for read in self._reads.pop(key, ()):
             readers = self._readers.get(read)
@@ -221,23 +225,43 @@ class ProfileUsage:
                 if not readers:
                     del self._readers[read]
 
-    @contextmanager
     def laid_over(self, changes: list[tuple[str, str, Mapping[str, Any] | None]],
-                  journal: dict[Key, Charge | None] | None = None) -> Iterator[None]:
+                  journal: dict[Key, Charge | None] | None = None) -> "_Overlay":
         """Apply `changes` (reservations, the request) for the duration of a decision, then undo them:
         the objects go back, and so do the charges they had (restored, not recomputed)."""
-        objects: list[tuple[str, str, Mapping[str, Any] | None]] = []
-        charges: list[tuple[Key, Charge | None, frozenset[Read] | None]] = []
+        return _Overlay(self, changes, journal)
+
+
+class _Overlay:
+    """ProfileUsage.laid_over as a plain context manager (a generator-based one costs more than a small put)."""
+
+    __slots__ = ("profile", "changes", "journal", "objects", "charges")
+
+    def __init__(self, profile: ProfileUsage, changes: list[tuple[str, str, Mapping[str, Any] | None]],
+                 journal: dict[Key, Charge | None] | None) -> None:
+        self.profile, self.changes, self.journal = profile, changes, journal
+        self.objects: list[tuple[str, str, Mapping[str, Any] | None]] = []
+        self.charges: list[tuple[Key, Charge | None, frozenset[Read] | None]] = []
+
+    def __enter__(self) -> None:
+        profile = self.profile
         try:
-            for kind, name, obj in changes:
-                objects.append((kind, name, self.objects.get(kind, {}).get(name)))
-                self.put(kind, name, obj, journal, charges)
-            yield
-        finally:
-            for kind, name, obj in reversed(objects):
-                self._place(kind, name, obj)
-            for key, charge, reads in reversed(charges):
-                self._restore(key, charge, reads)
+            for kind, name, obj in self.changes:
+                self.objects.append((kind, name, profile.objects.get(kind, {}).get(name)))
+                profile.put(kind, name, obj, self.journal, self.charges)
+        except BaseException:
+            self._undo()  # what was laid over so far goes back, as the finally of the generator did
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._undo()
+
+    def _undo(self) -> None:
+        profile = self.profile
+        for kind, name, obj in reversed(self.objects):
+            profile._place(kind, name, obj)
+        for key, charge, reads in reversed(self.charges):
+            profile._restore(key, charge, reads)
 
 
 class Before(Mapping[Key, Charge]):

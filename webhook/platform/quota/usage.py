@@ -27,6 +27,7 @@ from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPL
 from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import CountingRules
+from webhook.platform.base import is_mapping
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 LEGACY_MEMO_LIMIT = 50_000
@@ -76,7 +77,7 @@ def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 def _controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for ref in _meta(obj).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("kind") == "Pod" and ref.get("controller"):
+        if is_mapping(ref) and ref.get("kind") == "Pod" and ref.get("controller"):
             return ref
     return None
 
@@ -94,7 +95,7 @@ def _owned_by(obj: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
 def _template_entries(pod: Mapping[str, Any]) -> set[str]:
     """The pod's own resourceClaims entries that name a claim template."""
     entries = (pod.get("spec") or {}).get("resourceClaims") or []
-    return {str(e.get("name")) for e in entries if isinstance(e, Mapping) and e.get("resourceClaimTemplateName")}
+    return {str(e.get("name")) for e in entries if is_mapping(e) and e.get("resourceClaimTemplateName")}
 
 
 def generated_for(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -112,10 +113,10 @@ def generated_for(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[
 
 def _uses_claim(pod: Mapping[str, Any], claim_name: str) -> bool:
     for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
-        if isinstance(entry, Mapping) and entry.get("resourceClaimName") == claim_name:
+        if is_mapping(entry) and entry.get("resourceClaimName") == claim_name:
             return True
     statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
-    return any(isinstance(s, Mapping) and s.get("resourceClaimName") == claim_name for s in statuses)
+    return any(is_mapping(s) and s.get("resourceClaimName") == claim_name for s in statuses)
 
 
 def terminal(pod: Mapping[str, Any] | None) -> bool:
@@ -149,7 +150,7 @@ def _claim_generated(objects: ProfileObjects, generated: Mapping[tuple[str, str]
     # the pod's status is written by the resourceclaim controller (users cannot set it): the claim it names
     # is the one the pod uses, and that claim is charged by its own devices while the pod runs
     for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-        if isinstance(status, Mapping) and status.get("name") == pod_claim \
+        if is_mapping(status) and status.get("name") == pod_claim \
                 and str(status.get("resourceClaimName")) in objects.of(RESOURCE_CLAIM):
             return True
     candidates = generated.get((str(_meta(pod).get("name", "")), pod_claim), ())
@@ -169,8 +170,8 @@ def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: C
     total = ZERO
     pod_name = str(_meta(pod).get("name", ""))
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if isinstance(volume, Mapping) else None
-        if not isinstance(template, Mapping):
+        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if is_mapping(volume) else None
+        if not is_mapping(template):
             continue
         existing = objects.get(PVC, f"{pod_name}-{volume.get('name')}")  # the name Kubernetes gives the PVC
         if existing is not None and _owned_by(existing, pod):
@@ -202,7 +203,7 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
     generated = generated_claims(objects) if generated is None else generated
     amount = GpuAmount(_legacy_gpus(pod, rules))
     for entry in spec.get("resourceClaims") or []:
-        template_name = entry.get("resourceClaimTemplateName") if isinstance(entry, Mapping) else None
+        template_name = entry.get("resourceClaimTemplateName") if is_mapping(entry) else None
         if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
             amount = amount + _template_gpus(objects, str(template_name), rules, notes)
         # a resourceClaimName is charged as that ResourceClaim, once for every pod that shares it
