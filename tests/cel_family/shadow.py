@@ -1,5 +1,4 @@
 """Shadow evaluation: every ValidatingPolicy evaluation runs through the fast path (webhook.families.cel.fused)
-(alone, or joined with the other policies of its group: webhook.families.cel.fusedgroup)
 and through the reference path, and both results are kept for comparison. The reference result is what the
 caller gets, so a test's own assertions check the reference as before."""
 

@@ -227,3 +227,29 @@ async def test_a_fused_program_that_ran_past_the_policy_timeout_is_not_taken(fas
     monkeypatch.setattr(fused.time, "monotonic", lambda: 0.0)
     assert results(await admit_offline(group, pod())) == [("pass", "success")] * 2
     assert fast_path_agrees_with_reference.decided == 3
+
+
+async def test_a_variable_read_after_a_comprehension_in_the_match_conditions_has_its_own_value(
+        fast_path_agrees_with_reference):
+    """cel-expr-python (cel-cpp) initialises a cel.bind lazily in a slot that a comprehension evaluated
+    before it at the same nesting level leaves filled: the bind then reads the comprehension's last
+    element instead of its own value. The fast path therefore binds every variable around the whole
+    program (never after a condition), and policies are not joined side by side into one program."""
+    eng = engine(policy('- {expression: "variables.containers.size() == 2", message: wrong variable}\n', conditions="""\
+        matchConditions:
+        - {name: any, expression: "object.spec.containers.exists(c, c.name != '')"}""", variables="""\
+        variables:
+        - {name: containers, expression: "object.spec.containers"}"""))
+    # the last container has three fields: read by mistake, it would make the list's size 3
+    two = pod(containers=[{"name": "a", "image": "nginx"}, {"name": "b", "image": "nginx", "args": ["-v"]}])
+    assert results(await admit_offline(eng, two)) == [("pass", "success")]
+    assert results(await admit_offline(eng, pod())) == [("fail", "wrong variable")]
+    assert fast_path_agrees_with_reference.decided == 2
+
+
+def test_the_runtime_hazard_the_fast_path_avoids_is_still_there():
+    """When this fails, the runtime was fixed: the structure rules above may be relaxed."""
+    hazard = CEL.compile("[[[5, 6], [7]].exists(x, true), cel.bind(v, [1, 2], v[0])]", env="admission")
+    assert hazard.evaluate({}) != [True, 1]
+    bound_outside = CEL.compile("cel.bind(v, [1, 2], [[[5, 6], [7]].exists(x, true), v[0]])", env="admission")
+    assert bound_outside.evaluate({}) == [True, 1]

@@ -4,8 +4,8 @@ Per request a ValidatingPolicy (reference path: `validating.ValidatingPolicy._ev
 match conditions, then its validations in order, each a separate runtime call with Python glue around
 it. For the common case, the same decision is one call of a program compiled once per policy variant:
 
-    cel.bind(<variables the conditions read>,
-      ((c1) && (c2) && ...) ? cel.bind(<the other variables>, !(v1) ? 1 : !(v2) ? 2 : ... : 0) : -1)
+    cel.bind(<the variables the conditions and validations read>,
+      ((c1) && (c2) && ...) ? (!(v1) ? 1 : !(v2) ? 2 : ... : 0) : -1)
 
 -1: the match conditions are false (skip); 0: every validation holds (pass); k: validation k-1 is the
 first false one (fail). It gives a value only where the reference path gives that same decision:
@@ -19,6 +19,13 @@ first false one (fail). It gives a value only where the reference path gives tha
 - variables are folded with cel.bind (see webhook.cel.inline): only pure ones, each computed in the
   runtime; an unread failing variable is no error, a read one is, as in the reference's lazy map.
 - budgets: the runtime's comprehension budget now covers the whole program; running out is an error.
+- binds only around the whole program: cel-expr-python (cel-cpp) initialises a cel.bind lazily in a
+  slot, and one evaluated after a comprehension at the same nesting level finds the slot that
+  comprehension left filled and reads its last element instead of its own value (a wrong value, not an
+  error: `[[1], [2, 3]].exists(x, true) ? cel.bind(v, [0], v.size()) : 0` gives 2). So no bind comes
+  after a condition here, and policies are not joined side by side into one program (their binds would
+  follow the comprehensions of the policies before them). A user's own `cel.bind` after a comprehension
+  meets the same runtime behaviour on every path; docs/cel.md says so.
 
 Any error, whatever it is, falls back to the reference path, which then produces the exact result and
 message; so do a failing validation with a messageExpression, a policy with PolicyExceptions, audit
@@ -51,7 +58,7 @@ class Fused:
     """One variant's decision program and the outcome for each value it can return (None: take the
     reference path for that value, e.g. a failing validation whose message is an expression)."""
 
-    source: str  # the program's text, variables bound in (a group of policies joins these: see fusedgroup)
+    source: str  # the program's text, variables bound in
     env: str
     outcomes: Mapping[int, ValidationOutcome | None]
     cel: CelCompiler
@@ -59,8 +66,8 @@ class Fused:
 
     @property
     def program(self) -> Any:
-        """The CelProgram, compiled on first use (a group member may never need its own): None if it
-        does not compile in its plain form (the reference path then has the faithful one)."""
+        """The CelProgram, compiled on first use: None if it does not compile in its plain form (the
+        reference path then has the faithful one)."""
         if self._program is _UNCOMPILED:
             self._program = self.cel.compile_bound(self.source, [], self.env, strict=True)
         return self._program
@@ -76,25 +83,21 @@ def _bindings(variables: Variables, names: Sequence[str]) -> list[tuple[str, str
 
 
 def program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
-                 or_value_compat: bool) -> tuple[str, list[tuple[str, str]]] | None:
-    """(the decision expression, the variables to bind around it) or None when it cannot be fused."""
+                 or_value_compat: bool) -> str | None:
+    """The decision program, its variables bound around it, or None when it cannot be fused."""
     pieces = [*conditions, *validations]
     if not validations or any(ALL in e.refs or not pure(e.text) for e in pieces):
         return None
-    outer = variables.needed(frozenset().union(*(e.refs for e in conditions)))
+    # every variable bound around the whole program (cel.bind is lazy: one the conditions do not need is
+    # computed only if a validation reads it). Never a bind after the conditions: cel-expr-python would
+    # read a slot that a comprehension of the conditions left filled (see the module docstring)
     everything = variables.needed(frozenset().union(*(e.refs for e in pieces)))
-    inner = [n for n in everything if n not in outer]
     if any(not pure(variables.exprs[n].text) for n in everything):
         return None
     chain = " : ".join(f"!{_wrap(v.text)} ? {i}" for i, v in enumerate(validations, 1)) + " : 0"
-    if inner:  # computed only when the match conditions hold
-        chain = bind_variables(chain, _bindings(variables, inner), or_value_compat)
-        if chain is None:
-            return None
-    if not conditions:
-        return chain, _bindings(variables, outer)
-    test = " && ".join(_wrap(c.text) for c in conditions)
-    return f"({test}) ? ({chain}) : {SKIP}", _bindings(variables, outer)
+    if conditions:
+        chain = f"({' && '.join(_wrap(c.text) for c in conditions)}) ? ({chain}) : {SKIP}"
+    return bind_variables(chain, _bindings(variables, everything), or_value_compat)
 
 
 def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
@@ -108,10 +111,7 @@ def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Seq
     from webhook.cel.envs import env_spec
 
     compat = env_spec(env).or_value_compat
-    found = program_text(conditions, validations, variables, compat)
-    if found is None:
-        return None
-    source = bind_variables(*found, compat)
+    source = program_text(conditions, validations, variables, compat)
     if source is None:
         return None
     return Fused(source, env, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, cel)

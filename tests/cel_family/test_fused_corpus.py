@@ -1,6 +1,6 @@
 """The fast path of ValidatingPolicies against the reference path at scale: the conformance corpus suite by
-suite, all its ValidatingPolicies loaded together (groups: one joined program per request) over every corpus
-resource, groups' own cases, and the remembered static matches. Every evaluation here is shadowed too."""
+suite, all its ValidatingPolicies loaded together over every corpus resource, and the remembered static
+matches. Every evaluation here is shadowed too."""
 
 import argparse
 import io
@@ -30,7 +30,6 @@ def test_the_whole_conformance_corpus_agrees(fast_path_agrees_with_reference):
     assert shadow.compared > 500 and shadow.decided > shadow.compared // 2, (shadow.compared, shadow.decided)
 
 
-
 def _corpus_documents():
     policies, resources = [], []
     for path in sorted(CORPUS.rglob("*.yaml")):
@@ -48,16 +47,15 @@ def _corpus_documents():
 
 @pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
 async def test_all_corpus_validating_policies_together_agree_on_every_corpus_resource(fast_path_agrees_with_reference):
-    """Loaded together, the policies form groups (one joined program per request): every resource of the corpus,
-    created, updated and scanned, gets the same results from the groups as from the reference path."""
+    """Loaded together, every resource of the corpus, created, updated and scanned, gets the same results from
+    the policies' fast paths as from the reference path."""
     policies, resources = _corpus_documents()
     docs = [Document(str(path), i, d, None) for path, i, d in policies]
     result = CelFamily().compile(docs, CompileEnv(CEL))
     store = PolicyStore()
     store.publish(PolicySnapshot.of(result.policies, 1))
     eng = AdmissionEngine(store, InMemoryClusterState(NAMESPACES))
-    grouped = [p for p in result.policies if getattr(p, "group", None) is not None]
-    assert len(grouped) > 50
+    assert len(result.policies) > 50
     unique = list({json.dumps(r, sort_keys=True): r for r in resources}.values())
     for index, resource in enumerate(unique[::4]):  # a quarter of them, the other operations on a twelfth:
         await admit_offline(eng, resource, dry_run=True)  # the suite's time is shared too
@@ -66,90 +64,8 @@ async def test_all_corpus_validating_policies_together_agree_on_every_corpus_res
             await admit_offline(eng, resource, dry_run=True, background=True)
     shadow = fast_path_agrees_with_reference
     assert not shadow.mismatches, shadow.mismatches[:3]
-    plans = grouped[0].group._plans.values()
-    print("compared", shadow.compared, "decided", shadow.decided, "plans", len(plans))
-    assert any(plan.program is not None for plan in plans)
+    print("compared", shadow.compared, "decided", shadow.decided)
     assert shadow.compared > 3_000 and shadow.decided > shadow.compared // 2
-
-
-GROUP = "---\n".join([
-    named("host-network", policy(VALIDATIONS)),
-    named("labelled", policy('- {expression: "object.metadata.labels.team != \'\'", message: needs a team}\n')),
-    named("message", policy('- {expression: "object.spec.?hostPID.orValue(false) == false", '
-                            'messageExpression: "\'host PID on \' + object.metadata.name"}\n')),
-    named("scan-only", policy('- {expression: "true"}\n', extra="evaluation: {background: {enabled: false}}")),
-])
-
-
-async def test_a_group_decides_its_members_in_one_program(fast_path_agrees_with_reference):
-    eng = engine(GROUP)
-    group = eng.store.snapshot.policies[0].group
-    assert group is not None and len(group.members) == 4
-    ok = await admit_offline(eng, pod(labels={"team": "a"}))
-    assert results(ok) == [("pass", "success")] * 4
-    [plan] = group._plans.values()
-    assert plan.program is not None and len(plan.members) == 4
-    # a member failing with a message expression: decided by the group, its message by the reference path
-    failing = await admit_offline(eng, pod(labels={"team": "a"}, hostNetwork=True, hostPID=True))
-    assert results(failing)[:3] == [("fail", "no host network"), ("pass", "success"), ("fail", "host PID on p")]
-    shadow = fast_path_agrees_with_reference
-    assert shadow.decided == shadow.compared - 1
-
-
-async def test_one_members_error_sends_every_member_its_own_way(fast_path_agrees_with_reference):
-    from webhook.families.cel import fusedgroup
-
-    eng = engine(GROUP)
-    group = eng.store.snapshot.policies[0].group
-    for round_ in range(fusedgroup.GIVE_UP):
-        unlabelled = await admit_offline(eng, pod())  # `labels.team` is no field: that member errors
-        assert [r[0] for r in results(unlabelled)] == ["pass", "error", "pass", "pass"]
-        assert results(unlabelled)[1][1].startswith("spec.validations[0].expression: ")
-    [plan] = group._plans.values()
-    assert plan.resting == fusedgroup.REST  # it kept failing: members go their own way for a while
-    assert results(await admit_offline(eng, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
-    assert plan.resting == fusedgroup.REST - 1
-    shadow = fast_path_agrees_with_reference
-    assert shadow.decided == shadow.compared - fusedgroup.GIVE_UP  # the others still by their own programs
-
-
-async def test_a_background_scan_plans_without_the_policies_it_does_not_run(fast_path_agrees_with_reference):
-    eng = engine(GROUP)
-    scan = await admit_offline(eng, pod(labels={"team": "a"}), dry_run=True, background=True)
-    assert [r.policy.name for r in scan.results] == ["host-network", "labelled", "message"]
-    [plan] = eng.store.snapshot.policies[0].group._plans.values()
-    assert len(plan.members) == 3
-
-
-def test_group_members_match_on_resource_and_operation_alone_and_have_no_exceptions():
-    from webhook.families.cel.family import CelFamily as Family
-
-    selector = policy(VALIDATIONS).replace("    resourceRules:", "    objectSelector: {matchLabels: {a: b}}\n    resourceRules:")
-    exception = """\
-apiVersion: policies.kyverno.io/v1
-kind: PolicyException
-metadata: {name: allow, namespace: apps}
-spec:
-  policyRefs: [{name: excepted, kind: ValidatingPolicy}]
-  matchConditions: [{name: x, expression: "true"}]
-"""
-    texts = [named("a", policy(VALIDATIONS)), named("b", policy(VALIDATIONS)), named("selector", selector),
-             named("excepted", policy(VALIDATIONS)), exception]
-    docs = [Document("p.yaml", i, yaml.safe_load(t), None) for i, t in enumerate(texts)]
-    compiled = {p.name: p for p in Family().compile(docs, CompileEnv(CEL)).policies}
-    assert compiled["a"].group is compiled["b"].group is not None
-    assert [p.name for p in compiled["a"].group.members] == ["a", "b"]
-    assert compiled["selector"].group is None and compiled["excepted"].group is None
-
-
-async def test_a_member_that_compiles_only_in_its_faithful_form_stays_out_of_the_joined_program(
-        fast_path_agrees_with_reference):
-    opaque = named("opaque", policy('- {expression: "string(quantity(\'1Gi\')) == \'1Gi\'", message: q}\n'))
-    eng = engine("---\n".join([GROUP, opaque]))
-    first = await admit_offline(eng, pod(labels={"team": "a"}))
-    [plan] = eng.store.snapshot.policies[0].group._plans.values()
-    assert plan.program is not None and len(plan.members) == 4
-    assert [r.policy.name for r in first.results][-1] == "opaque"
 
 
 def _match_requests():
