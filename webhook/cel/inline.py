@@ -77,20 +77,37 @@ def pure(text: str) -> bool:
                    for i, t in enumerate(tokens))
 
 
-def bind_variables(expression: str, bindings: Sequence[tuple[str, str]], or_value_compat: bool) -> str | None:
-    """`expression` with `bindings` ((name, expression), in evaluation order) bound around it; None when
-    it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first (as each would be alone)."""
+def fold(expression: str, bindings: Sequence[tuple[str, str]], or_value_compat: bool
+         ) -> tuple[str, list[tuple[str, str]]] | None:
+    """(the expression, its bindings as (bound name, value text)), every `variables.x` read replaced by its
+    bound name; None when it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first
+    (as each would be alone)."""
     def prepare(text: str) -> str | None:
         return _substitute(rewrite_or_value(text) if or_value_compat else text)
 
     body = prepare(expression)
     if body is None:
         return None
-    for name, text in reversed(bindings):
+    bound = []
+    for name, text in bindings:
         if not name.isidentifier() or not pure(text):
             return None
         value = prepare(text)
         if value is None:
             return None
-        body = f"cel.bind({PREFIX}{name}, ({value}), ({body}))"
+        bound.append((PREFIX + name, value))
+    return body, bound
+
+
+def nest(body: str, bound: Sequence[tuple[str, str]]) -> str:
+    """`body` inside `cel.bind(name, (value), ...)` for each (name, value), the first outermost."""
+    for name, value in reversed(bound):
+        body = f"cel.bind({name}, ({value}), ({body}))"
     return body
+
+
+def bind_variables(expression: str, bindings: Sequence[tuple[str, str]], or_value_compat: bool) -> str | None:
+    """`expression` with `bindings` ((name, expression), in evaluation order) bound around it; None when
+    it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first (as each would be alone)."""
+    folded = fold(expression, bindings, or_value_compat)
+    return None if folded is None else nest(*folded)

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler, CelError
-from webhook.cel.inline import bind_variables, pure
+from webhook.cel.inline import PREFIX, fold, nest, pure
+from webhook.cel.source import bind_count, tokenize
 from webhook.families.cel.scope import ALL, Expr, Variables
 from webhook.model.policy import EvalContext, ValidationOutcome
 
@@ -58,11 +59,17 @@ class Fused:
     """One variant's decision program and the outcome for each value it can return (None: take the
     reference path for that value, e.g. a failing validation whose message is an expression)."""
 
-    source: str  # the program's text, variables bound in
+    body: str  # the decision expression, variables read by their bound names (inline.PREFIX + name)
+    bound: tuple[tuple[str, str], ...]  # (bound name, value text) in evaluation order: bound around `body`
     env: str
     outcomes: Mapping[int, ValidationOutcome | None]
     cel: CelCompiler
     _program: Any = field(default=_UNCOMPILED, repr=False)
+
+    @property
+    def source(self) -> str:
+        """The program's text, variables bound in."""
+        return nest(self.body, self.bound)
 
     @property
     def program(self) -> Any:
@@ -82,22 +89,37 @@ def _bindings(variables: Variables, names: Sequence[str]) -> list[tuple[str, str
     return [(n, variables.exprs[n].text) for n in names]
 
 
+def hazards(text: str) -> bool:
+    """Text that cannot be placed in a generated program: a user's own `cel.bind` (after a comprehension
+    at its level, here or in a program joining this one, cel-expr-python misreads it: module docstring),
+    or an identifier of the generated kind (`qm__...`: the program's bound names must be its own)."""
+    try:
+        tokens = tokenize(text)
+    except ValueError:
+        return True
+    return bind_count(tokens) > 0 or any(t.kind == "ident" and t.text.startswith(GENERATED) for t in tokens)
+
+
+GENERATED = "qm__"  # every identifier the fast path generates starts so (inline.PREFIX; fusedgroup's renames)
+assert PREFIX.startswith(GENERATED)
+
+
 def program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
-                 or_value_compat: bool) -> str | None:
-    """The decision program, its variables bound around it, or None when it cannot be fused."""
+                 or_value_compat: bool) -> tuple[str, list[tuple[str, str]]] | None:
+    """(the decision expression, the variables to bind around it) or None when it cannot be fused."""
     pieces = [*conditions, *validations]
-    if not validations or any(ALL in e.refs or not pure(e.text) for e in pieces):
+    if not validations or any(ALL in e.refs or not pure(e.text) or hazards(e.text) for e in pieces):
         return None
     # every variable bound around the whole program (cel.bind is lazy: one the conditions do not need is
     # computed only if a validation reads it). Never a bind after the conditions: cel-expr-python would
     # read a slot that a comprehension of the conditions left filled (see the module docstring)
     everything = variables.needed(frozenset().union(*(e.refs for e in pieces)))
-    if any(not pure(variables.exprs[n].text) for n in everything):
+    if any(not pure(variables.exprs[n].text) or hazards(variables.exprs[n].text) for n in everything):
         return None
     chain = " : ".join(f"!{_wrap(v.text)} ? {i}" for i, v in enumerate(validations, 1)) + " : 0"
     if conditions:
         chain = f"({' && '.join(_wrap(c.text) for c in conditions)}) ? ({chain}) : {SKIP}"
-    return bind_variables(chain, _bindings(variables, everything), or_value_compat)
+    return fold(chain, _bindings(variables, everything), or_value_compat)
 
 
 def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
@@ -111,10 +133,11 @@ def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Seq
     from webhook.cel.envs import env_spec
 
     compat = env_spec(env).or_value_compat
-    source = program_text(conditions, validations, variables, compat)
-    if source is None:
+    found = program_text(conditions, validations, variables, compat)
+    if found is None:
         return None
-    return Fused(source, env, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, cel)
+    body, bound = found
+    return Fused(body, tuple(bound), env, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, cel)
 
 
 def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],

@@ -140,6 +140,7 @@ class ValidatingPolicy(CelPolicy):
     actions: frozenset[str] = frozenset({"Deny"})
     # id(variant) -> its fast path (webhook.families.cel.fused) or None; built on first use, kept
     _fused: dict[int, fused.Fused | None] = field(default_factory=dict, init=False, repr=False)
+    group: Any = field(default=None, init=False, repr=False)  # the FusedGroup it belongs to (fusedgroup), if any
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         if FAST_PATH and not self.exceptions and ctx.request is not None:
@@ -155,7 +156,11 @@ class ValidatingPolicy(CelPolicy):
         return ValidationOutcome(results=(self._evaluate(request, ctx, variant),))
 
     def _fast(self, request: AdmissionRequest, ctx: EvalContext) -> Any:
-        """The outcome from the fused program; fused.REFERENCE or None: the reference path decides."""
+        """The outcome from the fused program(s); fused.REFERENCE or None: the reference path decides."""
+        if self.group is not None:
+            outcome = self.group.outcome(self, request, ctx)  # decided only for a policy the request matches
+            if outcome is not None:
+                return outcome
         variant = self.variant_for(request, request.object, ctx)
         if variant is None:
             return NOTHING

@@ -1,0 +1,220 @@
+"""One CEL program for all the fast-path ValidatingPolicies that a request matches.
+
+The engine asks policies one at a time. The first member of a group it asks about a request evaluates
+the fused programs (webhook.families.cel.fused) of every member that matches the request in one runtime
+call, and leaves the decisions in the request's EvalContext memo for the others: one call per request
+instead of one per policy. The joined program hoists every member's variables to the top:
+
+    cel.bind(qm__m0_a, (A), cel.bind(qm__m0_b, (B), cel.bind(qm__m1_c, (C), [(body0), (body1), ...])))
+
+Why this shape: cel-expr-python (cel-cpp) initialises a `cel.bind` lazily in a slot, and one evaluated
+after a comprehension at the same nesting level reads the slot that comprehension left filled (a wrong
+value: docs/cel.md). Joining the members' own programs side by side (`[cel.bind(...), cel.bind(...)]`)
+put members' binds after earlier members' comprehensions; that broke. Here no bind is inside a list
+element: every bind encloses all the comprehensions, each in its own slot (tests/cel/test_bind_slots.py
+checks random programs of this shape against the pure-Python reference). A member whose text has a
+`cel.bind` of its own has no fused program at all (fused.hazards), and is kept out here as well.
+
+Renaming: member i's bound names `qm__v_<name>` become `qm__m<i>_<name>` (token-based: strings and
+comments are never touched; `<i>_` then an identifier is unambiguous), so members cannot read each
+other's variables. No user text holds an identifier starting `qm__` (fused.hazards), so renamed names
+capture nothing of the user's. Each element then has the value of the member's own program: the binds
+are lazy (a variable no element reads is never computed), pure (no lookups, no effects), and each
+element reads only its own member's names.
+
+Exactness: a list is an error when any element is one; then no decision is taken from the group and
+every member takes its own path (its own fused program, then the reference). Evaluating a member early
+changes nothing; a member whose turn never comes (the engine stops asking) only costs time. Members:
+ValidatingPolicies without exceptions whose matching reads only the request's resource and operation
+(`static_match`), so which members a request matches is fixed per (resource, operation, background
+scan): a `Plan`, compiled once. The runtime's comprehension budget covers the joined program as a whole:
+a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
+their own way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from webhook.cel import CelCompiler
+from webhook.cel.inline import PREFIX
+from webhook.cel.source import bind_count, tokenize
+from webhook.families.cel import fused
+from webhook.families.cel.base import NO_EXCEPTIONS, request_key, shared_activation
+from webhook.families.cel.validating import ValidatingPolicy
+from webhook.model.policy import EvalContext
+from webhook.model.review import AdmissionRequest
+
+_MEMO = "cel-family.group"  # this module's entries in the request's EvalContext memo
+MAX_PLANS = 64     # (resource, operation, scan) combinations remembered
+GIVE_UP = 8        # failing evaluations in a row after which a plan rests ...
+REST = 256         # ... for this many requests
+
+
+@dataclass(eq=False)
+class Part:
+    """Members decided by one joined program (one runtime call)."""
+
+    tables: tuple[tuple[int, Mapping[int, Any]], ...]  # per member: id(policy), what each value decides
+    program: Any  # CelProgram of the joined list
+    failures: int = 0
+    resting: int = 0
+
+
+@dataclass(eq=False)
+class Plan:
+    """What a (resource, operation, scan) key's requests evaluate: usually one Part (the runtime's parser
+    limits nesting: a set of members too deep for one program is split, see FusedGroup._parts)."""
+
+    parts: tuple[Part, ...]
+    budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
+
+
+def _table(program: fused.Fused) -> Mapping[int, Any]:
+    """What each value of the member's program decides (fused.REFERENCE: the reference path builds it)."""
+    return {code: fused.REFERENCE if outcome is None else outcome for code, outcome in program.outcomes.items()}
+
+
+def rename(text: str, names: Mapping[str, str]) -> str:
+    """`text` with each generated name (inline.PREFIX...) replaced by `names[it]`, token by token (strings
+    and comments untouched). KeyError for one not in `names` (never expected: every read name is bound)."""
+    out, last = [], 0
+    for token in tokenize(text):
+        if token.kind == "ident" and token.text.startswith(PREFIX):
+            out += [text[last:token.start], names[token.text]]
+            last = token.end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def joinable(program: fused.Fused) -> bool:
+    """No `cel.bind` in the member's own text (a fused program never has one, fused.hazards: checked again
+    here, as the joined shape depends on it)."""
+    return not any(bind_count(tokenize(text)) for text in (program.body, *(value for _, value in program.bound)))
+
+
+def _normal(text: str) -> str:
+    """The text's tokens (whitespace and comments are nothing in CEL): equal for the same expression."""
+    return " ".join(token.text for token in tokenize(text))
+
+
+def joined_text(members: Sequence[fused.Fused]) -> str:
+    """Every member's variables bound around the list of the members' bodies. Member i's names become
+    `qm__j<k>_<name>`; a variable whose value (its own reads renamed first) is token for token one already
+    bound shares that binding: the same pure expression of the same request (a member's reads of it are
+    lazy; an error there is the error reading it alone gives), computed once, and fewer binds (the
+    runtime's parser limits nesting)."""
+    bound: list[tuple[str, str]] = []
+    shared: dict[str, str] = {}  # normalised value -> its bound name
+    bodies = []
+    for program in members:
+        names: dict[str, str] = {}  # the member's own bound names -> the joined program's
+        for name, value in program.bound:
+            value = rename(value, names)
+            key = _normal(value)
+            if key not in shared:
+                shared[key] = f"{fused.GENERATED}j{len(bound)}_{name[len(PREFIX):]}"
+                bound.append((shared[key], value))
+            names[name] = shared[key]
+        bodies.append(f"(\n{rename(program.body, names)}\n)")  # newlines: a piece may end in a `// comment`
+    # the binds nest without parentheses around their bodies: the runtime's parser counts each level
+    # (at most ~28 binds around a small body; with parentheses ~15)
+    text = "[" + ",\n".join(bodies) + "]"
+    for name, value in reversed(bound):
+        text = f"cel.bind({name}, ({value}), {text})"
+    return text
+
+
+class FusedGroup:
+    def __init__(self, members: Sequence[ValidatingPolicy], cel: CelCompiler) -> None:
+        self.members = tuple(members)
+        self.cel = cel
+        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._memo_key = (_MEMO, id(self))
+
+    def outcome(self, policy: ValidatingPolicy, request: AdmissionRequest, ctx: EvalContext) -> Any:
+        """The policy's outcome as the group decided it, fused.REFERENCE, or None (not decided here)."""
+        found = ctx.memo.get(self._memo_key)
+        if found is None or found[0] is not request:
+            try:
+                decided = self._decide(request, ctx)
+            except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+                decided = {}
+            found = ctx.memo[self._memo_key] = (request, decided)
+        return found[1].get(id(policy))
+
+    def _decide(self, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
+        plan = self._plan(request, ctx)
+        if not plan.parts:
+            return {}
+        shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+        decided: dict[int, Any] = {}
+        for part in plan.parts:
+            if part.resting:
+                part.resting -= 1
+                continue
+            try:
+                codes = fused.run(part.program, shared, plan.budget)
+            except Exception:  # one member's error (or the budget): each member of the part goes its own way
+                part.failures += 1
+                if part.failures >= GIVE_UP:
+                    part.failures, part.resting = 0, REST
+                continue
+            part.failures = 0
+            if type(codes) is not list or len(codes) != len(part.tables):
+                continue
+            # an element that is not one of its program's int literals (never expected) decides nothing
+            decided.update((member, table.get(code)) for (member, table), code in zip(part.tables, codes)
+                           if type(code) is int)
+        return decided
+
+    def _plan(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
+        key = (request_key(request, ctx), ctx.background)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= MAX_PLANS:  # requests name resources freely: keep it bounded
+                self._plans.clear()
+            try:
+                plan = self._build(request, ctx)
+            except Exception:  # never expected: the members go their own way for this key, built once
+                plan = Plan(())
+            self._plans[key] = plan
+        return plan
+
+    def _build(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
+        members: list[tuple[int, fused.Fused]] = []
+        budget = float("inf")
+        for policy in self.members:
+            if ctx.background and not policy.background:
+                continue  # a background scan does not run it
+            variant = policy.variant_for(request, request.object, ctx)
+            fast = policy.fast_path(variant) if variant is not None else None
+            if fast is not None and (not members or fast.env == members[0][1].env) and joinable(fast) \
+                    and fast.program is not None:
+                members.append((id(policy), fast))  # (one that compiles only in its faithful form stays out)
+                budget = min(budget, policy.timeout)
+        return Plan(tuple(self._parts(members)), budget)
+
+    def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
+        """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
+        if len(members) < 2:  # one program alone is the member's own
+            return []
+        program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
+                                         strict=True)
+        if program is not None:
+            return [Part(tuple((member, _table(fast)) for member, fast in members), program)]
+        half = len(members) // 2
+        return self._parts(members[:half]) + self._parts(members[half:])
+
+
+def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
+    """Join the eligible ValidatingPolicies of one compiled set into a group (each learns its group)."""
+    members = [p for p in policies if isinstance(p, ValidatingPolicy) and p.error is None and p.admission
+               and not p.exceptions and not p.id.namespace and p.static_match]
+    if len(members) < 2:
+        return None
+    group = FusedGroup(members, cel)
+    for policy in members:
+        policy.group = group
+    return group
