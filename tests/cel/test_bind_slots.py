@@ -76,3 +76,80 @@ def test_a_bind_after_a_comprehension_at_the_same_level_is_misread():
     assert misread.evaluate({"object": OBJECT}) != 3
     around = CPP.compile("cel.bind(v, object.c, object.a.exists(x, true) ? v.size() : 0)", env="admission")
     assert around.evaluate({"object": OBJECT}) == 3
+
+
+# The joined shape (webhook.families.cel.fusedgroup): several members, each with its own variables hoisted
+# to the top (renamed, identical ones shared) around the list of the members' bodies. Built by the real
+# joined_text from members as the fused programs hold them (bound names `qm__v_<name>`); the reference
+# evaluates `[body0, body1, ...]` with each member's variables written out in its own body.
+
+def _loop_reading(rng: random.Random, names: list[str]) -> str:
+    """A comprehension whose body reads a variable: its lazy binding may first be computed inside a loop."""
+    over, var, name = rng.choice(RANGES), rng.choice("xyz"), rng.choice(names)
+    return rng.choice([f"{over}.map({var}, [{var}, {name}])", f"{over}.exists({var}, {name}.size() > 1)",
+                       f"{over}.filter({var}, {name}.size() > 0)", f"{over}.all({var}, {name} != [])"])
+
+
+def _member(rng: random.Random, shared: list[str]) -> tuple[list[tuple[str, str]], str]:
+    """(bound (name, value) in order, body), with the generated names."""
+    from webhook.cel.inline import PREFIX
+
+    values: list[tuple[str, str]] = []
+    for i in range(rng.randint(0, 3)):
+        names = [n for n, _ in values]
+        value = rng.choice(shared) if shared and rng.random() < 0.3 else _list(rng, names)
+        values.append((f"{PREFIX}v{i}", value))
+    names = [n for n, _ in values]
+    parts = [_list(rng, names)]
+    if names and rng.random() < 0.6:
+        parts.insert(rng.randint(0, 1), _loop_reading(rng, names))
+    return values, "[" + ", ".join(parts) + "]"
+
+
+def _written(values: list[tuple[str, str]], body: str) -> str:
+    for _ in values:
+        for name, value in values:
+            body = re.sub(rf"\b{name}\b", f"({value})", body)
+    return body
+
+
+def _joined(rng: random.Random) -> tuple[str, str, int]:
+    from webhook.families.cel import fused, fusedgroup
+
+    shared = [_list(rng, []) for _ in range(2)]  # values several members define alike: bound once
+    members = [_member(rng, shared) for _ in range(rng.randint(2, 5))]
+    programs = [fused.Fused(body, tuple(values), "admission", {}, CPP) for values, body in members]
+    joined = fusedgroup.joined_text(programs)
+    assert joined.rfind("cel.bind") < joined.index("[(\n")  # every bind encloses the list of bodies
+    return joined, "[" + ", ".join(_written(values, body) for values, body in members) + "]", len(members)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_joined_members_with_hoisted_binds_give_each_members_written_out_value(seed):
+    rng = random.Random(1000 + seed)
+    compared = 0
+    for _ in range(50):
+        joined, written, count = _joined(rng)
+        try:
+            expected = REFERENCE.compile(written, env="admission").evaluate({"object": OBJECT})
+        except Exception:
+            continue
+        program = CPP.compile_bound(joined, [], "admission")
+        assert program is not None, joined
+        assert program.evaluate({"object": OBJECT}) == expected, joined
+        compared += 1
+    assert compared > 30
+
+
+def test_members_side_by_side_were_misread_and_hoisted_are_not():
+    """The removed shape (each member's own program as a list element: a bind after the comprehension of
+    the member before it) against the hoisted one, on the same two members."""
+    from webhook.families.cel import fused, fusedgroup
+    from webhook.cel.inline import PREFIX
+
+    first = fused.Fused("object.a.exists(x, true) ? 1 : 0", (), "admission", {}, CPP)
+    second = fused.Fused(f"{PREFIX}v.size()", ((f"{PREFIX}v", "object.c"), ), "admission", {}, CPP)
+    side_by_side = CPP.compile_bound(f"[{first.source}, {second.source}]", [], "admission")
+    assert side_by_side.evaluate({"object": OBJECT}) != [1, 3]
+    hoisted = CPP.compile_bound(fusedgroup.joined_text([first, second]), [], "admission")
+    assert hoisted.evaluate({"object": OBJECT}) == [1, 3]
