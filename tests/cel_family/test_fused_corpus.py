@@ -46,9 +46,20 @@ def _corpus_documents():
 
 
 @pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
-async def test_all_corpus_validating_policies_together_agree_on_every_corpus_resource(fast_path_agrees_with_reference):
+async def test_all_corpus_validating_policies_together_agree_on_every_corpus_resource(fast_path_agrees_with_reference,
+                                                                                       monkeypatch):
     """Loaded together, every resource of the corpus, created, updated and scanned, gets the same results from
     the policies' fast paths as from the reference path."""
+    from webhook.families.cel.fusedgroup import FusedGroup
+
+    by_group = []  # the decisions a joined program took
+    outcome = FusedGroup.outcome
+
+    def counted(self, policy, request, ctx):
+        found = outcome(self, policy, request, ctx)
+        by_group.append(found is not None)
+        return found
+    monkeypatch.setattr(FusedGroup, "outcome", counted)
     policies, resources = _corpus_documents()
     docs = [Document(str(path), i, d, None) for path, i, d in policies]
     result = CelFamily().compile(docs, CompileEnv(CEL))
@@ -64,7 +75,13 @@ async def test_all_corpus_validating_policies_together_agree_on_every_corpus_res
             await admit_offline(eng, resource, dry_run=True, background=True)
     shadow = fast_path_agrees_with_reference
     assert not shadow.mismatches, shadow.mismatches[:3]
-    print("compared", shadow.compared, "decided", shadow.decided)
+    grouped = [p for p in result.policies if getattr(p, "group", None) is not None]
+    parts = [part for plan in grouped[0].group._plans.values() for part in plan.parts]
+    print("compared", shadow.compared, "decided", shadow.decided, "by joined programs", sum(by_group),
+          "grouped", len(grouped), "joined programs",
+          len(parts), "members", sorted(len(part.tables) for part in parts))
+    assert len(grouped) > 50 and len(parts) > 3  # the groups were active: decisions from joined programs
+    assert sum(by_group) > shadow.decided // 2
     assert shadow.compared > 3_000 and shadow.decided > shadow.compared // 2
 
 
