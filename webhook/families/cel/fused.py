@@ -23,9 +23,9 @@ first false one (fail). It gives a value only where the reference path gives tha
   slot, and one evaluated after a comprehension at the same nesting level finds the slot that
   comprehension left filled and reads its last element instead of its own value (a wrong value, not an
   error: `[[1], [2, 3]].exists(x, true) ? cel.bind(v, [0], v.size()) : 0` gives 2). So no bind comes
-  after a condition here, and policies are not joined side by side into one program (their binds would
-  follow the comprehensions of the policies before them). A user's own `cel.bind` after a comprehension
-  meets the same runtime behaviour on every path; docs/cel.md says so.
+  after a condition here; a group joins policies with every member's binds hoisted around the list of
+  their bodies (fusedgroup). A policy whose own text has a `cel.bind` (or an identifier of the generated
+  kind, `qm__...`) has no fused program (`hazards`): its bind could follow a condition's comprehension.
 
 Any error, whatever it is, falls back to the reference path, which then produces the exact result and
 message; so do a failing validation with a messageExpression, a policy with PolicyExceptions, audit
