@@ -209,3 +209,22 @@ async def test_the_pod_security_policies_decide_a_mutated_notebook_pod_in_one_ca
     assert len(calls.values) == 1 and len(calls.values[0]) == 16, calls.values
     assert shadow.decided - before == 16
     assert sum(1 for r in verdict.results if r.policy.kind == "ValidatingPolicy") == 16
+
+
+async def test_members_too_deep_for_one_program_are_split(fast_path_agrees_with_reference, monkeypatch):
+    """The runtime's parser limits nesting (~28 binds): 20 members with two variables each of their own
+    make two or more joined programs, each deciding its members."""
+    texts = [named(f"p{i}", policy(f'- {{expression: "variables.a{i} + variables.b{i} == {2 * i}", message: m{i}}}\n',
+                                   variables=f"""\
+        variables:
+        - {{name: a{i}, expression: "object.spec.containers.size() + {i - 1}"}}
+        - {{name: b{i}, expression: "object.spec.containers.map(c, c.name).size() + {i - 1}"}}"""))
+             for i in range(20)]
+    eng = engine("---\n".join(texts))
+    calls = Calls(monkeypatch)
+    assert results(await admit_offline(eng, pod())) == [("pass", "success")] * 20
+    parts = _plan(eng).parts
+    assert len(parts) >= 2 and sum(len(part.tables) for part in parts) == 20
+    assert len(calls.values) == len(parts)
+    shadow = fast_path_agrees_with_reference
+    assert shadow.decided == shadow.compared == 20
