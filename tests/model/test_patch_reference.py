@@ -119,3 +119,13 @@ def test_a_key_that_is_no_text_fails_as_before() -> None:
         reference_diff({1: shared, "a": 1}, {1: shared, "a": 2})
     with pytest.raises(AttributeError):
         diff({1: shared, "a": 1}, {1: shared, "a": 2})
+
+
+def test_shared_list_elements_with_nan_as_before() -> None:
+    """The shared-prefix shortcut leaves lists holding a float to the element-wise check (NaN != NaN)."""
+    nan = float("nan")
+    for original in ([nan], [nan, 1], [1.0, nan], [{"a": nan}], [[nan]], ["x", {"b": [nan]}]):
+        for mutated in (original, list(original), original + [2], original + [nan]):
+            assert orjson.dumps(diff(original, mutated)) == orjson.dumps(reference_diff(original, mutated))
+            assert orjson.dumps(diff({"l": original}, {"l": mutated})) == \
+                orjson.dumps(reference_diff({"l": original}, {"l": mutated}))

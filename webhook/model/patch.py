@@ -6,6 +6,7 @@ that changed other than by appending is replaced whole, so no index ever points 
 
 from __future__ import annotations
 
+from operator import is_
 from typing import Any
 
 import orjson
@@ -53,7 +54,8 @@ def _diff(original: Any, mutated: Any, path: str, ops: list[dict[str, Any]]) -> 
         return
     if isinstance(original, list) and isinstance(mutated, list):
         count = len(original)
-        if len(mutated) >= count and all(_same(a, b) for a, b in zip(original, mutated)):
+        if len(mutated) >= count and (_shared_prefix(original, mutated)
+                                      or all(_same(a, b) for a, b in zip(original, mutated))):
             ops.extend({"op": "add", "path": f"{path}/-", "value": v} for v in mutated[count:])
             return
         if len(mutated) == count:
@@ -79,6 +81,13 @@ def _identical(a: Any, b: Any) -> bool:
         return orjson.dumps(a) == orjson.dumps(b)
     except TypeError:  # not plain JSON (a YAML datetime): walk it
         return False
+
+
+def _shared_prefix(original: list[Any], mutated: list[Any]) -> bool:
+    """Each element of `original` is the very object at its place in `mutated` (copy on write keeps
+    them so), decided in C: then each pair is `_same`, because equality is reflexive for every JSON
+    value but a float NaN, so a list holding a float is left to the element-wise check."""
+    return all(map(is_, original, mutated)) and float not in map(type, original)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -155,13 +155,36 @@ def _decode(body: bytes) -> Any:
         raise MalformedReview(f"body is not JSON: {exc}") from None
 
 
+_CONTAINERS = (dict, list)
+
+
 def _too_deep(node: dict[str, Any] | list[Any], levels_left: int) -> bool:
-    """Recursive, yet bounded: it never goes more than MAX_DEPTH frames down, whatever the input."""
-    if levels_left == 0:
-        return True
-    for child in node.values() if isinstance(node, dict) else node:
-        if isinstance(child, (dict, list)) and _too_deep(child, levels_left - 1):
+    """Is some container `levels_left` levels below `node`? Level by level, no recursion: bounded by
+    the levels, whatever the input, and without a Python call per container."""
+    level = [node]
+    while level:
+        if levels_left == 0:
             return True
+        levels_left -= 1
+        below = []
+        for parent in level:
+            for child in parent.values() if isinstance(parent, dict) else parent:
+                if isinstance(child, _CONTAINERS):
+                    below.append(child)
+        level = below
+    return False
+
+
+def shallow_body(body: bytes | bytearray | str) -> bool:
+    """True when no value in this JSON text can be nested deeper than MAX_DEPTH levels: a container
+    at depth d sits inside d+1 opening brackets, each a '{' or '[' character of the text, so fewer
+    brackets than that in the whole text settle it without walking the decoded objects. (In UTF-16
+    and UTF-32 the character still holds a byte 0x7B or 0x5B; brackets inside strings only make
+    the count larger, never smaller.) False says nothing: walk them."""
+    if isinstance(body, (bytes, bytearray)):
+        return body.count(b"{") + body.count(b"[") <= MAX_DEPTH
+    if isinstance(body, str):
+        return body.count("{") + body.count("[") <= MAX_DEPTH
     return False
 
 
@@ -178,12 +201,14 @@ def _check_string_map(value: Any, where: str) -> None:
             raise MalformedReview(f"{where}[{key!r}] must be a string, got {type(item).__name__}")
 
 
-def _check_object(obj: Mapping[str, Any] | None, where: str) -> None:
+def _check_object(obj: Mapping[str, Any] | None, where: str, shallow: bool = False) -> None:
     """The fields every policy reads without checking: once here, so that a policy never meets a
-    metadata that is a list or a label that is a number (the API server would never send either)."""
+    metadata that is a list or a label that is a number (the API server would never send either).
+    `shallow`: the depth is known to be in bounds already (shallow_body)."""
     if obj is None:
         return
-    _check_depth(obj, where)
+    if not shallow:
+        _check_depth(obj, where)
     for key in ("apiVersion", "kind"):
         if not (obj.get(key) is None or isinstance(obj[key], str)):
             raise MalformedReview(f"{where}.{key} must be a string")
@@ -270,8 +295,9 @@ def parse_review(body: bytes) -> AdmissionRequest:
     old = _optional_object(req, "oldObject")
     if operation != "DELETE" and obj is None:
         raise MalformedReview(f"request.object is required for {operation}")
-    _check_object(obj, "request.object")
-    _check_object(old, "request.oldObject")
+    shallow = shallow_body(body)
+    _check_object(obj, "request.object", shallow)
+    _check_object(old, "request.oldObject", shallow)
     namespace, name = _optional_str(req, "namespace"), _optional_str(req, "name")
     _check_identity(obj, "request.object", gvk["kind"], namespace, name)
     _check_identity(old, "request.oldObject", gvk["kind"], namespace, name)

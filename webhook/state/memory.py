@@ -10,8 +10,8 @@ import logging
 import multiprocessing
 import secrets
 import threading
+import time
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -165,7 +165,8 @@ class InMemoryClusterState:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if "creationTimestamp" not in meta:
+            meta["creationTimestamp"] = _now_text()
         if locked:
             return self._store(stored)
         with self._lock:
@@ -181,6 +182,19 @@ class InMemoryClusterState:
         if self._listeners:
             self._notify(key.kind, event, stored)
         return stored
+
+
+_STAMP: tuple[int, str] = (-1, "")  # (second, its text): most writes fall in the second of the one before
+
+
+def _now_text() -> str:
+    """The current UTC time to the second, as the API server writes creationTimestamp (the text is
+    built once a second, not per write: the same as formatting datetime.now(timezone.utc))."""
+    global _STAMP
+    second, stamp = int(time.time()), _STAMP
+    if stamp[0] != second:
+        stamp = _STAMP = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return stamp[1]
 
 
 def _items(doc: Any) -> list[Any]:

@@ -44,7 +44,9 @@ def pod_resource_names(pod: Mapping[str, Any]) -> set[str]:
         for container in spec.get(key) or ():
             resources = container.get("resources") or {}
             for section in ("limits", "requests"):
-                names.update(n for n in (resources.get(section) or {}) if "/" in n and not n.startswith("kubernetes.io/"))
+                for n in resources.get(section) or {}:  # a plain loop: most sections hold no such name
+                    if "/" in n and not n.startswith("kubernetes.io/"):
+                        names.add(n)
     return names
 
 

@@ -90,7 +90,8 @@ def _exact(request: Mapping[str, Any], table: WeightTable) -> GpuAmount:
         count = int(request.get("count") or 1)
     except (TypeError, ValueError):
         count = 1
-    return GpuAmount(weight * max(count, 0))
+    # one device, the usual request: its weight as it is (the same value), no Fraction arithmetic
+    return GpuAmount(weight if count == 1 else weight * max(count, 0))
 
 
 def device_request(request: Mapping[str, Any], table: WeightTable) -> GpuAmount:

@@ -1,0 +1,81 @@
+"""out_of_range's shortcut (every quantity plainly valid: nothing to report) answers as the full walk does,
+on random pods and PVCs, odd shapes included (an answer is a message, None, or the same exception)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from webhook.platform.quota.quantities import _out_of_range, out_of_range
+
+VALUES = ["1", "500m", "2Gi", "30Gi", "0", "1e3", "1.5", " 1 ", "+1", "1Ki", "10u", "1e99999999",
+          "99999999999999999999", "9223372036854775807", "9223372036854775808", "8Ei", "16Ei", "abc", "",
+          1, 2.5, None, True, [], {}, "1E", "1.5Gi"]
+NAMES = ["cpu", "memory", "nvidia.com/gpu", "storage", "ephemeral-storage"]
+
+
+def _answer(call: Any, kind: str, obj: Any) -> str:
+    try:
+        return repr(call(kind, obj))
+    except Exception as exc:  # the same error, raised at the same place, as before
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _values(rng: random.Random) -> Any:
+    if rng.random() < 0.05:
+        return rng.choice([None, "x", [], 3])
+    pool = VALUES if rng.random() < 0.4 else VALUES[:5]
+    return {rng.choice(NAMES): rng.choice(pool) for _ in range(rng.randint(0, 4))}
+
+
+def _resources(rng: random.Random) -> Any:
+    if rng.random() < 0.05:
+        return rng.choice([None, "x", [], 7])
+    return {section: _values(rng) for section in ("limits", "requests", "claims") if rng.random() < 0.7}
+
+
+def _pod(rng: random.Random) -> Any:
+    spec: dict[str, Any] = {}
+    for field in ("initContainers", "containers"):
+        if rng.random() < 0.9:
+            spec[field] = [{"name": f"c{i}", "resources": _resources(rng)} if rng.random() < 0.95 else rng.choice(["x", None, 1])
+                           for i in range(rng.randint(0, 3))]
+        elif rng.random() < 0.5:
+            spec[field] = rng.choice([{"a": 1}, "abc", None])
+    if rng.random() < 0.3:
+        spec["resources"] = _resources(rng)
+    volumes = []
+    for i in range(rng.randint(0, 3)):
+        roll = rng.random()
+        if roll < 0.5:
+            volumes.append({"name": f"v{i}", "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": _resources(rng)}}}})
+        elif roll < 0.6:
+            volumes.append({"name": f"v{i}", "ephemeral": rng.choice([None, {}, {"volumeClaimTemplate": "x"}, "odd"])})
+        elif roll < 0.7:
+            volumes.append(rng.choice(["x", None, 5]))
+        else:
+            volumes.append({"name": f"v{i}", "emptyDir": {}})
+    if volumes:
+        spec["volumes"] = volumes
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec if rng.random() < 0.97 else None}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shortcut_answers_as_the_full_walk(seed):
+    rng = random.Random(seed)
+    for _ in range(100):
+        pod = _pod(rng)
+        assert _answer(out_of_range, "Pod", pod) == _answer(_out_of_range, "Pod", pod)
+        pvc = {"kind": "PersistentVolumeClaim", "spec": {"resources": _resources(rng)} if rng.random() < 0.95 else None}
+        assert _answer(out_of_range, "PersistentVolumeClaim", pvc) == _answer(_out_of_range, "PersistentVolumeClaim", pvc)
+        assert _answer(out_of_range, "ResourceClaim", pod) == _answer(_out_of_range, "ResourceClaim", pod)
+
+
+def test_the_cases_include_problems_and_errors():
+    rng = random.Random(1)
+    answers = [_answer(_out_of_range, "Pod", _pod(rng)) for _ in range(2000)]
+    assert any("out of range" in a for a in answers)
+    assert any(a == "None" for a in answers)
+    assert any("Error" in a for a in answers)
