@@ -122,34 +122,15 @@ def _pattern(pattern: Any, _: Mapping[str, Any]) -> Check:
     return lambda value: not isinstance(value, str) or search(value) is not None
 
 
-def _min_length(limit: Any, _: Mapping[str, Any]) -> Check:
-    n = _count(limit)
-    return lambda value: not isinstance(value, str) or len(value) >= n
-
-
-def _max_length(limit: Any, _: Mapping[str, Any]) -> Check:
-    n = _count(limit)
-    return lambda value: not isinstance(value, str) or len(value) <= n
-
-
-def _min_items(limit: Any, _: Mapping[str, Any]) -> Check:
-    n = _count(limit)
-    return lambda value: not isinstance(value, list) or len(value) >= n
-
-
-def _max_items(limit: Any, _: Mapping[str, Any]) -> Check:
-    n = _count(limit)
-    return lambda value: not isinstance(value, list) or len(value) <= n
-
-
-def _min_properties(limit: Any, _: Mapping[str, Any]) -> Check:
-    n = _count(limit)
-    return lambda value: not isinstance(value, dict) or len(value) >= n
-
-
-def _max_properties(limit: Any, _: Mapping[str, Any]) -> Check:
-    n = _count(limit)
-    return lambda value: not isinstance(value, dict) or len(value) <= n
+def _size(json_type: type, at_least: bool) -> Callable[[Any, Mapping[str, Any]], Check]:
+    """minLength/maxLength, minItems/maxItems, minProperties/maxProperties: a bound on the size of one
+    JSON type; other types pass, as in jsonschema."""
+    def build(limit: Any, _: Mapping[str, Any]) -> Check:
+        n = _count(limit)
+        if at_least:
+            return lambda value: not isinstance(value, json_type) or len(value) >= n
+        return lambda value: not isinstance(value, json_type) or len(value) <= n
+    return build
 
 
 def _minimum(limit: Any, _: Mapping[str, Any]) -> Check:
@@ -234,8 +215,8 @@ def _all_of(schemas: Any, _: Mapping[str, Any]) -> Check:
 
 _KEYWORDS: dict[str, Callable[[Any, Mapping[str, Any]], Check | None]] = {
     "type": _type, "enum": _enum, "const": _const, "pattern": _pattern,
-    "minLength": _min_length, "maxLength": _max_length, "minItems": _min_items, "maxItems": _max_items,
-    "minProperties": _min_properties, "maxProperties": _max_properties,
+    "minLength": _size(str, True), "maxLength": _size(str, False), "minItems": _size(list, True),
+    "maxItems": _size(list, False), "minProperties": _size(dict, True), "maxProperties": _size(dict, False),
     "minimum": _minimum, "maximum": _maximum, "exclusiveMinimum": _exclusive_minimum,
     "required": _required, "properties": _properties, "additionalProperties": _additional_properties,
     "items": _items, "propertyNames": _property_names, "anyOf": _any_of, "oneOf": _one_of, "allOf": _all_of,
