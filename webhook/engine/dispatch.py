@@ -256,9 +256,22 @@ class AdmissionEngine:
         out = _Collected()
         todo = [p for p in policies if p.background] if background else policies
 
+        subject = obj or {}
+
         async def step(policy: CompiledPolicy) -> None:
-            if self._applies(policy, request, request.object, ctx, out, synced):
-                await self._validate_with(policy, request, obj or {}, ctx, out)
+            # one coroutine per policy besides the policy's own: with a score of policies, layers add up
+            if not self._applies(policy, request, request.object, ctx, out, synced):
+                return
+            try:
+                outcome = await policy.validate(request, subject, ctx)
+            except Exception as exc:
+                self._failed(policy, "validate", request, exc, out)
+                return
+            out.results.extend(outcome.results)
+            if outcome.warnings or outcome.rollbacks or outcome.generates:
+                out.warnings.extend(outcome.warnings)
+                out.rollbacks.extend(outcome.rollbacks)
+                out.generates.extend(outcome.generates)
 
         await each_within(deadline, todo, step, lambda policy, exc: self._timed_out(policy, "validate", request, exc, out))
         try:
@@ -275,19 +288,6 @@ class AdmissionEngine:
                 rollback()
             raise
         return _verdict_with(verdict, "generated", await self._generate(request, out.generates, deadline))
-
-    @staticmethod
-    async def _validate_with(policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any],
-                             ctx: EvalContext, out: _Collected) -> None:
-        try:
-            outcome = await policy.validate(request, obj, ctx)
-        except Exception as exc:
-            AdmissionEngine._failed(policy, "validate", request, exc, out)
-            return
-        out.results.extend(outcome.results)
-        out.warnings.extend(outcome.warnings)
-        out.rollbacks.extend(outcome.rollbacks)
-        out.generates.extend(outcome.generates)
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
                         deadline: float) -> tuple[Mapping[str, Any], ...]:
