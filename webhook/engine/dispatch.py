@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import types
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeVar
 
 from webhook.engine.verdicts import report_ref, verdict_of
@@ -112,22 +112,6 @@ def _resume(running: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any
                 return done.value
 
 
-# Verdict is a plain frozen dataclass (every field set by __init__, no __post_init__, no slots): a copy of
-# its __dict__ with one field changed is what dataclasses.replace builds, at a fraction of its cost
-_VERDICT_PLAIN = (not hasattr(Verdict, "__post_init__") and not hasattr(Verdict, "__slots__")
-                  and all(f.init for f in fields(Verdict)))
-
-
-def _verdict_with(verdict: Verdict, name: str, value: Any) -> Verdict:
-    """replace(verdict, **{name: value}), for the one field the engine sets last."""
-    if not _VERDICT_PLAIN or type(verdict) is not Verdict:
-        return replace(verdict, **{name: value})
-    changed = object.__new__(Verdict)
-    changed.__dict__.update(verdict.__dict__)
-    changed.__dict__[name] = value
-    return changed
-
-
 class AdmissionEngine:
     def __init__(self, store: PolicyStore, state: ClusterState, sink: ResultSink | None = None,
                  on_result: Callable[[RuleResult], None] | None = None, lookups: Lookups | None = None,
@@ -192,7 +176,7 @@ class AdmissionEngine:
                 obj = await self._mutate_with(policy, request, obj, ctx, out)
 
         def timed_out(policy: CompiledPolicy, exc: BaseException) -> None:
-            self._timed_out(policy, "mutate", request, exc, out)  # the object stays as it was before the policy
+            self._failed(policy, "mutate", request, exc, out)  # the object stays as it was before the policy
 
         await each_within(deadline, policies, step, timed_out)
         if not applied and not out.results:
@@ -206,7 +190,7 @@ class AdmissionEngine:
         if failed_create is not None:
             return MutateResult(failed_create, request.object)
         patch = tuple(jsonpatch.diff(request.object, obj))
-        return MutateResult(_verdict_with(verdict, "patch", patch), obj, tuple(out.creates))
+        return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates))
 
     async def _mutate_with(self, policy: CompiledPolicy, request: AdmissionRequest, obj: dict[str, Any],
                            ctx: EvalContext, out: _Collected) -> dict[str, Any]:
@@ -227,8 +211,6 @@ class AdmissionEngine:
         log.warning("%s policy %s failed: %s", "mutating" if what == "mutate" else "validating", policy.id, exc,
                     extra={"uid": request.uid, "policy": str(policy.id)})
         out.results.append(_failure(policy, what, exc))
-
-    _timed_out = _failed  # the deadline passing is one more way for a policy to fail
 
     async def _create(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
         if request.dry_run:
@@ -255,7 +237,6 @@ class AdmissionEngine:
         synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
         todo = [p for p in policies if p.background] if background else policies
-
         subject = obj or {}
 
         async def step(policy: CompiledPolicy) -> None:
@@ -273,7 +254,8 @@ class AdmissionEngine:
                 out.rollbacks.extend(outcome.rollbacks)
                 out.generates.extend(outcome.generates)
 
-        await each_within(deadline, todo, step, lambda policy, exc: self._timed_out(policy, "validate", request, exc, out))
+        # the deadline passing is one more way for a policy to fail
+        await each_within(deadline, todo, step, lambda policy, exc: self._failed(policy, "validate", request, exc, out))
         try:
             verdict = self._verdict(request, out)
             if not verdict.allowed:
@@ -287,7 +269,7 @@ class AdmissionEngine:
             for rollback in out.rollbacks:
                 rollback()
             raise
-        return _verdict_with(verdict, "generated", await self._generate(request, out.generates, deadline))
+        return replace(verdict, generated=await self._generate(request, out.generates, deadline))
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
                         deadline: float) -> tuple[Mapping[str, Any], ...]:
