@@ -1,5 +1,6 @@
-"""out_of_range's shortcut (every quantity plainly valid: nothing to report) answers as the full walk does,
-on random pods and PVCs, odd shapes included (an answer is a message, None, or the same exception)."""
+"""out_of_range's shortcut (a plainly valid quantity is in range: not parsed) answers as parsing every
+quantity does, on random pods and PVCs, odd shapes included (an answer is a message, None, or the same
+exception)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from webhook.platform.quota.quantities import _out_of_range, out_of_range
+from webhook.platform.quota import quantities
+from webhook.platform.quota.quantities import out_of_range
 
 VALUES = ["1", "500m", "2Gi", "30Gi", "0", "1e3", "1.5", " 1 ", "+1", "1Ki", "10u", "1e99999999",
           "99999999999999999999", "9223372036854775807", "9223372036854775808", "8Ei", "16Ei", "abc", "",
@@ -62,20 +64,31 @@ def _pod(rng: random.Random) -> Any:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec if rng.random() < 0.97 else None}
 
 
+def _every_quantity_parsed(kind: str, obj: Any) -> Any:
+    """The reference: out_of_range with no value taken as plainly valid."""
+    saved = quantities.plainly_valid
+    quantities.plainly_valid = lambda value: False
+    try:
+        return out_of_range(kind, obj)
+    finally:
+        quantities.plainly_valid = saved
+
+
+
 @pytest.mark.parametrize("seed", range(40))
-def test_shortcut_answers_as_the_full_walk(seed):
+def test_shortcut_answers_as_parsing_every_quantity(seed):
     rng = random.Random(seed)
     for _ in range(100):
         pod = _pod(rng)
-        assert _answer(out_of_range, "Pod", pod) == _answer(_out_of_range, "Pod", pod)
+        assert _answer(out_of_range, "Pod", pod) == _answer(_every_quantity_parsed, "Pod", pod)
         pvc = {"kind": "PersistentVolumeClaim", "spec": {"resources": _resources(rng)} if rng.random() < 0.95 else None}
-        assert _answer(out_of_range, "PersistentVolumeClaim", pvc) == _answer(_out_of_range, "PersistentVolumeClaim", pvc)
-        assert _answer(out_of_range, "ResourceClaim", pod) == _answer(_out_of_range, "ResourceClaim", pod)
+        assert _answer(out_of_range, "PersistentVolumeClaim", pvc) == _answer(_every_quantity_parsed, "PersistentVolumeClaim", pvc)
+        assert _answer(out_of_range, "ResourceClaim", pod) == _answer(_every_quantity_parsed, "ResourceClaim", pod)
 
 
 def test_the_cases_include_problems_and_errors():
     rng = random.Random(1)
-    answers = [_answer(_out_of_range, "Pod", _pod(rng)) for _ in range(2000)]
+    answers = [_answer(_every_quantity_parsed, "Pod", _pod(rng)) for _ in range(2000)]
     assert any("out of range" in a for a in answers)
     assert any(a == "None" for a in answers)
     assert any("Error" in a for a in answers)

@@ -104,33 +104,31 @@ def _value(text: str, negative: bool, num: str, denom: str, base: int, exponent:
     return sign * magnitude
 
 
-def _plain(text: str) -> Fraction | None:
-    """The value of a plain quantity, or None for the general path. The same value as _parse_general:
-    at most 18 digits times a whole multiplier is a whole number (rounding to a nano changes nothing),
-    and a whole number of milli, micro or nano units is a multiple of a nano."""
+def _plain_parts(text: str) -> tuple[int, int] | None:
+    """(numerator, denominator) of a plain quantity in range, or None for the general path. The same value
+    as _parse_general: at most 18 digits times a whole multiplier is a whole number (rounding to a nano
+    changes nothing), and a whole number of milli, micro or nano units is a multiple of a nano."""
     match = _PLAIN.fullmatch(text)
     if match is None:
         return None
     digits, suffix = match.groups()
     multiplier = _PLAIN_MULTIPLIER.get(suffix)
     if multiplier is None:  # m, u or n
-        return Fraction(int(digits), _PLAIN_DIVISOR[suffix])
+        return int(digits), _PLAIN_DIVISOR[suffix]
     value = int(digits) * multiplier
-    return Fraction(value) if value <= MAX_VALUE else None  # beyond: capped or refused, as the general path says
+    return (value, 1) if value <= MAX_VALUE else None  # beyond: capped or refused, as the general path says
+
+
+def _plain(text: str) -> Fraction | None:
+    parts = _plain_parts(text)
+    return None if parts is None else Fraction(*parts)
 
 
 def plainly_valid(value: object) -> bool:
     """True when `value` is text in the plain form (digits and a suffix) whose value is in range: then
     parse_quantity(value) returns a value, and checks that need no value are done without building it.
     False says nothing: parse it."""
-    if type(value) is not str:
-        return False
-    match = _PLAIN.fullmatch(value.strip())
-    if match is None:
-        return False
-    digits, suffix = match.groups()
-    multiplier = _PLAIN_MULTIPLIER.get(suffix)
-    return multiplier is None or int(digits) * multiplier <= MAX_VALUE
+    return type(value) is str and _plain_parts(value.strip()) is not None
 
 
 def _parse_text(text: str) -> Fraction:

@@ -48,47 +48,8 @@ def _blocks(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Map
         yield from _resources((obj.get("spec") or {}).get("resources"), lambda: "spec.resources")
 
 
-def _all_plain(kind: str, obj: Mapping[str, Any]) -> bool:
-    """Every quantity of the blocks `_blocks` visits is plainly valid (the usual request): then
-    out_of_range finds nothing. The same blocks in plain loops, without the generators and the
-    field-path closures a message would need; any doubt is left to the full walk."""
-    if kind == POD:
-        spec = obj.get("spec") or {}
-        blocks = [container.get("resources") for field in ("initContainers", "containers")
-                  for container in spec.get(field) or [] if is_mapping(container)]
-        blocks.append(spec.get("resources"))
-        for volume in spec.get("volumes") or []:
-            template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if is_mapping(volume) else None
-            if is_mapping(template):
-                blocks.append((template.get("spec") or {}).get("resources"))
-    elif kind == PVC:
-        blocks = [(obj.get("spec") or {}).get("resources")]
-    else:
-        return True
-    for resources in blocks:
-        if not is_mapping(resources):
-            continue
-        for section in ("limits", "requests"):
-            values = resources.get(section)
-            if is_mapping(values):
-                for value in values.values():
-                    if not plainly_valid(value):
-                        return False
-    return True
-
-
 def out_of_range(kind: str, obj: Mapping[str, Any]) -> str | None:
     """A message naming the first quantity too large to count, or None."""
-    try:
-        if _all_plain(kind, obj):
-            return None
-    except Exception:  # an odd shape: the walk below meets it as it always did (or returns first)
-        pass
-    return _out_of_range(kind, obj)
-
-
-def _out_of_range(kind: str, obj: Mapping[str, Any]) -> str | None:
-    """The full walk (the reference): the first quantity too large to count, named by its field."""
     for where, section, values in _blocks(kind, obj):
         for name, value in values.items():
             if plainly_valid(value):
