@@ -89,6 +89,10 @@ def _bindings(variables: Variables, names: Sequence[str]) -> list[tuple[str, str
     return [(n, variables.exprs[n].text) for n in names]
 
 
+GENERATED = "qm__"  # every identifier the fast path generates starts so (inline.PREFIX; fusedgroup's renames)
+assert PREFIX.startswith(GENERATED)
+
+
 def hazards(text: str) -> bool:
     """Text that cannot be placed in a generated program: a user's own `cel.bind` (after a comprehension
     at its level, here or in a program joining this one, cel-expr-python misreads it: module docstring),
@@ -98,10 +102,6 @@ def hazards(text: str) -> bool:
     except ValueError:
         return True
     return bind_count(tokens) > 0 or any(t.kind == "ident" and t.text.startswith(GENERATED) for t in tokens)
-
-
-GENERATED = "qm__"  # every identifier the fast path generates starts so (inline.PREFIX; fusedgroup's renames)
-assert PREFIX.startswith(GENERATED)
 
 
 def program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,

@@ -5,7 +5,7 @@ the fused programs (webhook.families.cel.fused) of every member that matches the
 call, and leaves the decisions in the request's EvalContext memo for the others: one call per request
 instead of one per policy. The joined program hoists every member's variables to the top:
 
-    cel.bind(qm__m0_a, (A), cel.bind(qm__m0_b, (B), cel.bind(qm__m1_c, (C), [(body0), (body1), ...])))
+    cel.bind(qm__j0_a, (A), cel.bind(qm__j1_b, (B), cel.bind(qm__j2_c, (C), [(body0), (body1), ...])))
 
 Why this shape: cel-expr-python (cel-cpp) initialises a `cel.bind` lazily in a slot, and one evaluated
 after a comprehension at the same nesting level reads the slot that comprehension left filled (a wrong
@@ -13,11 +13,12 @@ value: docs/cel.md). Joining the members' own programs side by side (`[cel.bind(
 put members' binds after earlier members' comprehensions; that broke. Here no bind is inside a list
 element: every bind encloses all the comprehensions, each in its own slot (tests/cel/test_bind_slots.py
 checks random programs of this shape against the pure-Python reference). A member whose text has a
-`cel.bind` of its own has no fused program at all (fused.hazards), and is kept out here as well.
+`cel.bind` of its own has no fused program at all (fused.hazards), so no member brings a bind of its own.
 
-Renaming: member i's bound names `qm__v_<name>` become `qm__m<i>_<name>` (token-based: strings and
-comments are never touched; `<i>_` then an identifier is unambiguous), so members cannot read each
-other's variables. No user text holds an identifier starting `qm__` (fused.hazards), so renamed names
+Renaming: each member's bound names `qm__v_<name>` become `qm__j<k>_<name>`, k the binding's place in
+the joined program (token-based: strings and comments are never touched; `<k>_` then an identifier is
+unambiguous), so members cannot read each other's variables; a value that is token for token one
+already bound shares that binding (see `joined_text`). No user text holds an identifier starting `qm__` (fused.hazards), so renamed names
 capture nothing of the user's. Each element then has the value of the member's own program: the binds
 are lazy (a variable no element reads is never computed), pure (no lookups, no effects), and each
 element reads only its own member's names.
@@ -39,7 +40,7 @@ from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
-from webhook.cel.source import bind_count, tokenize
+from webhook.cel.source import tokenize
 from webhook.families.cel import fused
 from webhook.families.cel.base import NO_EXCEPTIONS, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
@@ -86,12 +87,6 @@ def rename(text: str, names: Mapping[str, str]) -> str:
             last = token.end
     out.append(text[last:])
     return "".join(out)
-
-
-def joinable(program: fused.Fused) -> bool:
-    """No `cel.bind` in the member's own text (a fused program never has one, fused.hazards: checked again
-    here, as the joined shape depends on it)."""
-    return not any(bind_count(tokenize(text)) for text in (program.body, *(value for _, value in program.bound)))
 
 
 def _normal(text: str) -> str:
@@ -190,7 +185,7 @@ class FusedGroup:
                 continue  # a background scan does not run it
             variant = policy.variant_for(request, request.object, ctx)
             fast = policy.fast_path(variant) if variant is not None else None
-            if fast is not None and (not members or fast.env == members[0][1].env) and joinable(fast) \
+            if fast is not None and (not members or fast.env == members[0][1].env) \
                     and fast.program is not None:
                 members.append((id(policy), fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
