@@ -63,13 +63,23 @@ class LegacyUse:
         return sum(a.count for a in self.amounts)
 
 
-def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[str, Any]]]:
+def _entries(pod: Mapping[str, Any]) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    """(field, index, container) of every container that is a mapping, init containers first."""
     spec = pod.get("spec") or {}
     for field in (INIT_CONTAINERS, CONTAINERS):
         for index, container in enumerate(spec.get(field) or []):
             if is_mapping(container):
-                sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
-                yield ContainerRef(field, index, str(container.get("name", "")), sidecar), container
+                yield field, index, container
+
+
+def _ref(field: str, index: int, container: Mapping[str, Any]) -> ContainerRef:
+    sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
+    return ContainerRef(field, index, str(container.get("name", "")), sidecar)
+
+
+def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[str, Any]]]:
+    for field, index, container in _entries(pod):
+        yield _ref(field, index, container), container
 
 
 def _whole(value: Any, where: str) -> int:
@@ -97,18 +107,13 @@ def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> L
 def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse]:
     """Every container with at least one mapped legacy key, in pod order (init containers first)."""
     uses = []
-    spec = pod.get("spec") or {}
-    for field in (INIT_CONTAINERS, CONTAINERS):
-        for index, container in enumerate(spec.get(field) or []):
-            if not is_mapping(container):
-                continue
-            resources = container.get("resources") or {}
-            if not is_mapping(resources):
-                continue
-            keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
-            mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
-            if mapped:  # the container's reference only for the few that have GPUs (as containers() builds it)
-                sidecar = field == INIT_CONTAINERS and container.get("restartPolicy") == "Always"
-                ref = ContainerRef(field, index, str(container.get("name", "")), sidecar)
-                uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    for field, index, container in _entries(pod):
+        resources = container.get("resources") or {}
+        if not is_mapping(resources):
+            continue
+        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
+        if mapped:  # a reference only for the few containers that have GPUs
+            ref = _ref(field, index, container)
+            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
     return uses
