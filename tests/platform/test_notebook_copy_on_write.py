@@ -89,6 +89,17 @@ def test_same_path_is_normpath_equality() -> None:
     assert not same_path(None, "/a") and not same_path("/a", 1)
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal with the same types and key order throughout."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same_json(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
 @pytest.mark.parametrize("patch", [
     {}, {"tokenRefresher": {"sidecar": "Plain"}},
     {"tokenRefresher": {"args": ["--user={user}", "--dir={credentials_dir}"]}},  # per user: rendered each time
@@ -111,7 +122,7 @@ def test_the_sidecar_made_once_per_policy_is_the_one_rendered_per_request(patch:
             values["home"] = rendering._path(spec.home.home_path.render(values), "home path", profile_info(namespace))
         reference = rendering._sidecar(refresher, values, uid)
         assert orjson.dumps(desired.sidecar) == orjson.dumps(reference)
-        assert rendering._same_json(desired.sidecar, reference)
+        assert _same_json(desired.sidecar, reference)
         again = render(spec, profile_info(namespace), None, uid)
         assert again.sidecar is not desired.sidecar and again.sidecar["securityContext"] is not desired.sidecar["securityContext"]
     static = all(t.names <= rendering.POLICY_PLACEHOLDERS for t in rendering._sidecar_templates(refresher))

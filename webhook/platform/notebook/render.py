@@ -7,8 +7,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-import orjson
 
+from webhook.model.jsoncopy import clone
 from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
@@ -127,39 +127,24 @@ def _sidecar_templates(r: RefresherSpec) -> Iterator[Template]:
     yield from r.plain_hold
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    """Equal with the same types and key order throughout: what a JSON round trip must give back."""
-    if type(a) is not type(b):
-        return False
-    if type(a) is dict:
-        return list(a) == list(b) and all(_same_json(a[k], b[k]) for k in a)
-    if type(a) is list:
-        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
-    return bool(a == b)
-
-
-def _frozen_sidecar(r: RefresherSpec) -> bytes | None:
-    """The sidecar as JSON, when nothing in it depends on the user (the default policy: the refresher's
-    command line uses only paths the policy sets). None: rendered per request."""
+def _frozen_sidecar(r: RefresherSpec) -> dict[str, Any] | None:
+    """The sidecar, when nothing in it depends on the user (the default policy: the refresher's command
+    line uses only paths the policy sets). None: rendered per request."""
     if not (r.resources.static and r.security_context.static
             and all(t.names <= POLICY_PLACEHOLDERS for t in _sidecar_templates(r))):
         return None
-    container = _sidecar(r, _derived(r), 0)  # the uid is set per request
-    try:
-        data = orjson.dumps(container)
-    except TypeError:  # not plain JSON (a number beyond 64 bits, a YAML date): rendered per request
-        return None
-    return data if _same_json(orjson.loads(data), container) else None
+    return _sidecar(r, _derived(r), 0)  # the uid is set per request
 
 
 def _sidecar_for(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[str, Any]:
-    """_sidecar(r, values, uid): decoded from its JSON, made once per policy, when it is the same for everyone."""
+    """_sidecar(r, values, uid): a copy of the one made once per policy, when it is the same for everyone
+    (as TemplateTree.render copies a tree without placeholders)."""
     if "sidecar" not in r.memo:
         r.memo["sidecar"] = _frozen_sidecar(r)
     frozen = r.memo["sidecar"]
     if frozen is None:
         return _sidecar(r, values, uid)
-    container = orjson.loads(frozen)  # a fresh copy for every pod: the pod's object is never shared
+    container = clone(frozen)  # a fresh copy for every pod: the pod's object is never shared
     container["securityContext"]["runAsUser"] = uid  # in the place {**securityContext, "runAsUser": uid} puts it
     return container
 
