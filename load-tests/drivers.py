@@ -17,6 +17,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "post.lua"
@@ -31,6 +32,8 @@ class Result:
     p99_ms: float
     errors: int = 0
     ratio: float | None = None
+    requests: int = 0  # answered in the run
+    cpu_us: float | None = None  # the server's CPU time (user + system) per answered request
 
 
 def free_port() -> int:
@@ -66,6 +69,21 @@ class Server:
             time.sleep(0.05)
         return None
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU the server has used so far: per request, it does not depend on how much of
+        the machine other processes took, as req/s does."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def measured(self, run: Callable[[], list[Result]]) -> list[Result]:
+        """`run`'s results, each with the server's CPU per request over the whole run."""
+        before = self.cpu_seconds()
+        results = run()
+        spent, answered = self.cpu_seconds() - before, sum(r.requests for r in results)
+        for result in results:
+            result.cpu_us = spent / answered * 1e6 if answered else None
+        return results
+
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -93,7 +111,8 @@ def parse_wrk(case: str, output: str) -> Result:
     p99 = _ms(re.search(r"^\s+99%\s+(\S+)", output, re.M).group(1))
     errors = sum(int(m) for m in re.findall(r"Non-2xx or 3xx responses: (\d+)", output))
     errors += sum(int(m) for m in re.findall(r"Socket errors: connect (\d+)", output))
-    return Result(case, rps, p50, p99, errors)
+    requests = int(re.search(r"(\d+) requests in", output).group(1))
+    return Result(case, rps, p50, p99, errors, requests=requests)
 
 
 def wrk_command(url: str, body: Path, seconds: float, connections: int) -> tuple[list[str], dict[str, str]]:
@@ -160,7 +179,7 @@ def open_loop(case: str, base: str, ca: Path, bodies: list[tuple[str, bytes]], r
     latencies = asyncio.run(_open_loop(base, ca, bodies, rate, seconds))
     errors = len(latencies["errors"])
     return [Result(f"{case} /{endpoint}", rate / 2, percentile(latencies[endpoint], 0.5), percentile(latencies[endpoint], 0.99),
-                   errors) for endpoint in ("mutate", "validate")]
+                   errors, requests=len(latencies[endpoint])) for endpoint in ("mutate", "validate")]
 
 
 def timed(argv: list[str], repeat: int, cwd: Path) -> float:

@@ -5,11 +5,14 @@
 
 It decodes the review, echoes the uid and allows, as cheaply as aiohttp allows: every ratio in the
 suite is "quartermaster's req/s / this responder's req/s", measured in the same run on the same machine.
+It runs on asyncio's own event loop, as issue #12 defines the yardstick; `--event-loop uvloop` runs the
+same responder on the loop `quartermaster serve` uses by default, the suite's second yardstick.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import ssl
 
@@ -32,6 +35,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
+    parser.add_argument("--event-loop", choices=["asyncio", "uvloop"], default="asyncio")
     args = parser.parse_args()
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(args.cert, args.key)
@@ -39,7 +43,13 @@ def main() -> None:
     app.router.add_post("/mutate", respond)
     app.router.add_post("/validate", respond)
     app.router.add_get("/readyz", ready)
-    web.run_app(app, host="127.0.0.1", port=args.port, ssl_context=context, access_log=None, print=None)
+    loop = None
+    if args.event_loop == "uvloop":
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    web.run_app(app, host="127.0.0.1", port=args.port, ssl_context=context, access_log=None, print=None,
+                loop=loop or asyncio.new_event_loop())
 
 
 if __name__ == "__main__":

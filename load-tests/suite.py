@@ -40,9 +40,9 @@ def cel_family_present() -> bool:
     return (REPO / "webhook" / "families" / "cel").is_dir()
 
 
-def serve_argv(policies: Path, state: Path, certs: Path, port: int) -> list[str]:
+def serve_argv(policies: Path, state: Path, certs: Path, port: int, event_loop: str = "auto") -> list[str]:
     return quartermaster_argv() + ["serve", "--policies", str(policies), "--state", str(state), "--cert-dir", str(certs),
-                                   "--host", "127.0.0.1", "--port", str(port)]
+                                   "--host", "127.0.0.1", "--port", str(port), "--event-loop", event_loop]
 
 
 def post(port: int, ca: Path, endpoint: str, body: dict) -> dict:
@@ -108,37 +108,46 @@ def throughput_runs(files: dict[str, Path], seconds: float) -> list[Callable[[st
     return runs
 
 
-def side_by_side(args: argparse.Namespace, tmp: Path) -> tuple[list[Result], list[Result]]:
+YARDSTICKS = ("noop", "noop-uvloop")  # issue #12's no-op (asyncio's loop), and the same on serve's default loop
+
+
+def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]:
+    """Results per server: "noop", "noop-uvloop" and "qm", case by case in the same order."""
     policies, extra = policies_dir(tmp / "policies", with_pod_security=cel_family_present())
     print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}", file=sys.stderr)
-    certs, qm_port, noop_port = tmp / "certs", free_port(), free_port()
-    qm = Server(serve_argv(policies, build_state(tmp), certs, qm_port), qm_port, certs / "ca.crt")
-    noop = None
+    certs, qm_port = tmp / "certs", free_port()
+    qm = Server(serve_argv(policies, build_state(tmp), certs, qm_port, args.event_loop), qm_port, certs / "ca.crt")
+    servers = {"qm": qm}
     try:
         if qm.wait_ready(args.ready_timeout) is None:
             raise RuntimeError("quartermaster did not become ready")
-        noop = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(noop_port),
-                       "--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key")], noop_port, certs / "ca.crt")
-        noop.wait_ready(30)
+        ports = {"qm": qm_port}
+        for name in YARDSTICKS:
+            ports[name] = free_port()
+            servers[name] = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(ports[name]),
+                                    "--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key"),
+                                    "--event-loop", "uvloop" if name == "noop-uvloop" else "asyncio"],
+                                   ports[name], certs / "ca.crt")
+            if servers[name].wait_ready(30) is None:
+                raise RuntimeError(f"{name} did not become ready")
         files = bodies(tmp, qm_port, certs / "ca.crt")
         loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
-        bases = {"noop": f"https://127.0.0.1:{noop_port}", "qm": f"https://127.0.0.1:{qm_port}"}
+        bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm")}
         for base in bases.values():
             wrk("warm-up", f"{base}/validate", files["gpu-validate"], 1)
-        # each case runs on the no-op, then at once on quartermaster: the machine's other load drifts less
-        results: dict[str, list[Result]] = {"noop": [], "qm": []}
+        # each case runs on the no-ops, then at once on quartermaster: the machine's other load drifts less
+        results: dict[str, list[Result]] = {name: [] for name in bases}
         for run in throughput_runs(files, args.seconds):
             for name, base in bases.items():
-                results[name] += run(base)
+                results[name] += servers[name].measured(functools.partial(run, base))
         for rate in (args.low_rate, args.rate):
             for name, base in bases.items():
-                results[name] += open_loop(f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate,
-                                           args.seconds)
-        return results["noop"], results["qm"]
+                results[name] += servers[name].measured(functools.partial(
+                    open_loop, f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate, args.seconds))
+        return results
     finally:
-        for server in (noop, qm):
-            if server is not None:
-                server.stop()
+        for server in servers.values():
+            server.stop()
 
 
 def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | None]:
@@ -170,16 +179,25 @@ def cli_times(tmp: Path) -> dict[str, float]:
                                       "examples/notebook-pod.yaml"], 5, REPO)}
 
 
-def table(noop: list[Result], qm: list[Result]) -> str:
-    lines = ["| case | req/s | ratio | p50 ms | p99 ms | no-op req/s | no-op p50 | no-op p99 |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for mine, base in zip(qm, noop):
+def table(results: dict[str, list[Result]]) -> str:
+    """`ratio`: to issue #12's yardstick (the no-op on asyncio's loop); `ratio uv`: to the same no-op on uvloop,
+    the loop quartermaster serves on by default, so that the loop's own share of the ratio shows. `CPU us`: the
+    server's CPU time per answered review over the run, which other load on the machine changes far less."""
+    lines = ["| case | req/s | ratio | ratio uv | p50 ms | p99 ms | CPU us | no-op req/s | no-op p50 | no-op p99 | no-op CPU us "
+             "| no-op uv req/s | no-op uv CPU us |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mine, base, uv in zip(results["qm"], results["noop"], results["noop-uvloop"]):
         open_loop_case = mine.case.startswith("open loop")
         ratio = "-" if open_loop_case else f"{mine.rps / base.rps:.2f}"
+        ratio_uv = "-" if open_loop_case else f"{mine.rps / uv.rps:.2f}"
         errors = f" ({mine.errors} errors)" if mine.errors else ""
-        lines.append(f"| {mine.case}{errors} | {mine.rps:.0f} | {ratio} | {mine.p50_ms:.1f} | {mine.p99_ms:.1f} | "
-                     f"{base.rps:.0f} | {base.p50_ms:.1f} | {base.p99_ms:.1f} |")
+        lines.append(f"| {mine.case}{errors} | {mine.rps:.0f} | {ratio} | {ratio_uv} | {mine.p50_ms:.1f} | {mine.p99_ms:.1f} | "
+                     f"{_us(mine)} | {base.rps:.0f} | {base.p50_ms:.1f} | {base.p99_ms:.1f} | {_us(base)} | {uv.rps:.0f} | {_us(uv)} |")
     return "\n".join(lines)
+
+
+def _us(result: Result) -> str:
+    return "-" if result.cpu_us is None else f"{result.cpu_us:.0f}"
 
 
 def main() -> int:
@@ -194,6 +212,8 @@ def main() -> int:
     parser.add_argument("--skip-startup", action="store_true", help="skip the start-up and memory run")
     parser.add_argument("--ready-timeout", type=float, default=180.0, help="seconds the side-by-side server may take to start")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
+                        help="quartermaster's event loop (serve --event-loop; default: auto, uvloop when installed)")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk not found: apt-get install -y wrk", file=sys.stderr)
@@ -203,8 +223,8 @@ def main() -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        noop, qm = side_by_side(args, tmp)
-        print(table(noop, qm))
+        results = side_by_side(args, tmp)
+        print(table(results))
         extra: dict[str, object] = {"cli": cli_times(tmp)}
         if not (args.quick or args.skip_startup):
             extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
@@ -219,7 +239,7 @@ def main() -> int:
               f"{ready_s}, RSS {up['rss_mb']:.0f} MB")
     print(f"(suite took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps({"noop": [r.__dict__ for r in noop], "qm": [r.__dict__ for r in qm], **extra}, indent=1))
+        args.json.write_text(json.dumps({name: [r.__dict__ for r in rs] for name, rs in results.items()} | extra, indent=1))
     return 0
 
 

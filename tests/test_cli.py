@@ -15,12 +15,14 @@ from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
 from tests.support import free_port, https, review, wait_until_ready
 
 
-def test_serve_subprocess_answers_over_https(tmp_path):
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_serve_subprocess_answers_over_https(tmp_path, event_loop):
     policies = tmp_path / "policies"
     policies.mkdir()
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(policies), "--cert-dir",
-                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port), "--log-level", "debug"],
+                             str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port), "--log-level", "debug",
+                             "--event-loop", event_loop],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         ca = tmp_path / "certs" / "ca.crt"
@@ -35,7 +37,17 @@ def test_serve_subprocess_answers_over_https(tmp_path):
     assert proc.returncode == 0
     logs = [json.loads(line) for line in err.decode().splitlines() if line.startswith("{")]
     assert any(entry.get("uid") == "u-1" and entry["msg"] == "validate allowed" for entry in logs)
+    assert [e["event_loop"] for e in logs if e["msg"].startswith("serving HTTPS")] == [event_loop]
     assert oct((tmp_path / "certs" / "tls.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_serve_without_uvloop_says_so_or_falls_back(tmp_path, capsys, monkeypatch):
+    from webhook.server.eventloop import loop_factory
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as on a platform without its wheels: import fails
+    assert main(["serve", "--event-loop", "uvloop", "--policies", str(tmp_path)]) == 2
+    assert "--event-loop uvloop: uvloop cannot be imported" in capsys.readouterr().err
+    assert loop_factory("auto") == ("asyncio", None)  # the default falls back to asyncio's own loop
 
 
 def test_serve_refuses_broken_policies(tmp_path):

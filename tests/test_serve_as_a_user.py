@@ -65,7 +65,8 @@ def test_serve_defaults_metrics_and_logs(tmp_path):
 
     lines = err.decode().splitlines()
     logs = [json.loads(line) for line in lines]  # every line is JSON: no raw Python logging
-    assert any(e["msg"] == f"serving HTTPS on 127.0.0.1:{port}" for e in logs)  # not every interface
+    (serving,) = [e for e in logs if e["msg"] == f"serving HTTPS on 127.0.0.1:{port}"]  # not every interface
+    assert serving["event_loop"] == "uvloop"  # the default where uvloop is installed, as it is with the package
     (denial,) = [e for e in logs if e.get("uid") == "too-many-gpus" and e["level"] == "info"]
     assert denial["policy"] == "profile-quota" and denial["rule"] == "gpu-quota" and denial["user"] == "jdoe@example.org"
     assert denial["msg"].startswith("validate denied Pod jdoe/train by jdoe@example.org: profile-quota/gpu-quota: ")

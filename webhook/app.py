@@ -145,6 +145,7 @@ class Quartermaster:
     async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
         from webhook.server.app import build_app
+        from webhook.server.eventloop import loop_name
         from webhook.server.listener import Listener
 
         self.load_policies()
@@ -158,7 +159,7 @@ class Quartermaster:
         listener = Listener(app, self.settings.host, self.settings.port,
                             reloader.context, self.settings.limits, self.metrics)
         await listener.start()
-        log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port)
+        log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port, extra={"event_loop": loop_name()})
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

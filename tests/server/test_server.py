@@ -63,6 +63,23 @@ async def test_bad_input_gets_400_and_server_keeps_serving(policies, tmp_path, r
         assert ok["allowed"] is True
 
 
+async def test_a_bug_costs_one_request_a_500_and_the_server_goes_on(policies, tmp_path, monkeypatch):
+    async with serve(policies, tmp_path) as server:
+        engine = server.qm.engine
+        real = engine.validate
+
+        async def broken(request, budget=9.0, **kw):
+            if request.uid == "boom":
+                raise KeyError("a bug")
+            return await real(request, budget, **kw)
+
+        monkeypatch.setattr(engine, "validate", broken)
+        status, body = await server.post("/validate", None, raw=json.dumps(review(pod(), uid="boom")).encode())
+        assert status == 500 and body == {"error": "internal error; see the webhook's logs"}
+        ok = await server.admit("/validate", review(pod(labels={"team": "a"})))
+        assert ok["allowed"] is True
+
+
 async def test_huge_body_refused(policies, tmp_path):
     async with serve(policies, tmp_path) as server:
         big = review(pod(annotations_blob="x"))

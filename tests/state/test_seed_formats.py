@@ -65,3 +65,21 @@ def test_a_large_state_is_parsed_in_a_child_process_with_the_same_result_and_err
     (tmp_path / "bad.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {}\n")
     with pytest.raises(memory.StateSeedError, match="every object needs kind and metadata.name"):
         InMemoryClusterState.from_directory(tmp_path)
+
+
+def test_the_parsing_child_ends_even_when_the_parent_ignores_sigterm(tmp_path):
+    """An event loop may leave a handler for SIGTERM behind (uvloop does after it closes); the child that
+    parses a large state inherits it and must still end when the pool is done with it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pods.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [POD]}))
+    program = ("import signal, sys\n"
+               "from pathlib import Path\n"
+               "from webhook.state import memory\n"
+               "signal.signal(signal.SIGTERM, lambda *_: None)\n"
+               "memory.FORK_ABOVE = 0\n"
+               "state = memory.InMemoryClusterState.from_directory(Path(sys.argv[1]))\n"
+               "print(len(state.list('Pod')))\n")
+    done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr

@@ -20,8 +20,8 @@ def verdict_of(results: tuple[RuleResult, ...], warnings: Iterable[str] = ()) ->
     blocking = [r for r in results if r.blocks]
     reported = [r for r in results if r.reported]
     texts = [clean_warning(w) for w in warnings]
-    texts += [clean_warning(r.warning) for r in reported]
-    annotations = {annotation_key(r.policy.qualified_name, r.rule): r.message for r in reported}
+    texts += [r.warning_text for r in reported]
+    annotations = {r.annotation_key: r.message for r in reported}
     annotations.update({annotation_key(r.policy.qualified_name, key): value for r in results for key, value in r.audit})
     verdict = Verdict(True, warnings=tuple(dict.fromkeys(texts)), audit_annotations=annotations, results=results)
     if blocking:

@@ -77,6 +77,27 @@ class RuleResult:
     def warning(self) -> str:
         return f"{self.policy.qualified_name}: {self.summary or self.message}"
 
+    # a policy's prebuilt results come back with every admission it fails: their warning and annotation
+    # key are cleaned once, not per admission
+    @cached_property
+    def warning_text(self) -> str:
+        """`warning` as kubectl gets it (verdict.clean_warning)."""
+        from webhook.model.verdict import clean_warning
+
+        return clean_warning(self.warning)
+
+    @cached_property
+    def counted_as(self) -> tuple[str, str, str, str, str]:
+        """(policy as users name it, policy kind, rule, outcome, action): what metrics count it under."""
+        return (self.policy.qualified_name, self.policy.kind, self.rule, self.outcome.value, self.action.value)
+
+    @cached_property
+    def annotation_key(self) -> str:
+        """The audit annotation key this result's message goes under (verdict.annotation_key)."""
+        from webhook.model.verdict import annotation_key
+
+        return annotation_key(self.policy.qualified_name, self.rule)
+
 
 def passed(policy: PolicyId, rule: str, message: str = "") -> RuleResult:
     return RuleResult(policy, rule, Outcome.PASS, message)

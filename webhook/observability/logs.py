@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from webhook.model.verdict import Verdict
 
 _EXTRA_FIELDS = ("uid", "kind", "namespace", "object_name", "operation", "verdict", "policy", "policy_kind", "rule",
-                 "result", "mode", "user", "file", "duration_ms", "endpoint", "folded")
+                 "result", "mode", "user", "file", "duration_ms", "endpoint", "folded", "event_loop")
 SHORT_MESSAGE = 200  # a log line names the problem; the PolicyReport keeps the whole message
 
 

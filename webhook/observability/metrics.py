@@ -100,19 +100,18 @@ class Metrics:
     def rule_results(self, request: AdmissionRequest, results: Iterable[RuleResult]) -> None:
         """One count per rule result of an admission. `policy` as users name it ("name" or "namespace/name"),
         `policy_kind` tells same-named kinds apart; `mode` is enforce or audit (what a failure does).
-        Counted here in a plain dict, keyed by the result's own fields, and labelled at scrape time: with
+        Counted here in a plain dict, keyed by the result's label values, and labelled at scrape time: with
         a score of policies, labelling and incrementing each result was most of what metrics cost."""
         pending = self._pending_results
         kind, namespace = request.kind.kind, request.namespace
         for r in results:
-            key = (r.policy, r.rule, r.outcome, r.action, kind, namespace)
+            key = (r.counted_as, kind, namespace)
             pending[key] = pending.get(key, 0) + 1
 
     def _flush_results(self) -> None:
         pending, self._pending_results = self._pending_results, {}
-        for (policy, rule, outcome, action, kind, namespace), count in pending.items():
-            self._rule_results(policy.qualified_name, policy.kind, rule, outcome.value, action.value.lower(),
-                               kind, namespace).inc(count)
+        for ((policy, policy_kind, rule, outcome, action), kind, namespace), count in pending.items():
+            self._rule_results(policy, policy_kind, rule, outcome, action.lower(), kind, namespace).inc(count)
 
     def policy_load(self, errors: int, generation: int) -> None:
         if errors:

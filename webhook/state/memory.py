@@ -10,6 +10,7 @@ import gc
 import logging
 import multiprocessing
 import secrets
+import signal
 import threading
 import time
 import uuid
@@ -45,6 +46,12 @@ def _documents(path: Path) -> list[Any]:
         return list(yaml.load_all(text, Loader=_LOADER))
     except yaml.YAMLError as exc:
         raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
+
+
+def _dies_on_terminate() -> None:
+    """The parsing child inherits the parent's signal handlers; one that ignores SIGTERM (an event loop's,
+    left behind) would make the pool's terminate wait for it forever."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _read_all(files: list[Path]) -> list[dict[str, Any]]:
@@ -112,7 +119,7 @@ class InMemoryClusterState:
             if sum(p.stat().st_size for p in files) > FORK_ABOVE and "fork" in multiprocessing.get_all_start_methods():
                 # parsing a large state peaks at several times what it keeps, and the heap stays that size
                 # (the survivors are scattered over it): a child process parses, and hands over only what is kept
-                with multiprocessing.get_context("fork").Pool(1) as pool:
+                with multiprocessing.get_context("fork").Pool(1, initializer=_dies_on_terminate) as pool:
                     return cls(pool.apply(_read_all, (files,)), owned=True)
             return cls(_read_all(files), owned=True)
 
