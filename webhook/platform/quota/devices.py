@@ -75,7 +75,43 @@ def effective_requests(spec: Mapping[str, Any], table: WeightTable) -> dict[str,
     return effective
 
 
+def _counts_nothing(spec: Mapping[str, Any], table: WeightTable) -> bool:
+    """True when no container names a resource the table counts: the pod's legacy GPUs are then zero (most
+    pods, and every pod whose GPUs the DRA rewrite turned into claims). One pass over plain dicts and lists,
+    no per-container tables; False for a counted name or any unusual shape, which the general path handles
+    (and refuses) exactly as before."""
+    if type(spec) is not dict:
+        return False
+    weight = table.weight
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not containers:
+            continue
+        if type(containers) is not list:
+            return False
+        for container in containers:
+            if type(container) is not dict:
+                return False
+            resources = container.get("resources")
+            if not resources:
+                continue
+            if type(resources) is not dict:
+                return False
+            for section in ("limits", "requests"):
+                values = resources.get(section)
+                if not values:
+                    continue
+                if type(values) is not dict:
+                    return False
+                for name in values:
+                    if weight(name) is not None:
+                        return False
+    return True
+
+
 def legacy_gpus(spec: Mapping[str, Any], table: WeightTable) -> Fraction:
+    if _counts_nothing(spec, table):
+        return ZERO  # what the sum below gives when no container has a counted resource
     return sum((amount * (table.weight(name) or ZERO) for name, amount in effective_requests(spec, table).items()), ZERO)
 
 

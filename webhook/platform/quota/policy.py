@@ -118,7 +118,8 @@ class ProfileQuotaPolicy(Battery):
         journal: dict[tuple[str, str], Any] = {}
         with profile.laid_over(layers):
             base = profile.usage()
-            with profile.laid_over([(*key, full)], journal):
+            # the request's charge is kept: the standalone state records this very pod if it is admitted
+            with profile.laid_over([(*key, full)], journal, spare=True):
                 before = KnownUsage(Before(profile.charges, journal), base.known_gpus, base.known_storage,
                                     base.known_unbounded)
                 return decide_usage(self.settings, limits, before, profile.usage(), reserved, subject)
