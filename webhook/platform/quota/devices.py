@@ -82,7 +82,7 @@ def _counts_nothing(spec: Mapping[str, Any], table: WeightTable) -> bool:
     (and refuses) exactly as before."""
     if type(spec) is not dict:
         return False
-    weight = table.weight
+    exact, starts = table.exact, table.prefix_starts  # table.weight(name) is not None, for text names
     for field in ("initContainers", "containers"):
         containers = spec.get(field)
         if not containers:
@@ -104,7 +104,7 @@ def _counts_nothing(spec: Mapping[str, Any], table: WeightTable) -> bool:
                 if type(values) is not dict:
                     return False
                 for name in values:
-                    if weight(name) is not None:
+                    if name in exact or type(name) is not str or name.startswith(starts):
                         return False
     return True
 
