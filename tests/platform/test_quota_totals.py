@@ -172,3 +172,34 @@ def test_a_kept_charge_is_not_reused_for_another_object_or_a_changed_read():
         pass
     state.record_admitted(pod("nb2", templates={"gpu": "t2"}), "CREATE")  # live mode: another object arrives
     assert index.profile(state, "jdoe").gpus == measure(ProfileObjects.read(state, "jdoe"), RULES).gpus == 2
+
+
+class _Noting(dict):
+    """A dict that notes the keys read through get/[] (what pod_charge reads of a pod and its metadata)."""
+
+    def __init__(self, data: dict, seen: set, prefix: str = "") -> None:
+        super().__init__(data)
+        self.seen, self.prefix = seen, prefix
+
+    def get(self, key, default=None):
+        self.seen.add(self.prefix + key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.seen.add(self.prefix + key)
+        return super().__getitem__(key)
+
+
+def test_pod_charge_reads_of_the_pod_only_what_a_kept_charge_compares():
+    """The spare (totals._Spare) compares spec, status, name and uid: pod_charge must read nothing else of
+    the pod (resourceVersion only keys the legacy memo, whose value is the same for the same spec)."""
+    rng = random.Random(9)
+    objects = [random_object(rng) for _ in range(40)]
+    view = ProfileObjects.read(seeded_state(*objects), "jdoe")
+    seen: set = set()
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            noted = _Noting({**obj, "metadata": _Noting(obj["metadata"], seen, "metadata.")}, seen)
+            pod_charge(view, obj["metadata"]["name"], noted, RULES)
+    assert seen <= {"spec", "status", "metadata", "metadata.name", "metadata.uid", "metadata.resourceVersion"}
+    assert {"spec", "status", "metadata.name", "metadata.uid"} <= seen

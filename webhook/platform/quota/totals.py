@@ -6,8 +6,14 @@ objects of the profile (a pod reads its claim templates, generated claims and ep
 reads its owner pod), so each charge is computed through a recording view that notes every object
 (or whole kind) it looked at. When an object changes, exactly the charges that read it are recomputed,
 and the totals move by the difference: Fractions are exact, so the totals always equal a recount
-(`tests/platform/quota/test_totals.py` checks that against `measure()` on random histories). A rule
+(`tests/platform/test_quota_totals.py` checks that against `measure()` on random histories). A rule
 change in the charge functions flows in unchanged: whatever they read is recorded.
+
+One charge is reused instead of computed again: the request's pod, laid over the totals for the decision,
+keeps its charge (`_Spare`) for when the standalone state records that very pod right after admitting it,
+so the admitted pod is not charged twice (live mode: the informer delivers another object, charged as
+usual). That rests on what pod_charge reads of the pod itself: its spec, status, name and uid
+(usage.POD_UID_READ_FOR says when the uid matters).
 
 The state tells us what changed through its listener hook (standalone writes, live informer events,
 possibly from other threads): the hook only marks (kind, name) dirty; the event loop re-reads dirty
@@ -139,8 +145,9 @@ class _Spare:
     """The charge of a pod laid over as the request, kept for when the state records that very pod (standalone:
     the engine stores the admitted request right after the decision, as a new dict sharing the request's
     spec and status). Reused only when it is exactly what pod_charge would say again: the same spec and
-    status objects, the same name, the same uid unless the charge could not depend on it
-    (usage.POD_UID_READ_FOR), and every object its reads found still the same one."""
+    status objects (request.object is never changed, and stored objects are replaced whole, never edited:
+    the same object has the same content), the same name, the same uid unless the charge could not depend
+    on it (usage.POD_UID_READ_FOR), and every object its reads found still the same one."""
 
     __slots__ = ("key", "spec", "status", "name", "uid", "uid_blind", "charge", "reads", "seen")
 
@@ -350,7 +357,6 @@ class _Overlay:
         self.profile, self.changes, self.journal, self.spare = profile, changes, journal, spare
         self.objects: list[tuple[str, str, Mapping[str, Any] | None]] = []
         self.charges: list[tuple[Key, Charge | None, frozenset[Read] | None]] = []
-        self.totals = (profile.gpus, profile.storage)
 
     def __enter__(self) -> None:
         profile = self.profile
