@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -75,3 +76,56 @@ def test_the_cases_cover_both_paths_and_errors():
     answers = [_answer(_general, s) for s in specs]
     assert 500 < fast < 2500
     assert any("Error" in a for a in answers) and any(a not in ("Fraction(0, 1)",) and "Error" not in a for a in answers)
+
+
+# --- the general path against the arithmetic as first written (every zero added, every max taken) ------
+def _reference_effective(spec: Any, table: Any) -> dict:
+    init = [(c, devices._container_amounts(c, table)) for c in spec.get("initContainers") or []]
+    app = [devices._container_amounts(c, table) for c in spec.get("containers") or []]
+    names = {name for _, amounts in init for name in amounts} | {name for amounts in app for name in amounts}
+    effective = {}
+    for name in names:
+        sidecars = init_peak = Fraction(0)
+        for container, amounts in init:
+            amount = amounts.get(name, Fraction(0))
+            if container.get("restartPolicy") == "Always":
+                sidecars += amount
+                init_peak = max(init_peak, sidecars)
+            else:
+                init_peak = max(init_peak, sidecars + amount)
+        running = sum((amounts.get(name, Fraction(0)) for amounts in app), Fraction(0)) + sidecars
+        effective[name] = max(running, init_peak)
+    return effective
+
+
+def _reference_legacy(spec: Any, table: Any) -> Fraction:
+    return sum((amount * (table.weight(name) or Fraction(0))
+                for name, amount in _reference_effective(spec, table).items()), Fraction(0))
+
+
+WEIGHTED = compiled(gpus={"legacyResources": [{"name": "nvidia.com/gpu", "weight": 1}, {"prefix": "nvidia.com/mig-", "weight": "0.25"},
+                                              {"name": "amd.com/gpu", "weight": 2}, {"name": "example.com/fpga", "weight": 0}]}
+                    ).settings.rules.legacy
+
+
+def _counted_spec(rng: random.Random) -> dict:
+    def resources() -> dict:
+        return {section: {rng.choice(NAMES): rng.choice(["0", "1", "2", "3", "-1", "500m", "x", "1e99999999", 2, None])
+                          for _ in range(rng.randint(0, 3))} for section in ("limits", "requests") if rng.random() < 0.8}
+    spec: dict[str, Any] = {}
+    for field in ("initContainers", "containers"):
+        spec[field] = [{"name": f"c{i}", "resources": resources(),
+                        **({"restartPolicy": rng.choice(["Always", "Never"])} if rng.random() < 0.5 else {})}
+                       for i in range(rng.randint(0, 4))]
+    return spec
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_general_path_skips_only_arithmetic_that_changes_nothing(seed):
+    rng = random.Random(seed)
+    for table in (TABLE, WEIGHTED):
+        for _ in range(100):
+            spec = _counted_spec(rng)
+            assert devices.effective_requests(spec, table) == _reference_effective(spec, table)
+            assert legacy_gpus(spec, table) == _reference_legacy(spec, table)
+            assert type(legacy_gpus(spec, table)) is Fraction
