@@ -92,3 +92,28 @@ def test_the_cases_include_problems_and_errors():
     assert any("out of range" in a for a in answers)
     assert any(a == "None" for a in answers)
     assert any("Error" in a for a in answers)
+
+
+def test_the_one_pass_check_of_usual_pods_answers_as_the_general_walk():
+    """Usual pods (plain quantities, no pod-level resources, no ephemeral volume) skip the general walk;
+    near-usual ones (one odd value, shape or volume) take it: both answer as parsing every quantity."""
+    rng = random.Random(3)
+    fast = 0
+    for _ in range(3000):
+        spec: dict[str, Any] = {"containers": [{"name": f"c{i}", "resources": {
+            s: {n: rng.choice(VALUES[:5]) for n in rng.sample(NAMES, rng.randint(0, 3))} for s in ("limits", "requests")
+            if rng.random() < 0.8}} for i in range(rng.randint(1, 3))],
+            "volumes": [{"name": "v", "emptyDir": {}}]}
+        roll = rng.random()
+        if roll < 0.1:
+            spec["containers"][0]["resources"]["limits"] = {"cpu": rng.choice(VALUES)}
+        elif roll < 0.15:
+            spec["volumes"].append(rng.choice([{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                "resources": {"requests": {"storage": rng.choice(VALUES)}}}}}}, "x", {"name": "e", "ephemeral": "odd"}]))
+        elif roll < 0.2:
+            spec[rng.choice(["initContainers", "containers", "resources", "volumes"])] = rng.choice(
+                [{"a": 1}, "abc", 3, [], {}, [None], {"limits": {"cpu": "1e99999999"}}])
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+        fast += quantities._plainly_in_range("Pod", pod)
+        assert _answer(out_of_range, "Pod", pod) == _answer(_every_quantity_parsed, "Pod", pod)
+    assert 2000 < fast < 3000

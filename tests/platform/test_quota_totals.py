@@ -7,7 +7,7 @@ import random
 
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.totals import UsageIndex
-from webhook.platform.quota.usage import measure
+from webhook.platform.quota.usage import measure, pod_charge
 from tests.platform.quota_builders import claim, compiled, device_request, pod, pvc, seeded_state, template
 
 RULES = compiled().settings.rules
@@ -97,3 +97,109 @@ def test_a_relist_reloads_the_profile():
     state._scopes[("Pod", "jdoe")].clear()  # as a live cache replaced after a relist
     state._notify("Pod", "RELIST", None)
     assert index.profile(state, "jdoe").gpus == 0
+
+
+# --- the request's charge kept for the pod the state then records ------------------------------------
+def _charges_with_notes(charges) -> dict:
+    return {key: (charge, charge.notes) for key, charge in charges.items()}
+
+
+def _admit(profile, state, obj: dict, rng: random.Random) -> None:
+    """As the policy and the engine do: the request laid over (its charge kept), then stored as a new dict
+    sharing the request's spec and status (sometimes with a uid that objects already in the profile name)."""
+    name = obj["metadata"]["name"]
+    with profile.laid_over([("Pod", name, obj)], {}, spare=True):
+        pass
+    stored = dict(obj)
+    stored["metadata"] = dict(obj["metadata"])
+    if rng.random() < 0.5:
+        stored["metadata"]["uid"] = f"u-{name}"  # the uid the random generated claims and PVCs are owned by
+    if rng.random() < 0.15:  # something else changes before the record: a template, a claim, a PVC
+        other = random_object(rng)
+        state.record_admitted(other, "CREATE")
+    state.record_admitted(stored, "CREATE")
+
+
+def test_a_kept_request_charge_reused_on_record_equals_a_recount():
+    rng = random.Random(5)
+    state = seeded_state(*(random_object(rng) for _ in range(20)))
+    index = UsageIndex(RULES)
+    for step in range(600):
+        profile = index.profile(state, "jdoe")
+        expected = measure(ProfileObjects.read(state, "jdoe"), RULES)
+        assert (profile.gpus, profile.storage) == (expected.gpus, expected.storage), step
+        assert _charges_with_notes(profile.charges) == _charges_with_notes(expected.charges), step
+        assert len(profile.unbounded) == len(expected.unbounded), step
+        obj = random_object(rng)
+        if obj["kind"] == "Pod":
+            meta = obj["metadata"]
+            meta.pop("uid", None)  # a CREATE carries none; the state gives one
+            _admit(profile, state, obj, rng)
+        elif rng.random() < 0.2:
+            state.record_deleted(obj["kind"], "jdoe", obj["metadata"]["name"])
+        else:
+            state.record_admitted(obj, "CREATE")
+
+
+def test_the_admitted_pod_is_charged_once_per_request(monkeypatch):
+    import webhook.platform.quota.totals as totals
+    calls = []
+    monkeypatch.setattr(totals, "pod_charge", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    real = pod_charge
+    state = seeded_state(template("t1", "jdoe", device_request(1)))
+    index = UsageIndex(RULES)
+    profile = index.profile(state, "jdoe")
+    for i in range(3):
+        obj = pod(f"nb-{i}", templates={"gpu": "t1"})
+        _admit(profile, state, obj, random.Random(0))  # no uid-named objects around: the uid does not matter
+        profile = index.profile(state, "jdoe")
+    assert calls == ["nb-0", "nb-1", "nb-2"]  # laid over as the request; the recorded pod reuses that charge
+    assert profile.gpus == measure(ProfileObjects.read(state, "jdoe"), RULES).gpus == 3
+
+
+def test_a_kept_charge_is_not_reused_for_another_object_or_a_changed_read():
+    state = seeded_state(template("t1", "jdoe", device_request(1)))
+    index = UsageIndex(RULES)
+    profile = index.profile(state, "jdoe")
+    obj = pod("nb", templates={"gpu": "t1"})
+    with profile.laid_over([("Pod", "nb", obj)], {}, spare=True):
+        pass
+    state.record_admitted(template("t1", "jdoe", device_request(2)), "CREATE")  # what the charge read changed
+    state.record_admitted(obj, "CREATE")
+    assert index.profile(state, "jdoe").gpus == 2
+    live = pod("nb2", templates={"gpu": "t1"})
+    with profile.laid_over([("Pod", "nb2", live)], {}, spare=True):
+        pass
+    state.record_admitted(pod("nb2", templates={"gpu": "t2"}), "CREATE")  # live mode: another object arrives
+    assert index.profile(state, "jdoe").gpus == measure(ProfileObjects.read(state, "jdoe"), RULES).gpus == 2
+
+
+class _Noting(dict):
+    """A dict that notes the keys read through get/[] (what pod_charge reads of a pod and its metadata)."""
+
+    def __init__(self, data: dict, seen: set, prefix: str = "") -> None:
+        super().__init__(data)
+        self.seen, self.prefix = seen, prefix
+
+    def get(self, key, default=None):
+        self.seen.add(self.prefix + key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.seen.add(self.prefix + key)
+        return super().__getitem__(key)
+
+
+def test_pod_charge_reads_of_the_pod_only_what_a_kept_charge_compares():
+    """The spare (totals._Spare) compares spec, status, name and uid: pod_charge must read nothing else of
+    the pod (resourceVersion only keys the legacy memo, whose value is the same for the same spec)."""
+    rng = random.Random(9)
+    objects = [random_object(rng) for _ in range(40)]
+    view = ProfileObjects.read(seeded_state(*objects), "jdoe")
+    seen: set = set()
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            noted = _Noting({**obj, "metadata": _Noting(obj["metadata"], seen, "metadata.")}, seen)
+            pod_charge(view, obj["metadata"]["name"], noted, RULES)
+    assert seen <= {"spec", "status", "metadata", "metadata.name", "metadata.uid", "metadata.resourceVersion"}
+    assert {"spec", "status", "metadata.name", "metadata.uid"} <= seen

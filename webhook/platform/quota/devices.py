@@ -61,22 +61,72 @@ def effective_requests(spec: Mapping[str, Any], table: WeightTable) -> dict[str,
     app = [_container_amounts(c, table) for c in spec.get("containers") or []]
     names = {name for _, amounts in init for name in amounts} | {name for amounts in app for name in amounts}
     effective: dict[str, Fraction] = {}
+    # Fraction arithmetic is slow: a zero amount (most containers for most names) is skipped, which changes
+    # nothing, as amounts are never negative and init_peak never falls below sidecars
     for name in names:
         sidecars = init_peak = ZERO
         for container, amounts in init:
-            amount = amounts.get(name, ZERO)
+            amount = amounts.get(name)
+            if not amount:
+                continue
             if container.get("restartPolicy") == "Always":
-                sidecars += amount
+                sidecars = sidecars + amount if sidecars else amount
                 init_peak = max(init_peak, sidecars)
             else:
-                init_peak = max(init_peak, sidecars + amount)
-        running = sum((amounts.get(name, ZERO) for amounts in app), ZERO) + sidecars
-        effective[name] = max(running, init_peak)
+                init_peak = max(init_peak, sidecars + amount if sidecars else amount)
+        running = sidecars
+        for amounts in app:
+            amount = amounts.get(name)
+            if amount:
+                running = running + amount if running else amount
+        effective[name] = max(running, init_peak) if init_peak else running
     return effective
 
 
+def _counts_nothing(spec: Mapping[str, Any], table: WeightTable) -> bool:
+    """True when no container names a resource the table counts: the pod's legacy GPUs are then zero (most
+    pods, and every pod whose GPUs the DRA rewrite turned into claims). One pass over plain dicts and lists,
+    no per-container tables; False for a counted name or any unusual shape, which the general path handles
+    (and refuses) exactly as before."""
+    if type(spec) is not dict:
+        return False
+    exact, starts = table.exact, table.prefix_starts  # table.weight(name) is not None, for text names
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not containers:
+            continue
+        if type(containers) is not list:
+            return False
+        for container in containers:
+            if type(container) is not dict:
+                return False
+            resources = container.get("resources")
+            if not resources:
+                continue
+            if type(resources) is not dict:
+                return False
+            for section in ("limits", "requests"):
+                values = resources.get(section)
+                if not values:
+                    continue
+                if type(values) is not dict:
+                    return False
+                for name in values:
+                    if name in exact or type(name) is not str or name.startswith(starts):
+                        return False
+    return True
+
+
 def legacy_gpus(spec: Mapping[str, Any], table: WeightTable) -> Fraction:
-    return sum((amount * (table.weight(name) or ZERO) for name, amount in effective_requests(spec, table).items()), ZERO)
+    if _counts_nothing(spec, table):
+        return ZERO  # what the sum below gives when no container has a counted resource
+    total = ZERO
+    for name, amount in effective_requests(spec, table).items():
+        weight = table.weight(name) or ZERO
+        if amount and weight:  # zero terms add nothing; weight 1 (the usual) multiplies by nothing
+            term = amount if weight == 1 else amount * weight
+            total = total + term if total else term
+    return total
 
 
 # --- DRA device requests (resource.k8s.io v1, v1beta2 and v1beta1 shapes) ----------------------------

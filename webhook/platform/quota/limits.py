@@ -39,8 +39,12 @@ class ProfileLimits:
         return self.gpus.amount is None and self.storage.amount is None
 
 
-def _profile_hard(state: ClusterState, namespace: str) -> Mapping[str, Any]:
-    profile = state.get(PROFILE, "", namespace)  # Kubeflow names the profile after its namespace
+def _profile(settings: QuotaSettings, state: ClusterState, namespace: str) -> Mapping[str, Any] | None:
+    """The Kubeflow Profile the limits read, if the policy reads one (Kubeflow names it after its namespace)."""
+    return state.get(PROFILE, "", namespace) if settings.profile_override else None
+
+
+def _profile_hard(profile: Mapping[str, Any] | None) -> Mapping[str, Any]:
     spec = (profile or {}).get("spec") or {}
     hard = (spec.get("resourceQuotaSpec") or {}).get("hard")
     return hard if isinstance(hard, Mapping) else {}
@@ -68,6 +72,31 @@ def _pick(override: Fraction | None, profile: Fraction | None, klass: Fraction |
 
 def resolve_limits(settings: QuotaSettings, namespace_obj: Mapping[str, Any] | None, namespace: str,
                    state: ClusterState) -> ProfileLimits:
+    return _resolve(settings, namespace_obj, namespace, _profile(settings, state, namespace))
+
+
+class LimitsMemo:
+    """resolve_limits per namespace, remembered with the Namespace and Profile objects it was resolved from.
+    A cluster state replaces an object whole when it changes (it never edits one in place), so the same two
+    objects give the same limits; any other object (or none where there was one) resolves them again.
+    One entry per namespace the policy decided for; it lives and dies with the compiled policy."""
+
+    def __init__(self, settings: QuotaSettings) -> None:
+        self.settings = settings
+        self._entries: dict[str, tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, ProfileLimits]] = {}
+
+    def resolve(self, namespace_obj: Mapping[str, Any] | None, namespace: str, state: ClusterState) -> ProfileLimits:
+        profile = _profile(self.settings, state, namespace)
+        entry = self._entries.get(namespace)
+        if entry is not None and entry[0] is namespace_obj and entry[1] is profile:
+            return entry[2]
+        limits = _resolve(self.settings, namespace_obj, namespace, profile)
+        self._entries[namespace] = (namespace_obj, profile, limits)
+        return limits
+
+
+def _resolve(settings: QuotaSettings, namespace_obj: Mapping[str, Any] | None, namespace: str,
+             profile: Mapping[str, Any] | None) -> ProfileLimits:
     info = profile_info(namespace_obj, namespace)
     labels = ((namespace_obj or {}).get("metadata") or {}).get("labels") or {}
     notes: list[str] = []
@@ -80,7 +109,7 @@ def resolve_limits(settings: QuotaSettings, namespace_obj: Mapping[str, Any] | N
     override = settings.overrides.get(namespace, _NO_OVERRIDE)
     gpus = storage = None
     if settings.profile_override:
-        hard = _profile_hard(state, namespace)
+        hard = _profile_hard(profile)
         gpus = _from_profile(hard, settings.profile_gpu_keys, namespace, notes)
         storage = _from_profile(hard, settings.profile_storage_keys, namespace, notes)
     return ProfileLimits(

@@ -24,7 +24,7 @@ from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
 from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
 from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
-from webhook.platform.quota.limits import resolve_limits
+from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
@@ -63,11 +63,15 @@ class ProfileQuotaPolicy(Battery):
     usage: UsageIndex  # per-profile totals under this policy's counting rules
     annotations: Mapping[str, str] = field(default_factory=dict)
     phases = frozenset({Phase.VALIDATE})
+    limits: LimitsMemo = field(init=False, repr=False)  # per namespace, as the state's objects say
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limits", LimitsMemo(self.settings))
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         if request.operation not in OPERATIONS or not request.namespace:
             return ValidationOutcome()
-        limits = resolve_limits(self.settings, ctx.namespace, request.namespace, ctx.state)
+        limits = self.limits.resolve(ctx.namespace, request.namespace, ctx.state)
         if limits.unlimited:
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
                                      limits.notes)
@@ -118,7 +122,8 @@ class ProfileQuotaPolicy(Battery):
         journal: dict[tuple[str, str], Any] = {}
         with profile.laid_over(layers):
             base = profile.usage()
-            with profile.laid_over([(*key, full)], journal):
+            # the request's charge is kept: the standalone state records this very pod if it is admitted
+            with profile.laid_over([(*key, full)], journal, spare=True):
                 before = KnownUsage(Before(profile.charges, journal), base.known_gpus, base.known_storage,
                                     base.known_unbounded)
                 return decide_usage(self.settings, limits, before, profile.usage(), reserved, subject)

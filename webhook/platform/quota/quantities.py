@@ -48,8 +48,53 @@ def _blocks(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Map
         yield from _resources((obj.get("spec") or {}).get("resources"), lambda: "spec.resources")
 
 
+def _plain_section(resources: Any) -> bool:
+    """Every quantity of one container's resources is plainly valid (False: look closer, the general way)."""
+    if resources is None:
+        return True
+    if type(resources) is not dict:
+        return False
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if values is None:
+            continue
+        if type(values) is not dict:
+            return False
+        for value in values.values():
+            if not plainly_valid(value):
+                return False
+    return True
+
+
+def _plainly_in_range(kind: str, obj: Mapping[str, Any]) -> bool:
+    """The usual pod: containers whose quantities are all plain text in range, no pod-level resources and no
+    ephemeral volume. One pass, no field paths; anything else (False) takes the general walk below."""
+    if kind != POD or type(obj) is not dict:
+        return False
+    spec = obj.get("spec")
+    if type(spec) is not dict or spec.get("resources") is not None:
+        return False
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if containers is None:
+            continue
+        if type(containers) is not list:
+            return False
+        for container in containers:
+            if type(container) is not dict or not _plain_section(container.get("resources")):
+                return False
+    volumes = spec.get("volumes")
+    if volumes is None:
+        return True
+    if type(volumes) is not list:
+        return False
+    return all(type(volume) is dict and volume.get("ephemeral") is None for volume in volumes)
+
+
 def out_of_range(kind: str, obj: Mapping[str, Any]) -> str | None:
     """A message naming the first quantity too large to count, or None."""
+    if _plainly_in_range(kind, obj):
+        return None
     for where, section, values in _blocks(kind, obj):
         for name, value in values.items():
             if plainly_valid(value):

@@ -103,15 +103,15 @@ class WeightTable:
     exact: Mapping[str, Fraction]
     prefixes: tuple[tuple[str, Fraction], ...]  # longest first
     # every prefix at once, for str.startswith: most names (cpu, memory) match none and are refused in one call
-    _starts: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    prefix_starts: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_starts", tuple(prefix for prefix, _ in self.prefixes))
+        object.__setattr__(self, "prefix_starts", tuple(prefix for prefix, _ in self.prefixes))
 
     def weight(self, name: str) -> Fraction | None:
         if name in self.exact:
             return self.exact[name]
-        if type(name) is str and not name.startswith(self._starts):
+        if type(name) is str and not name.startswith(self.prefix_starts):
             return None
         for prefix, weight in self.prefixes:
             if name.startswith(prefix):

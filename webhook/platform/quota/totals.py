@@ -6,8 +6,14 @@ objects of the profile (a pod reads its claim templates, generated claims and ep
 reads its owner pod), so each charge is computed through a recording view that notes every object
 (or whole kind) it looked at. When an object changes, exactly the charges that read it are recomputed,
 and the totals move by the difference: Fractions are exact, so the totals always equal a recount
-(`tests/platform/quota/test_totals.py` checks that against `measure()` on random histories). A rule
+(`tests/platform/test_quota_totals.py` checks that against `measure()` on random histories). A rule
 change in the charge functions flows in unchanged: whatever they read is recorded.
+
+One charge is reused instead of computed again: the request's pod, laid over the totals for the decision,
+keeps its charge (`_Spare`) for when the standalone state records that very pod right after admitting it,
+so the admitted pod is not charged twice (live mode: the informer delivers another object, charged as
+usual). That rests on what pod_charge reads of the pod itself: its spec, status, name and uid
+(usage.POD_UID_READ_FOR says when the uid matters).
 
 The state tells us what changed through its listener hook (standalone writes, live informer events,
 possibly from other threads): the hook only marks (kind, name) dirty; the event loop re-reads dirty
@@ -21,13 +27,15 @@ import threading
 import weakref
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM
 from webhook.platform.quota.devices import ZERO
 from webhook.platform.quota.objects import COUNTED_KINDS, object_name
 from webhook.platform.quota.settings import CountingRules
-from webhook.platform.quota.usage import Charge, Usage, claim_charge, generated_key, pod_charge, pvc_charge
+from webhook.platform.quota.usage import (POD_UID_READ_FOR, Charge, Usage, claim_charge, generated_key, pod_charge,
+                                          pvc_charge)
 
 Key = tuple[str, str]  # (kind, name)
 Read = tuple[str, str, Any]  # ("obj", kind, name) | ("gen", pod, pod claim) | ("kind", kind, None)
@@ -55,28 +63,30 @@ class KnownUsage(Usage):
         return self.known_unbounded
 
 
-class _Recording(Mapping[Any, Any]):
-    """One kind's objects (or the generated-claims index) that notes each key a charge function reads."""
+_NOTHING: Mapping[Any, Any] = MappingProxyType({})
 
-    def __init__(self, data: Mapping[Any, Any], reads: set[Read], tag: str, kind: str = "") -> None:
-        self._data, self._reads, self._tag, self._kind = data, reads, tag, kind
 
-    def _note(self, key: Any) -> None:
-        self._reads.add(("obj", self._kind, key) if self._tag == "obj" else ("gen", key[0], key[1]))
+class _ObjectReads(Mapping[str, Mapping[str, Any]]):
+    """One kind's objects, noting each name a charge function reads (or the whole kind, for a scan)."""
 
-    def __getitem__(self, key: Any) -> Any:
-        self._note(key)
+    __slots__ = ("_data", "_reads", "_kind")
+
+    def __init__(self, data: Mapping[str, Mapping[str, Any]], reads: set[Read], kind: str) -> None:
+        self._data, self._reads, self._kind = data, reads, kind
+
+    def __getitem__(self, key: str) -> Mapping[str, Any]:
+        self._reads.add(("obj", self._kind, key))
         return self._data[key]
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._note(key)
+    def get(self, key: str, default: Any = None) -> Any:
+        self._reads.add(("obj", self._kind, key))
         return self._data.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        self._note(key)
+        self._reads.add(("obj", self._kind, key))
         return key in self._data
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[str]:
         self._reads.add(("kind", self._kind, None))  # a scan: any change of this kind may change the answer
         return iter(list(self._data))
 
@@ -85,22 +95,76 @@ class _Recording(Mapping[Any, Any]):
         return len(self._data)
 
 
+class _GeneratedReads(Mapping[Key, list[Mapping[str, Any]]]):
+    """The generated-claims index, noting each (pod, pod claim) a charge function looks up."""
+
+    __slots__ = ("_data", "_reads")
+
+    def __init__(self, data: Mapping[Key, list[Mapping[str, Any]]], reads: set[Read]) -> None:
+        self._data, self._reads = data, reads
+
+    def __getitem__(self, key: Key) -> list[Mapping[str, Any]]:
+        self._reads.add(("gen", key[0], key[1]))
+        return self._data[key]
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        self._reads.add(("gen", key[0], key[1]))
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._reads.add(("gen", key[0], key[1]))  # type: ignore[index]
+        return key in self._data
+
+    def __iter__(self) -> Iterator[Key]:
+        self._reads.add(("kind", RESOURCE_CLAIM, None))  # the index is made of claims
+        return iter(list(self._data))
+
+    def __len__(self) -> int:
+        self._reads.add(("kind", RESOURCE_CLAIM, None))
+        return len(self._data)
+
+
 class _View:
     """What the charge functions see as `objects` (ProfileObjects' reading side), recording every read."""
 
-    def __init__(self, profile: "ProfileUsage") -> None:
-        self.profile = profile
+    __slots__ = ("objects", "reads")
+
+    def __init__(self, objects: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        self.objects = objects
         self.reads: set[Read] = set()
 
     def of(self, kind: str) -> Mapping[str, Mapping[str, Any]]:
-        return _Recording(self.profile.objects.get(kind, {}), self.reads, "obj", kind)
+        return _ObjectReads(self.objects.get(kind, _NOTHING), self.reads, kind)
 
     def get(self, kind: str, name: str) -> Mapping[str, Any] | None:
         self.reads.add(("obj", kind, name))
-        return self.profile.objects.get(kind, {}).get(name)
+        return self.objects.get(kind, _NOTHING).get(name)
 
-    def generated(self) -> Mapping[tuple[str, str], list[Mapping[str, Any]]]:
-        return _Recording(self.profile.generated, self.reads, "gen")
+
+class _Spare:
+    """The charge of a pod laid over as the request, kept for when the state records that very pod (standalone:
+    the engine stores the admitted request right after the decision, as a new dict sharing the request's
+    spec and status). Reused only when it is exactly what pod_charge would say again: the same spec and
+    status objects (request.object is never changed, and stored objects are replaced whole, never edited:
+    the same object has the same content), the same name, the same uid unless the charge could not depend
+    on it (usage.POD_UID_READ_FOR), and every object its reads found still the same one."""
+
+    __slots__ = ("key", "spec", "status", "name", "uid", "uid_blind", "charge", "reads", "seen")
+
+    def __init__(self, key: Key, pod: Mapping[str, Any], charge: Charge, reads: frozenset[Read],
+                 seen: tuple[tuple[Read, Any], ...], uid_blind: bool) -> None:
+        meta = pod.get("metadata") or {}
+        self.key, self.spec, self.status = key, pod.get("spec"), pod.get("status")
+        self.name, self.uid, self.uid_blind = meta.get("name"), meta.get("uid"), uid_blind
+        self.charge, self.reads, self.seen = charge, reads, seen
+
+    def fits(self, pod: Mapping[str, Any], profile: "ProfileUsage") -> bool:
+        meta = pod.get("metadata")
+        if type(meta) is not dict or pod.get("spec") is not self.spec or pod.get("status") is not self.status \
+                or meta.get("name") != self.name or (not self.uid_blind and meta.get("uid") != self.uid):
+            return False
+        return all(profile._found(read) == found if read[0] == "gen" else profile._found(read) is found
+                   for read, found in self.seen)
 
 
 class ProfileUsage:
@@ -115,6 +179,7 @@ class ProfileUsage:
         self.unbounded: dict[Key, Charge] = {}
         self._reads: dict[Key, frozenset[Read]] = {}
         self._readers: dict[Read, set[Key]] = {}
+        self._spare: _Spare | None = None  # lives until the profile next catches up with the state
 
     def load(self, objects: Mapping[str, list[Mapping[str, Any]]]) -> None:
         for kind, items in objects.items():
@@ -141,6 +206,11 @@ class ProfileUsage:
             if undo is not None:
                 undo.append((key, self.charges.get(key), self._reads.get(key)))
             self._recharge(key)
+
+    def caught_up(self) -> None:
+        """The profile has re-read what the state reported changed: a spare charge not used by now
+        (live mode: the admitted pod arrives later, as another object) is dropped."""
+        self._spare = None
 
     def usage(self) -> KnownUsage:
         return KnownUsage(self.charges, self.gpus, self.storage, tuple(self.unbounded.values()))
@@ -181,74 +251,124 @@ class ProfileUsage:
         obj = self.objects[kind].get(name)
         if obj is None:
             return
-        view = _View(self)
+        spare = self._spare
+        if spare is not None and spare.key == key:
+            self._spare = None  # one use: the pod it stood for is placed now, or something else is
+            if spare.fits(obj, self):
+                self._account(key, spare.charge, spare.reads)
+                return
+        view = _View(self.objects)
         if kind == POD:
-            charge = pod_charge(view, name, obj, self.rules, view.generated())  # type: ignore[arg-type]
+            generated = _GeneratedReads(self.generated, view.reads)
+            charge = pod_charge(view, name, obj, self.rules, generated)  # type: ignore[arg-type]
         elif kind == RESOURCE_CLAIM:
             charge = claim_charge(view, name, obj, self.rules)  # type: ignore[arg-type]
         else:
             charge = pvc_charge(name, obj, self.rules)
         self._account(key, charge, frozenset(view.reads))
 
-    def _restore(self, key: Key, charge: Charge | None, reads: frozenset[Read] | None) -> None:
-        """Put back a charge computed earlier from the objects as they are again (undo, no recount)."""
-        self._forget(key)
+    def _found(self, read: Read) -> Any:
+        """What a read finds now: the object (or None), or the generated claims as a tuple."""
+        tag, first, second = read
+        if tag == "obj":
+            return self.objects.get(first, _NOTHING).get(second)
+        return tuple(self.generated.get((first, second), ()))
+
+    def _keep_spare(self, key: Key) -> None:
+        """Remember the charge of the pod at `key` as it stands (laid over as the request), for _recharge."""
+        self._spare = None
+        obj, charge, reads = self.objects[POD].get(key[1]), self.charges.get(key), self._reads.get(key)
+        if obj is None or charge is None or reads is None:
+            return
+        seen = []
+        uid_blind = True
+        for read in reads:
+            if read[0] == "kind":
+                return  # it scanned a kind: what it found is not a few objects to compare
+            found = self._found(read)
+            if (found if read[0] == "gen" else found is not None and read[1] in POD_UID_READ_FOR):
+                uid_blind = False  # generated claims are claims: their owner is checked by uid too
+            seen.append((read, found))
+        self._spare = _Spare(key, obj, charge, reads, tuple(seen), uid_blind)
+
+    def _restore(self, key: Key, charge: Charge | None, reads: frozenset[Read] | None, totals: bool = True) -> None:
+        """Put back a charge computed earlier from the objects as they are again (undo, no recount).
+        `totals` False: the caller puts the totals back itself (as they were before what is undone)."""
+        self._forget(key, totals)
         if charge is None:
             return
-        self._account(key, charge, reads or frozenset())
+        self._account(key, charge, reads or frozenset(), totals)
 
-    def _account(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
+    def _account(self, key: Key, charge: Charge, reads: frozenset[Read], totals: bool = True) -> None:
         self.charges[key] = charge
         # Fraction arithmetic is slow in Python: adding (or taking away) zero, the usual case, is skipped
-        if charge.gpus:
-            self.gpus += charge.gpus
-        if charge.storage:
-            self.storage += charge.storage
+        if totals:
+            if charge.gpus:
+                self.gpus += charge.gpus
+            if charge.storage:
+                self.storage += charge.storage
         if charge.unbounded:
             self.unbounded[key] = charge
         self._reads[key] = reads
+        readers = self._readers
         for read in reads:
-            self._readers.setdefault(read, set()).add(key)
+            keys = readers.get(read)
+            if keys is None:
+                readers[read] = {key}
+            else:
+                keys.add(key)
 
-    def _forget(self, key: Key) -> None:
+    def _forget(self, key: Key, totals: bool = True) -> None:
         charge = self.charges.pop(key, None)
         if charge is not None:
-            if charge.gpus:
-                self.gpus -= charge.gpus
-            if charge.storage:
-                self.storage -= charge.storage
-            self.unbounded.pop(key, None)
-        for read in self._reads.pop(key, ()):
-            readers = self._readers.get(read)
-            if readers is not None:
-                readers.discard(key)
-                if not readers:
-                    del self._readers[read]
+            if totals:
+                if charge.gpus:
+                    self.gpus -= charge.gpus
+                if charge.storage:
+                    self.storage -= charge.storage
+            if charge.unbounded:
+                self.unbounded.pop(key, None)
+        reads = self._reads.pop(key, None)
+        if reads:
+            readers = self._readers
+            for read in reads:
+                keys = readers.get(read)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del readers[read]
 
     def laid_over(self, changes: list[tuple[str, str, Mapping[str, Any] | None]],
-                  journal: dict[Key, Charge | None] | None = None) -> "_Overlay":
+                  journal: dict[Key, Charge | None] | None = None, spare: bool = False) -> "_Overlay":
         """Apply `changes` (reservations, the request) for the duration of a decision, then undo them:
-        the objects go back, and so do the charges they had (restored, not recomputed)."""
-        return _Overlay(self, changes, journal)
+        the objects go back, and so do the charges they had (restored, not recomputed) and the totals.
+        `spare`: the changes are the request; the charge of a pod among them is kept for when the state
+        records that very pod (the standalone engine does, right after admitting it)."""
+        return _Overlay(self, changes, journal, spare)
 
 
 class _Overlay:
     """ProfileUsage.laid_over as a plain context manager (a generator-based one costs more than a small put)."""
 
-    __slots__ = ("profile", "changes", "journal", "objects", "charges")
+    __slots__ = ("profile", "changes", "journal", "spare", "objects", "charges", "totals")
 
     def __init__(self, profile: ProfileUsage, changes: list[tuple[str, str, Mapping[str, Any] | None]],
-                 journal: dict[Key, Charge | None] | None) -> None:
-        self.profile, self.changes, self.journal = profile, changes, journal
+                 journal: dict[Key, Charge | None] | None, spare: bool = False) -> None:
+        self.profile, self.changes, self.journal, self.spare = profile, changes, journal, spare
         self.objects: list[tuple[str, str, Mapping[str, Any] | None]] = []
         self.charges: list[tuple[Key, Charge | None, frozenset[Read] | None]] = []
 
     def __enter__(self) -> None:
         profile = self.profile
+        self.totals = (profile.gpus, profile.storage)
         try:
             for kind, name, obj in self.changes:
                 self.objects.append((kind, name, profile.objects.get(kind, {}).get(name)))
                 profile.put(kind, name, obj, self.journal, self.charges)
+            if self.spare:
+                for kind, name, obj in self.changes:
+                    if kind == POD and obj is not None:
+                        profile._keep_spare((kind, name))
         except BaseException:
             self._undo()  # what was laid over so far goes back, as the finally of the generator did
             raise
@@ -261,7 +381,9 @@ class _Overlay:
         for kind, name, obj in reversed(self.objects):
             profile._place(kind, name, obj)
         for key, charge, reads in reversed(self.charges):
-            profile._restore(key, charge, reads)
+            profile._restore(key, charge, reads, totals=False)
+        # Fractions are exact: the totals with every charge put back are the totals from before, as they were
+        profile.gpus, profile.storage = self.totals
 
 
 class Before(Mapping[Key, Charge]):
@@ -335,6 +457,7 @@ class _StateUsage:
             return profile
         for kind, name in dirty:
             profile.put(kind, name, state.get(kind, namespace, name))
+        profile.caught_up()
         return profile
 
 

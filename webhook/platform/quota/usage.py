@@ -30,6 +30,11 @@ from webhook.platform.quota.settings import CountingRules
 from webhook.platform.base import is_mapping
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+# pod_charge reads a pod's own uid only to tell whether an object it found belongs to that very pod
+# (`_owned_by`): a claim generated from one of its templates, the PVC of one of its ephemeral volumes. When it
+# found no object of these kinds, its charge is the same whatever the uid: totals.py relies on that to reuse
+# the charge of an admitted pod once the state stores it with a uid. Keep in step with pod_charge.
+POD_UID_READ_FOR = frozenset({RESOURCE_CLAIM, PVC})
 LEGACY_MEMO_LIMIT = 50_000
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
 # KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
@@ -170,7 +175,10 @@ def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: C
     total = ZERO
     pod_name = str(_meta(pod).get("name", ""))
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if is_mapping(volume) else None
+        ephemeral = volume.get("ephemeral") if is_mapping(volume) else None
+        if not ephemeral:  # most volumes (emptyDir, a PVC, a secret): nothing to look up
+            continue
+        template = ephemeral.get("volumeClaimTemplate")
         if not is_mapping(template):
             continue
         existing = objects.get(PVC, f"{pod_name}-{volume.get('name')}")  # the name Kubernetes gives the PVC
@@ -201,14 +209,18 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
     spec = pod.get("spec") or {}
     notes: list[str] = []
     generated = generated_claims(objects) if generated is None else generated
-    amount = GpuAmount(_legacy_gpus(pod, rules))
+    # GpuAmount's sum, kept as its two parts: no intermediate amount per entry (a pod has one or two)
+    gpus, unbounded = _legacy_gpus(pod, rules), False
     for entry in spec.get("resourceClaims") or []:
         template_name = entry.get("resourceClaimTemplateName") if is_mapping(entry) else None
         if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
-            amount = amount + _template_gpus(objects, str(template_name), rules, notes)
+            amount = _template_gpus(objects, str(template_name), rules, notes)
+            if amount.gpus:
+                gpus = gpus + amount.gpus if gpus else amount.gpus
+            unbounded = unbounded or amount.unbounded
         # a resourceClaimName is charged as that ResourceClaim, once for every pod that shares it
     storage = _ephemeral_storage(objects, pod, rules) if rules.ephemeral_volumes else ZERO
-    return Charge(POD, name, amount.gpus, amount.unbounded, storage, tuple(notes))
+    return Charge(POD, name, gpus, unbounded, storage, tuple(notes))
 
 
 # --- claims and volumes ----------------------------------------------------------------------------
