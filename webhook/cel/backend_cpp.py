@@ -145,6 +145,10 @@ class CppProgram:
         result = value.plain_value()
         return result if type(result) in _SCALARS else plain(result)
 
+    def serialized(self) -> bytes:
+        """The plain form's checked tree (a serialized cel.expr.CheckedExpr: webhook.cel.checked)."""
+        return self._expression.serialize()
+
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
         try:
             value = self._attempt(self._expression, activation, shared)

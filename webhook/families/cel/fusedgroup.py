@@ -35,7 +35,7 @@ their own way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler
@@ -70,6 +70,7 @@ class Plan:
 
     parts: tuple[Part, ...]
     budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
+    trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
 
 
 def _table(program: fused.Fused) -> Mapping[int, Any]:
@@ -143,7 +144,8 @@ class FusedGroup:
         plan = self._plan(request, ctx)
         if not plan.parts:
             return {}
-        shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+        shared = fused.trimmed(fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation),
+                               plan.trims)
         decided: dict[int, Any] = {}
         for part in plan.parts:
             if part.resting:
@@ -189,7 +191,8 @@ class FusedGroup:
                     and fast.program is not None:
                 members.append((id(policy), fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
-        return Plan(tuple(self._parts(members)), budget)
+        parts = tuple(self._parts(members))
+        return Plan(parts, budget, fused.trims([part.program for part in parts]))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
