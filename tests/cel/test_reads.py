@@ -142,6 +142,7 @@ def test_maps_iterated_by_key_stay_whole():
 
 def test_bare_roots_are_read_whole():
     assert reads("object") == {"object": "*"}
+    assert reads(".object.spec.hostPID") == {"object": "{spec: {hostPID: *}}"}  # the absolute name is the root
     assert agree("size(object) > 0 && object.spec.hostPID == false") is POD  # counted: a map kept whole
     assert reads("object.spec.hostPID || string(oldObject) != ''") == {"object": "{spec: {hostPID: *}}",
                                                                        "oldObject": "*"}

@@ -109,6 +109,9 @@ class _Analysis:
                 place = Ref(node.name, ())
                 self.need(place)
                 return frozenset({place})
+            qualified = node.name.lstrip(".").split(".")[0]
+            if qualified in self.roots:  # never seen (the checker resolves `.object` to `object`): all of it
+                return self.whole(frozenset({Ref(qualified, ())}))
             return _NONE  # another variable of the environment: not a root
         if isinstance(node, Select):
             return self.select(self.value(node.operand, scope), node.field, node.test_only)
@@ -187,7 +190,7 @@ class _Analysis:
         # might keep them: either way it may see the outer binding or the elements
         after = dict(scope)
         for name in names:
-            after[name] = scope.get(name, self._root(name)) | elements
+            after[name] = (scope[name] if name in scope else self._root(name)) | elements
         after[node.accu_var] = accumulator
         return self.value(node.result, after)
 

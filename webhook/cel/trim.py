@@ -5,8 +5,9 @@ to a function), some `fields` (map keys selected by name, each with what is read
 that is only tested for presence has an empty child) and `each` (the elements of a list, or a map's
 keys, are iterated or counted, with what is read of each element).
 
-`trim(value, need)` builds a copy keeping what the need names and sharing everything it keeps whole (no
-deep copy). Its rules keep every observation the need allows unchanged, whatever the value's shape:
+`compile_trim(need.plan())` builds, once, a function that copies a value keeping what the need names and
+sharing everything it keeps whole (no deep copy). Its rules keep every observation the need allows
+unchanged, whatever the value's shape:
 - a kept value keeps its type; a dict keeps every named key that is present (presence, errors on absent
   keys and `has()` stay the same), a list keeps its length and order (`size()`, iteration, the
   runtime's iteration budget stay the same);

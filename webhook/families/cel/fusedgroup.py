@@ -31,6 +31,11 @@ ValidatingPolicies without exceptions whose matching reads only the request's re
 scan): a `Plan`, compiled once. The runtime's comprehension budget covers the joined program as a whole:
 a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
 their own way.
+
+Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
+can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
+whole on its first read, and the pod-security policies read a fraction of a pod. Their value is the same on
+it (or an error in both cases); the shared activation, with the whole request, stays for every fallback.
 """
 
 from __future__ import annotations
