@@ -17,6 +17,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
 
+from webhook.cel import nullrefs
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
@@ -142,8 +143,12 @@ class CppProgram:
             raise CelError(str(exc)) from None
         if value.type() == _ERROR:
             raise CelError("evaluation error")
-        result = value.plain_value()
+        result = _python(value)
         return result if type(result) in _SCALARS else plain(result)
+
+    def serialized(self) -> bytes:
+        """The plain form's checked tree (a serialized cel.expr.CheckedExpr: webhook.cel.checked)."""
+        return self._expression.serialize()
 
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
         try:
@@ -156,8 +161,20 @@ class CppProgram:
             raise CelError(_clean(str(exc))) from None
         if value.type() == _ERROR:
             raise CelError(_clean(_error_text(value)))
-        result = value.plain_value()
+        result = _python(value)
         return result if type(result) in _SCALARS else plain(result)
+
+
+_lost_per_null = 0  # references to None plain_value() loses per null (webhook.cel.nullrefs), set with the first env
+
+
+def _python(value: Any) -> Any:
+    result = value.plain_value()
+    if _lost_per_null:
+        nulls = nullrefs.nones(result)
+        if nulls:
+            nullrefs.give_back(nulls * _lost_per_null)
+    return result
 
 
 def _error_text(value: Any) -> str:
@@ -190,6 +207,9 @@ class CppBackend:
                 extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
                             ext_bindings.ExtBindings()],
                 functions=_declare(overloads))
+            if not self._envs:
+                global _lost_per_null
+                _lost_per_null = nullrefs.lost_per_null(env)
             self._envs[spec.name] = env
         return env
 

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import dra, source
+from webhook.cel import checked, dra, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -93,6 +93,18 @@ class CelProgram:
             return self._program.run_strict(data, shared)
         except RecursionError:
             raise CelError("value nested too deeply") from None
+
+    def tree(self) -> checked.Node | None:
+        """The expression tree the runtime compiled and runs in `evaluate_strict` (webhook.cel.checked), for
+        analyses such as webhook.cel.reads; None when the backend has none to give (the pure-Python one)
+        or it is not one webhook.cel.checked can read."""
+        serialized = getattr(self._program, "serialized", None)
+        if serialized is None:
+            return None
+        try:
+            return checked.parse_checked(serialized())
+        except (ValueError, RuntimeError):
+            return None
 
     def _complete(self, activation: Mapping[str, Any]) -> Mapping[str, Any]:
         """Environment defaults (the authorizer) and the DRA device in Kubernetes' typed shape."""

@@ -31,11 +31,16 @@ ValidatingPolicies without exceptions whose matching reads only the request's re
 scan): a `Plan`, compiled once. The runtime's comprehension budget covers the joined program as a whole:
 a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
 their own way.
+
+Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
+can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
+whole on its first read, and the pod-security policies read a fraction of a pod. Their value is the same on
+it (or an error in both cases); the shared activation, with the whole request, stays for every fallback.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler
@@ -70,6 +75,7 @@ class Plan:
 
     parts: tuple[Part, ...]
     budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
+    trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
 
 
 def _table(program: fused.Fused) -> Mapping[int, Any]:
@@ -143,7 +149,8 @@ class FusedGroup:
         plan = self._plan(request, ctx)
         if not plan.parts:
             return {}
-        shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+        shared = fused.trimmed(fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation),
+                               plan.trims)
         decided: dict[int, Any] = {}
         for part in plan.parts:
             if part.resting:
@@ -189,7 +196,8 @@ class FusedGroup:
                     and fast.program is not None:
                 members.append((id(policy), fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
-        return Plan(tuple(self._parts(members)), budget)
+        parts = tuple(self._parts(members))
+        return Plan(parts, budget, fused.trims([part.program for part in parts]))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
