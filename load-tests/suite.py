@@ -133,8 +133,12 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
         files = bodies(tmp, qm_port, certs / "ca.crt")
         loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
         bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm")}
-        for base in bases.values():
-            wrk("warm-up", f"{base}/validate", files["gpu-validate"], 1)
+        # every case's body once on every server before anything is measured: a profile's first decision counts
+        # its stored pods (once per profile, O(profile)), and the interpreter, caches and lazily built plans
+        # settle in the first seconds; the cases measure the steady state
+        for _, endpoint, key in CASES:
+            for base in bases.values():
+                wrk("warm-up", f"{base}/{endpoint}", files[key], args.warm_seconds)
         # each case runs on the no-ops, then at once on quartermaster: the machine's other load drifts less
         results: dict[str, list[Result]] = {name: [] for name in bases}
         for run in throughput_runs(files, args.seconds):
@@ -203,6 +207,7 @@ def _us(result: Result) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each wrk case")
+    parser.add_argument("--warm-seconds", type=float, default=1.0, help="warm-up per case and server, not measured")
     parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate, requests per second (both endpoints)")
     parser.add_argument("--low-rate", type=float, default=250.0, help="a second open-loop rate, within one replica's capacity")
     parser.add_argument("--pods", type=int, default=50_000, help="stored pods for the start-up and memory run")
