@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
-_SCALARS = (str, int, float, bool, type(None))
+# a frozenset: `type(x) in` hashes once instead of comparing with each member in turn (dicts and lists,
+# the values that are not scalars, went through all five)
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def clone(value: Any) -> Any:
@@ -27,6 +29,28 @@ def clone(value: Any) -> Any:
         return value
     return copy.deepcopy(value)
 
+
+def copier(value: Any) -> Callable[[], Any]:
+    """A function returning a fresh clone(value) at each call, for a value copied many times and never
+    edited (a policy's frozen sidecar, a static template tree). The walk is done once, here: each call
+    copies every map and list in C (dict.copy keeps the key order) and then replaces only the entries that
+    are maps or lists themselves, without looking at the scalars again."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        inner = tuple((key, copier(item)) for key, item in (value.items() if kind is dict else enumerate(value))
+                      if type(item) not in _SCALARS)
+        if not inner:
+            return value.copy
+        return lambda: _filled(value.copy(), inner)
+    if kind in _SCALARS:
+        return lambda: value
+    return lambda: copy.deepcopy(value)  # as clone does with anything that is not JSON
+
+
+def _filled(out: Any, inner: tuple[tuple[Any, Callable[[], Any]], ...]) -> Any:
+    for key, make in inner:
+        out[key] = make()
+    return out
 
 
 class Sharer:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 
-from webhook.model.jsoncopy import clone
+from webhook.model.jsoncopy import copier
 from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
@@ -127,13 +127,13 @@ def _sidecar_templates(r: RefresherSpec) -> Iterator[Template]:
     yield from r.plain_hold
 
 
-def _frozen_sidecar(r: RefresherSpec) -> dict[str, Any] | None:
-    """The sidecar, when nothing in it depends on the user (the default policy: the refresher's command
-    line uses only paths the policy sets). None: rendered per request."""
+def _frozen_sidecar(r: RefresherSpec) -> Callable[[], dict[str, Any]] | None:
+    """A copier of the sidecar, when nothing in it depends on the user (the default policy: the
+    refresher's command line uses only paths the policy sets). None: rendered per request."""
     if not (r.resources.static and r.security_context.static
             and all(t.names <= POLICY_PLACEHOLDERS for t in _sidecar_templates(r))):
         return None
-    return _sidecar(r, _derived(r), 0)  # the uid is set per request
+    return copier(_sidecar(r, _derived(r), 0))  # the uid is set per request
 
 
 def _sidecar_for(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[str, Any]:
@@ -141,10 +141,10 @@ def _sidecar_for(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[
     (as TemplateTree.render copies a tree without placeholders)."""
     if "sidecar" not in r.memo:
         r.memo["sidecar"] = _frozen_sidecar(r)
-    frozen = r.memo["sidecar"]
-    if frozen is None:
+    copy = r.memo["sidecar"]
+    if copy is None:
         return _sidecar(r, values, uid)
-    container = clone(frozen)  # a fresh copy for every pod: the pod's object is never shared
+    container = copy()  # a fresh copy for every pod: the pod's object is never shared
     container["securityContext"]["runAsUser"] = uid  # in the place {**securityContext, "runAsUser": uid} puts it
     return container
 

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
-from webhook.model.jsoncopy import clone
+from webhook.model.jsoncopy import copier
 
 # What every template may use: the profile's owner and namespace.
 OWNER_PLACEHOLDERS = frozenset({"user", "user_initial", "namespace"})
@@ -66,9 +66,11 @@ class TemplateTree:
 
     node: Any
     rendered: Any = field(init=False, repr=False, compare=False)  # the tree rendered once, or _DYNAMIC
+    _copy: Any = field(init=False, repr=False, compare=False)  # jsoncopy.copier(rendered) when static
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rendered", _render(self.node, {}) if _static(self.node) else _DYNAMIC)
+        object.__setattr__(self, "_copy", copier(self.rendered) if self.rendered is not _DYNAMIC else None)
 
     @property
     def static(self) -> bool:
@@ -76,8 +78,8 @@ class TemplateTree:
         return self.rendered is not _DYNAMIC
 
     def render(self, values: Mapping[str, str]) -> Any:
-        if self.rendered is not _DYNAMIC:
-            return clone(self.rendered)
+        if self._copy is not None:
+            return self._copy()
         return _render(self.node, values)
 
 
