@@ -131,6 +131,18 @@ def plainly_valid(value: object) -> bool:
     return type(value) is str and _plain_parts(value.strip()) is not None
 
 
+def plain_whole(value: object) -> int | None:
+    """int(parse_quantity(value)) when `value` is text in the plain form standing for a whole number (a
+    GPU count: "1", "8"), told without building a Fraction. None says nothing: parse it."""
+    if type(value) is not str:
+        return None
+    parts = _plain_parts(value.strip())
+    if parts is None:
+        return None
+    numerator, denominator = parts
+    return numerator // denominator if numerator % denominator == 0 else None
+
+
 def _parse_text(text: str) -> Fraction:
     plain = _plain(text)
     return plain if plain is not None else _parse_general(text)

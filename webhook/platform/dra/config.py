@@ -65,6 +65,11 @@ class DeviceMapping:
     profile_suffixes: tuple[tuple[str, str], ...]  # ".me" -> "+me": the device plugin's spelling to the driver's
     driver_config: DriverConfig | None
     user_choices: bool
+    # request_for("") and selectors_for(""), asked for every legacy key of an exact name: made once
+    _plain: tuple[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_plain", (self._request_for(""), self._selectors_for("")))
 
     def profile_of(self, resource: str) -> str | None:
         """None: not this mapping's resource. "" for an exact name; the driver's profile name for a prefix."""
@@ -81,9 +86,15 @@ class DeviceMapping:
         return rest
 
     def request_for(self, profile: str) -> str:
-        return dns_label(fill(self.request_name, PROFILE, profile)) or "device"
+        return self._plain[0] if profile == "" else self._request_for(profile)
 
     def selectors_for(self, profile: str) -> tuple[str, ...]:
+        return self._plain[1] if profile == "" else self._selectors_for(profile)
+
+    def _request_for(self, profile: str) -> str:
+        return dns_label(fill(self.request_name, PROFILE, profile)) or "device"
+
+    def _selectors_for(self, profile: str) -> tuple[str, ...]:
         return tuple(fill(s, PROFILE, profile) for s in self.selectors)
 
 
@@ -104,10 +115,11 @@ class UserChoices:
     memory_annotation: str = ""
     memory_selector: str = ""  # CEL with ${memory}
     memory_maximum: Fraction | None = None
+    # the annotations the policy names, looked for on every legacy pod
+    annotations: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def annotations(self) -> tuple[str, ...]:
-        return tuple(a for a in (self.model_annotation, self.memory_annotation) if a)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "annotations", tuple(a for a in (self.model_annotation, self.memory_annotation) if a))
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,7 @@ class RewriteConfig:
     # every key of every container is looked up here
     _exact: Mapping[str, DeviceMapping] = field(init=False, repr=False, compare=False)
     _prefixed: tuple[DeviceMapping, ...] = field(init=False, repr=False, compare=False)
+    _prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)  # theirs: cpu, memory fail in C
 
     def __post_init__(self) -> None:
         exact: dict[str, DeviceMapping] = {}
@@ -136,12 +149,15 @@ class RewriteConfig:
                 exact.setdefault(mapping.resource_name, mapping)
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_prefixed", tuple(m for m in self.devices if not m.resource_name))
+        object.__setattr__(self, "_prefixes", tuple(m.resource_prefix for m in self._prefixed))
 
     def mapping_for(self, resource: str) -> tuple[DeviceMapping, str] | None:
         """Exact names win over prefixes; among either, the first in the YAML wins."""
         mapping = self._exact.get(resource)
         if mapping is not None:
             return mapping, ""
+        if type(resource) is str and not resource.startswith(self._prefixes):  # profile_of's first test, at once
+            return None
         for mapping in self._prefixed:
             profile = mapping.profile_of(resource)
             if profile is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Iterator, Mapping
 
-from webhook.model.quantity import QuantityRangeError, parse_quantity
+from webhook.model.quantity import QuantityRangeError, parse_quantity, plain_whole
 from webhook.platform.dra.config import RewriteConfig
 from webhook.platform.base import is_mapping
 
@@ -83,6 +83,9 @@ def containers(pod: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[s
 
 
 def _whole(value: Any, where: str) -> int:
+    whole = plain_whole(value)  # "1", "2": whole and in range, nothing to word
+    if whole is not None:
+        return whole
     try:
         amount = parse_quantity(value)
     except QuantityRangeError as exc:

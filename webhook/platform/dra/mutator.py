@@ -25,6 +25,7 @@ RULE_LEGACY = "legacy-resources"
 RULE_CHOICE = "user-choice"
 RULE_PASSTHROUGH = "passthrough"
 RULE_TEMPLATE = "claim-template"
+_NO_CHOICE = ChoiceOutcome()  # frozen: one for every pod that asks for nothing
 
 
 def _legacy_text(uses: list[LegacyUse]) -> str:
@@ -55,7 +56,7 @@ class DeviceClaimRewrite(Battery):
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
         if self.config.strategy is Strategy.PASSTHROUGH:
             return self._passthrough(obj, uses, annotations)
-        choice = ChoiceOutcome()
+        choice = _NO_CHOICE
         if asked_for(annotations, self.config.choices) and any(u.devices for u in uses):
             choice = self._choose(uses, annotations)
             if choice.error:

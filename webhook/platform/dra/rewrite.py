@@ -122,11 +122,15 @@ def _apply(pod: Mapping[str, Any], uses: Sequence[LegacyUse], claims: Sequence[C
     out = dict(pod)
     spec = out["spec"] = dict(out["spec"])
     for field in {use.container.field for use in uses}:
-        spec[field] = [dict(c) for c in spec[field]]
+        items = spec[field]
+        # containers (dicts, from JSON) are copied below, those that change; anything else is copied here as it
+        # always was, where dict() fails or converts it
+        spec[field] = list(items) if all(type(c) is dict for c in items) else [dict(c) for c in items]
     by_container = {c.container: c for c in claims}
     for use in uses:
         ref = use.container
-        container = spec[ref.field][ref.index]
+        # only the containers that change are copied; the others stay shared (the patch diff skips them)
+        container = spec[ref.field][ref.index] = dict(spec[ref.field][ref.index])
         resources = _strip_legacy(container, use)
         claim = by_container.get(ref)
         if claim is not None:
