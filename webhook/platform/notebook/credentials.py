@@ -67,6 +67,19 @@ def _env_reads_secret(container: Mapping[str, Any], secret: str) -> bool:
                for e in container.get("envFrom") or [])
 
 
+def _plain_env(container: Mapping[str, Any]) -> bool:
+    """No env entry takes its value from anywhere and there is no envFrom (a notebook's env, usually): then
+    nothing in them reads a Secret, told without _env_reads_secret's walk."""
+    env = container.get("env") or []
+    return (not container.get("envFrom") and type(env) is list
+            and all(type(e) is dict and "valueFrom" not in e for e in env))
+
+
+def _plain_volume(volume: Any) -> bool:
+    """A volume that is neither a Secret nor projected (most: emptyDir, PVC, configMap): it reads no Secret."""
+    return type(volume) is dict and "secret" not in volume and "projected" not in volume
+
+
 def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, Any], refresher_list: str,
                          credentials_volume: str, secret: str) -> list[Conflict]:
     """Everything in the pod, other than our refresher, that could read the credentials."""
@@ -75,16 +88,19 @@ def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, An
         name = container.get("name")
         if key == refresher_list and name == refresher["name"]:
             continue  # the refresher itself: checked field by field when the pod brings its own
-        mounts = [m for m in container.get("volumeMounts") or [] if is_mapping(m)]
-        if any(m.get("name") == credentials_volume for m in mounts):
+        mounts = container.get("volumeMounts") or []
+        if any(is_mapping(m) and m.get("name") == credentials_volume for m in mounts):
+            mounts = [m for m in mounts if is_mapping(m)]
             conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
                                       f"{credentials_volume!r}, which only the token refresher may", mounts,
                                       "no such mount", SETTING))
-        if _env_reads_secret(container, secret):
+        if not _plain_env(container) and _env_reads_secret(container, secret):
             conflicts.append(Conflict(f"container {name!r} in spec.{key} reads the credentials Secret {secret!r} "
                                       "through env or envFrom", container.get("env") or container.get("envFrom"),
                                       "no such reference", SETTING))
     for volume in pod_spec.get("volumes") or []:
+        if _plain_volume(volume):
+            continue
         if is_mapping(volume) and volume.get("name") != credentials_volume and _reads_secret_volume(volume, secret):
             conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
                                       volume, "no such volume", SETTING))

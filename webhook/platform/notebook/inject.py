@@ -29,7 +29,7 @@ class Injection:
     kept: tuple[str, ...] = ()
 
 
-def _notebook_indices(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[int]:
+def notebook_indices(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[int]:
     """Where the notebook containers are in spec.containers: never another injector's, never our own sidecar."""
     rule = spec.containers
     own = spec.refresher.name if spec.refresher else None
@@ -46,7 +46,7 @@ def _notebook_indices(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[int]:
 
 def notebook_containers(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The containers that are the notebook: never another injector's, never our own sidecar."""
-    indices = _notebook_indices(spec, pod)
+    indices = notebook_indices(spec, pod)
     return [pod["spec"]["containers"][i] for i in indices]
 
 
@@ -80,8 +80,10 @@ def _annotations(out: dict[str, Any]) -> Any:
     return out.setdefault("metadata", {}).setdefault("annotations", {})
 
 
-def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any]) -> Injection:
-    indices = _notebook_indices(spec, pod)
+def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any], indices: list[int] | None = None) -> Injection:
+    """`indices`: notebook_indices(spec, pod), when the caller has them already."""
+    if indices is None:
+        indices = notebook_indices(spec, pod)
     if not indices:
         return Injection(pod, False, ())
     out, targets = _own_copy(pod, spec, indices)

@@ -145,12 +145,22 @@ def same_path(a: Any, b: Any) -> bool:
     return posixpath.normpath(a) == posixpath.normpath(b)
 
 
+def _same_as_normal(a: Any, normal: str) -> bool:
+    """same_path(a, normal) for a `normal` path (_normal(normal)), which need not be looked at again."""
+    if type(a) is not str:
+        return same_path(a, normal)
+    return a == normal or (not _normal(a) and posixpath.normpath(a) == normal)
+
+
 def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy: Strategy, setting: str,
                 log: MergeLog) -> None:
     """Mounts are matched by volume name and by mount path: Kubernetes refuses two mounts at one path."""
     mounts = container.get("volumeMounts") or []
-    clashes = [i for i, m in enumerate(mounts)
-               if m.get("name") == desired["name"] or same_path(m.get("mountPath"), desired["mountPath"])]
+    name, path = desired["name"], desired["mountPath"]
+    if type(path) is str and _normal(path):  # the policy's paths are (render normalises them)
+        clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or _same_as_normal(m.get("mountPath"), path)]
+    else:
+        clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or same_path(m.get("mountPath"), path)]
     if not clashes:
         container["volumeMounts"] = [*mounts, dict(desired)]
         return

@@ -18,7 +18,7 @@ from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, ProfileInfo, profile_info
 from webhook.platform.notebook.config import NotebookSpec, compile_spec
 from webhook.platform.notebook.identity import Identity, Source, UnknownIdentity, resolve
-from webhook.platform.notebook.inject import inject, notebook_containers
+from webhook.platform.notebook.inject import inject, notebook_indices
 from webhook.platform.notebook.merge import Conflict
 from webhook.platform.notebook.podsecurity import ENFORCE_LABEL, enforced_level, forbidden_volumes
 from webhook.platform.notebook.render import Desired, InvalidOwner, notebook_uid, render
@@ -50,9 +50,13 @@ class NotebookInjection(Battery):
             if self.spec.identity.deny_unknown:
                 return MutationOutcome(obj, (failed(self.id, "identity", message, self.action),))
             return MutationOutcome(obj, (skipped(self.id, "identity", f"not injected: {message}"),))
+        indices = None  # the notebook containers, found once for the uid and the injection
         try:
-            uid = notebook_uid(self.spec.refresher.default_uid, obj, notebook_containers(self.spec, obj)) \
-                if self.spec.refresher else None
+            if self.spec.refresher:
+                indices = notebook_indices(self.spec, obj)
+                uid = notebook_uid(self.spec.refresher.default_uid, obj, [obj["spec"]["containers"][i] for i in indices])
+            else:
+                uid = None
             desired = render(self.spec, profile, identity, uid)
         except InvalidOwner as exc:
             if self.spec.owner.deny_invalid:
@@ -61,7 +65,7 @@ class NotebookInjection(Battery):
         forbidden = self._forbidden(desired, ctx.namespace)
         if forbidden:
             return MutationOutcome(obj, (failed(self.id, "pod-security", forbidden, self.action),))
-        return self._inject(obj, desired)
+        return self._inject(obj, desired, indices)
 
     def _identity(self, profile: ProfileInfo, ctx: EvalContext, obj: Mapping[str, Any]) -> Identity | None:
         """None: the profile owner (owner_values reports a missing or malformed owner)."""
@@ -79,8 +83,8 @@ class NotebookInjection(Battery):
                 f"{level} ({ENFORCE_LABEL}), so the pod would be refused; ask the platform team to mount homes "
                 f"through a CSI volume or a PersistentVolumeClaim (spec.home.volume)")
 
-    def _inject(self, obj: dict[str, Any], desired: Desired) -> MutationOutcome:
-        result = inject(self.spec, desired, obj)
+    def _inject(self, obj: dict[str, Any], desired: Desired, indices: list[int] | None = None) -> MutationOutcome:
+        result = inject(self.spec, desired, obj, indices)
         if not result.containers:
             return MutationOutcome(obj, (skipped(self.id, "inject", "the pod has no notebook container"),))
         warnings = tuple(f"{self.name}: {note}" for note in result.kept)

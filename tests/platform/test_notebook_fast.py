@@ -1,0 +1,128 @@
+"""The notebook injection's shortcuts give what the general path gives: mounts matched against a policy
+path in normal form, and the credential checks that skip env lists and volumes that cannot read a Secret."""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+from typing import Any
+
+from hypothesis import given, settings, strategies as st
+
+from webhook.platform.notebook import credentials, merge
+from webhook.platform.notebook.config import Strategy
+from webhook.platform.notebook.credentials import credential_conflicts
+from webhook.platform.notebook.merge import Conflict, MergeLog, covers, merge_mount, same_path
+
+PATHS = st.one_of(st.sampled_from(["/eos", "/eos/", "//eos", "/eos/.", "/eos/..", "/a/../eos", "/./eos", "eos", "/",
+                                   "/home/jovyan", "/home//jovyan", "/home/jovyan/", "/var/run/secrets/oidc", ""]),
+                  st.text(alphabet="/.ab", max_size=8), st.integers(), st.none())
+NORMAL = st.sampled_from(["/eos", "/home/jovyan", "/var/run/secrets/oidc", "/a/.b", "/a/..b", "/x"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(PATHS, NORMAL)
+def test_same_as_a_normal_path(path: Any, normal: str) -> None:
+    assert merge._normal(normal) and posixpath.normpath(normal) == normal
+    assert merge._same_as_normal(path, normal) == same_path(path, normal)
+
+
+def _merge_mount_reference(container, desired, strategy, setting, log) -> None:
+    """merge_mount as it was: same_path against the desired path for every mount."""
+    mounts = container.get("volumeMounts") or []
+    clashes = [i for i, m in enumerate(mounts)
+               if m.get("name") == desired["name"] or same_path(m.get("mountPath"), desired["mountPath"])]
+    if not clashes:
+        container["volumeMounts"] = [*mounts, dict(desired)]
+        return
+    if any(covers(mounts[i], desired) for i in clashes):
+        return
+    subject = f"mount {desired['mountPath']} (volume {desired['name']!r}) of container {container.get('name')!r}"
+    theirs = mounts[clashes[0]] if len(clashes) == 1 else [mounts[i] for i in clashes]
+    if log.resolve(strategy, Conflict(subject, theirs, desired, setting)):
+        kept = [m for i, m in enumerate(mounts) if i not in clashes]
+        kept.insert(clashes[0], dict(desired))
+        container["volumeMounts"] = kept
+
+
+_MOUNT = st.fixed_dictionaries({"name": st.sampled_from(["eos", "home", "oidc-token", "x"]), "mountPath": PATHS},
+                               optional={"readOnly": st.booleans()})
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_MOUNT, max_size=5), st.sampled_from(["eos", "y"]), st.one_of(NORMAL, PATHS.filter(lambda p: isinstance(p, str))),
+       st.sampled_from(list(Strategy)))
+def test_merge_mount_as_before(mounts: list[dict[str, Any]], name: str, path: str, strategy: Strategy) -> None:
+    desired = {"name": name, "mountPath": path}
+    containers = [{"name": "nb", "volumeMounts": copy.deepcopy(mounts)} for _ in range(2)]
+    logs = [MergeLog(), MergeLog()]
+    merge_mount(containers[0], desired, strategy, "spec.merge.volumeMounts", logs[0])
+    _merge_mount_reference(containers[1], desired, strategy, "spec.merge.volumeMounts", logs[1])
+    assert containers[0] == containers[1] and logs[0] == logs[1]
+
+
+def _conflicts_reference(pod_spec, refresher, refresher_list, credentials_volume, secret) -> list[Conflict]:
+    """credential_conflicts as it was: every env list and volume walked."""
+    conflicts = []
+    for key, container in credentials._containers(pod_spec):
+        name = container.get("name")
+        if key == refresher_list and name == refresher["name"]:
+            continue
+        mounts = [m for m in container.get("volumeMounts") or [] if credentials.is_mapping(m)]
+        if any(m.get("name") == credentials_volume for m in mounts):
+            conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
+                                      f"{credentials_volume!r}, which only the token refresher may", mounts,
+                                      "no such mount", credentials.SETTING))
+        if credentials._env_reads_secret(container, secret):
+            conflicts.append(Conflict(f"container {name!r} in spec.{key} reads the credentials Secret {secret!r} "
+                                      "through env or envFrom", container.get("env") or container.get("envFrom"),
+                                      "no such reference", credentials.SETTING))
+    for volume in pod_spec.get("volumes") or []:
+        if credentials.is_mapping(volume) and volume.get("name") != credentials_volume \
+                and credentials._reads_secret_volume(volume, secret):
+            conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
+                                      volume, "no such volume", credentials.SETTING))
+    return conflicts
+
+
+_SECRET_NAMES = st.sampled_from(["oidc-jdoe", "other", None])
+_ENV = st.one_of(
+    st.fixed_dictionaries({"name": st.just("A"), "value": st.just("1")}),
+    st.fixed_dictionaries({"name": st.just("B"), "valueFrom": st.one_of(
+        st.none(), st.just({}), st.fixed_dictionaries({"secretKeyRef": st.one_of(
+            st.none(), st.fixed_dictionaries({"name": _SECRET_NAMES, "key": st.just("k")}))}),
+        st.just({"fieldRef": {"fieldPath": "metadata.name"}}))}),
+    st.just({}), st.none(), st.just("text"))
+_ENV_FROM = st.one_of(st.none(), st.just([]), st.lists(st.one_of(
+    st.fixed_dictionaries({"secretRef": st.fixed_dictionaries({"name": _SECRET_NAMES})}),
+    st.just({"configMapRef": {"name": "c"}}), st.just("x")), max_size=2))
+_CONTAINER = st.fixed_dictionaries({"name": st.sampled_from(["nb", "oidc-token-refresher", "side"])}, optional={
+    "env": st.one_of(st.lists(_ENV, max_size=3), st.none(), st.just({"A": "1"})),
+    "envFrom": _ENV_FROM,
+    "volumeMounts": st.lists(st.fixed_dictionaries({"name": st.sampled_from(["oidc-credentials", "eos"]),
+                                                    "mountPath": st.just("/x")}), max_size=2)})
+_VOLUME = st.one_of(
+    st.just({"name": "dshm", "emptyDir": {"medium": "Memory"}}),
+    st.fixed_dictionaries({"name": st.sampled_from(["oidc-credentials", "mine"]),
+                           "secret": st.one_of(st.none(), st.fixed_dictionaries({"secretName": _SECRET_NAMES}))}),
+    st.fixed_dictionaries({"name": st.just("proj"), "projected": st.one_of(st.none(), st.fixed_dictionaries({
+        "sources": st.lists(st.one_of(st.just({"configMap": {"name": "c"}}),
+                                      st.fixed_dictionaries({"secret": st.fixed_dictionaries({"name": _SECRET_NAMES})}),
+                                      st.just("odd")), max_size=3)}))}),
+    st.just({"name": "s", "secret": None, "projected": None}), st.just("odd"), st.just({}))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_CONTAINER, max_size=3), st.lists(_CONTAINER, max_size=2), st.lists(_VOLUME, max_size=4),
+       st.sampled_from(["initContainers", "containers"]))
+def test_credential_conflicts_as_before(containers, init, volumes, refresher_list) -> None:
+    pod_spec = {"containers": containers, "initContainers": init, "volumes": volumes}
+    refresher = {"name": "oidc-token-refresher"}
+
+    def outcome(check):
+        try:
+            return check(pod_spec, refresher, refresher_list, "oidc-credentials", "oidc-jdoe")
+        except Exception as exc:  # an odd item fails as it did
+            return type(exc), str(exc)
+
+    assert outcome(credential_conflicts) == outcome(_conflicts_reference)
