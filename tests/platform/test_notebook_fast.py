@@ -23,7 +23,7 @@ NORMAL = st.sampled_from(["/eos", "/home/jovyan", "/var/run/secrets/oidc", "/a/.
 @settings(max_examples=3000, deadline=None)
 @given(PATHS, NORMAL)
 def test_same_as_a_normal_path(path: Any, normal: str) -> None:
-    assert merge._normal(normal) and posixpath.normpath(normal) == normal
+    assert merge.normal_path(normal) and posixpath.normpath(normal) == normal
     assert merge._same_as_normal(path, normal) == same_path(path, normal)
 
 
@@ -126,3 +126,23 @@ def test_credential_conflicts_as_before(containers, init, volumes, refresher_lis
             return type(exc), str(exc)
 
     assert outcome(credential_conflicts) == outcome(_conflicts_reference)
+
+
+def _path_reference(path: str) -> Any:
+    """render._path as it was: every path split and normalised."""
+    if not path.startswith("/") or ".." in path.split("/"):
+        return "refused"
+    return posixpath.normpath(path)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.text(alphabet="/.ab~", max_size=10), PATHS.filter(lambda p: isinstance(p, str))))
+def test_render_paths_as_before(path: str) -> None:
+    from webhook.platform.base import ProfileInfo
+    from webhook.platform.notebook.render import InvalidOwner, _path
+
+    try:
+        got = _path(path, "home path", ProfileInfo("jdoe", "jdoe@example.org", "personal"))
+    except InvalidOwner:
+        got = "refused"
+    assert got == _path_reference(path)

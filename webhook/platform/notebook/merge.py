@@ -129,7 +129,7 @@ def merge_named(parent: dict[str, Any], key: str, desired: Mapping[str, Any], st
         items[index] = dict(desired)
 
 
-def _normal(path: str) -> bool:
+def normal_path(path: str) -> bool:
     """An absolute path that posixpath.normpath returns unchanged (most mount paths), told without it."""
     return (path[:1] == "/" and path[:2] != "//" and "//" not in path and "/./" not in path and "/../" not in path
             and not path.endswith(("/", "/.", "/..")))
@@ -140,16 +140,16 @@ def same_path(a: Any, b: Any) -> bool:
         return False
     if a == b:
         return True  # normpath(a) == normpath(a)
-    if _normal(a) and _normal(b):
+    if normal_path(a) and normal_path(b):
         return False  # both are their own normal form, and they differ
     return posixpath.normpath(a) == posixpath.normpath(b)
 
 
 def _same_as_normal(a: Any, normal: str) -> bool:
-    """same_path(a, normal) for a `normal` path (_normal(normal)), which need not be looked at again."""
+    """same_path(a, normal) for a `normal` path (normal_path(normal)), which need not be looked at again."""
     if type(a) is not str:
         return same_path(a, normal)
-    return a == normal or (not _normal(a) and posixpath.normpath(a) == normal)
+    return a == normal or (not normal_path(a) and posixpath.normpath(a) == normal)
 
 
 def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy: Strategy, setting: str,
@@ -157,7 +157,7 @@ def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy:
     """Mounts are matched by volume name and by mount path: Kubernetes refuses two mounts at one path."""
     mounts = container.get("volumeMounts") or []
     name, path = desired["name"], desired["mountPath"]
-    if type(path) is str and _normal(path):  # the policy's paths are (render normalises them)
+    if type(path) is str and normal_path(path):  # the policy's paths are (render normalises them)
         clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or _same_as_normal(m.get("mountPath"), path)]
     else:
         clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or same_path(m.get("mountPath"), path)]

@@ -12,6 +12,7 @@ from webhook.model.jsoncopy import copier
 from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
+from webhook.platform.notebook.merge import normal_path
 from webhook.platform.notebook.template import Template
 
 # the placeholders whose values the policy alone decides (_derived): templates using only these render
@@ -71,7 +72,7 @@ def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None =
     sidecar = None
     home_path = None
     if spec.refresher:
-        values.update(_derived(spec.refresher))
+        values.update(_derived_once(spec.refresher))
     if spec.home:
         mount_path = _path(spec.home.mount_path.render(values), "home mount path", profile)
         home_path = _path(spec.home.home_path.render(values), "home path", profile)
@@ -93,6 +94,14 @@ def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None =
         env[:0] = [{"name": e.name, "value": e.value.render(values)} for e in r.notebook_env]
         sidecar = _sidecar_for(r, values, r.default_uid if uid is None else uid)
     return Desired(tuple(volumes), sidecar, tuple(env), tuple(mounts), home_path, values["user"])
+
+
+def _derived_once(r: RefresherSpec) -> dict[str, str]:
+    """_derived(r), made once per policy (read only: callers copy it into their own values)."""
+    if "derived" not in r.memo:
+        r.memo["derived"] = _derived(r)
+    derived: dict[str, str] = r.memo["derived"]
+    return derived
 
 
 def _derived(r: RefresherSpec) -> dict[str, str]:
@@ -177,6 +186,8 @@ def _sidecar(r: RefresherSpec, values: Mapping[str, str], uid: int) -> dict[str,
 
 
 def _path(path: str, what: str, profile: ProfileInfo) -> str:
+    if normal_path(path):
+        return path  # absolute, no '..' in it, and normpath would return it as it is
     if not path.startswith("/") or ".." in path.split("/"):
         raise InvalidOwner(f"the owner {profile.owner!r} of namespace {profile.namespace} gives the {what} {path!r}, "
                            f"which is not an absolute path; ask the platform team to fix the profile")
