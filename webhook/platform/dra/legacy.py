@@ -6,8 +6,8 @@ created with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dataclass_field
-from typing import Any, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from webhook.model.quantity import QuantityRangeError, parse_quantity, plain_whole
 from webhook.platform.dra.config import RewriteConfig
@@ -21,20 +21,14 @@ class LegacyError(ValueError):
     """A legacy GPU amount the API server would refuse too; the message tells the user how to fix it."""
 
 
-@dataclass(frozen=True)
-class ContainerRef:
+class ContainerRef(NamedTuple):
+    """A container of the pod. A tuple: a rewrite keys several maps by the reference, and a tuple of text,
+    an int and a bool is built, hashed and compared in C (a frozen dataclass did each in Python)."""
+
     field: str  # "containers" or "initContainers"
     index: int
     name: str
     sidecar: bool = False  # an init container with restartPolicy: Always runs beside the app containers
-    # a rewrite keys several maps by the reference: hashed once, not at every lookup
-    _hash: int = dataclass_field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.field, self.index, self.name, self.sidecar)))
-
-    def __hash__(self) -> int:
-        return self._hash
 
     @property
     def regular_init(self) -> bool:
