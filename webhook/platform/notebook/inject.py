@@ -66,7 +66,7 @@ def _own_copy(pod: Mapping[str, Any], spec: NotebookSpec, targets: list[int]) ->
             container["env"] = list(container["env"])
         mounts = container.get("volumeMounts")
         if isinstance(mounts, list):
-            container["volumeMounts"] = [dict(m) if relocate and isinstance(m, dict) else m for m in mounts]
+            container["volumeMounts"] = [dict(m) if isinstance(m, dict) else m for m in mounts] if relocate else list(mounts)
     return out, [containers[i] for i in targets]
 
 

@@ -118,7 +118,11 @@ def merge_named(parent: dict[str, Any], key: str, desired: Mapping[str, Any], st
                 subject: str, setting: str, log: MergeLog) -> None:
     """parent[key] is a list of named items (env, volumes); add or reconcile `desired` by its name."""
     items = parent.get(key) or []
-    index = next((i for i, item in enumerate(items) if item.get("name") == desired["name"]), None)
+    name, index = desired["name"], None
+    for i, item in enumerate(items):  # a loop, not next() over a generator: most lists are searched to the end
+        if item.get("name") == name:
+            index = i
+            break
     if index is None:
         parent[key] = [*items, dict(desired)]
         return
