@@ -17,14 +17,16 @@ from webhook.platform.notebook.merge import Conflict, MergeLog, covers, merge_mo
 PATHS = st.one_of(st.sampled_from(["/eos", "/eos/", "//eos", "/eos/.", "/eos/..", "/a/../eos", "/./eos", "eos", "/",
                                    "/home/jovyan", "/home//jovyan", "/home/jovyan/", "/var/run/secrets/oidc", ""]),
                   st.text(alphabet="/.ab", max_size=8), st.integers(), st.none())
-NORMAL = st.sampled_from(["/eos", "/home/jovyan", "/var/run/secrets/oidc", "/a/.b", "/a/..b", "/x"])
+NORMAL = st.sampled_from(["/eos", "/home/jovyan", "/var/run/secrets/oidc", "/a/.b", "/a/..b", "/x", "/a", "/a/b", "/eos/a"])
 
 
 @settings(max_examples=3000, deadline=None)
-@given(PATHS, NORMAL)
-def test_same_as_a_normal_path(path: Any, normal: str) -> None:
+@given(st.one_of(PATHS, st.text(alphabet="/.abeos", max_size=12)), NORMAL)
+def test_a_path_the_same_as_a_normal_one_holds_its_last_component(path: Any, normal: str) -> None:
+    """What merge_mount's search rests on."""
     assert merge.normal_path(normal) and posixpath.normpath(normal) == normal
-    assert merge._same_as_normal(path, normal) == same_path(path, normal)
+    if isinstance(path, str) and same_path(path, normal):
+        assert normal.rpartition("/")[2] in path
 
 
 def _merge_mount_reference(container, desired, strategy, setting, log) -> None:
@@ -45,12 +47,14 @@ def _merge_mount_reference(container, desired, strategy, setting, log) -> None:
         container["volumeMounts"] = kept
 
 
-_MOUNT = st.fixed_dictionaries({"name": st.sampled_from(["eos", "home", "oidc-token", "x"]), "mountPath": PATHS},
+_MOUNT = st.fixed_dictionaries({"name": st.sampled_from(["eos", "home", "oidc-token", "x"]),
+                                "mountPath": st.one_of(PATHS, st.text(alphabet="/.abeos", max_size=10))},
                                optional={"readOnly": st.booleans()})
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.lists(_MOUNT, max_size=5), st.sampled_from(["eos", "y"]), st.one_of(NORMAL, PATHS.filter(lambda p: isinstance(p, str))),
+@given(st.lists(_MOUNT, max_size=5), st.sampled_from(["eos", "y"]),
+       st.one_of(NORMAL, PATHS.filter(lambda p: isinstance(p, str)), st.text(alphabet="/.abeos", max_size=8)),
        st.sampled_from(list(Strategy)))
 def test_merge_mount_as_before(mounts: list[dict[str, Any]], name: str, path: str, strategy: Strategy) -> None:
     desired = {"name": name, "mountPath": path}

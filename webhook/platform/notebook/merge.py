@@ -149,20 +149,17 @@ def same_path(a: Any, b: Any) -> bool:
     return posixpath.normpath(a) == posixpath.normpath(b)
 
 
-def _same_as_normal(a: Any, normal: str) -> bool:
-    """same_path(a, normal) for a `normal` path (normal_path(normal)), which need not be looked at again."""
-    if type(a) is not str:
-        return same_path(a, normal)
-    return a == normal or (not normal_path(a) and posixpath.normpath(a) == normal)
-
-
 def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy: Strategy, setting: str,
                 log: MergeLog) -> None:
     """Mounts are matched by volume name and by mount path: Kubernetes refuses two mounts at one path."""
     mounts = container.get("volumeMounts") or []
     name, path = desired["name"], desired["mountPath"]
     if type(path) is str and normal_path(path):  # the policy's paths are (render normalises them)
-        clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or _same_as_normal(m.get("mountPath"), path)]
+        # Another text is the same path only if normpath makes it so; normpath keeps (some of) the text's own
+        # components, so the text holds `path`'s last one: a search in C rules out nearly every mount
+        last = path.rpartition("/")[2]
+        clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or (
+            same_path(a, path) if type(a := m.get("mountPath")) is not str else (a == path or (last in a and same_path(a, path))))]
     else:
         clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or same_path(m.get("mountPath"), path)]
     if not clashes:
