@@ -75,11 +75,6 @@ def _plain_env(container: Mapping[str, Any]) -> bool:
             and all(type(e) is dict and "valueFrom" not in e for e in env))
 
 
-def _plain_volume(volume: Any) -> bool:
-    """A volume that is neither a Secret nor projected (most: emptyDir, PVC, configMap): it reads no Secret."""
-    return type(volume) is dict and "secret" not in volume and "projected" not in volume
-
-
 def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, Any], refresher_list: str,
                          credentials_volume: str, secret: str) -> list[Conflict]:
     """Everything in the pod, other than our refresher, that could read the credentials."""
@@ -99,8 +94,8 @@ def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, An
                                       "through env or envFrom", container.get("env") or container.get("envFrom"),
                                       "no such reference", SETTING))
     for volume in pod_spec.get("volumes") or []:
-        if _plain_volume(volume):
-            continue
+        if type(volume) is dict and "secret" not in volume and "projected" not in volume:
+            continue  # neither a Secret nor projected (emptyDir, PVC, configMap...): it reads no Secret
         if is_mapping(volume) and volume.get("name") != credentials_volume and _reads_secret_volume(volume, secret):
             conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
                                       volume, "no such volume", SETTING))

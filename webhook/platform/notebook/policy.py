@@ -87,7 +87,7 @@ class NotebookInjection(Battery):
         result = inject(self.spec, desired, obj, indices)
         if not result.containers:
             return MutationOutcome(obj, (skipped(self.id, "inject", "the pod has no notebook container"),))
-        warnings = tuple(f"{self.name}: {note}" for note in result.kept)
+        warnings = tuple(f"{self.name}: {note}" for note in result.kept) if result.kept else ()
         if result.conflicts:
             outcome = failed(self.id, "merge", conflict_message(result.conflicts), self.action)
             return MutationOutcome(obj, (outcome,), warnings=warnings)
