@@ -173,3 +173,13 @@ def test_a_container_list_with_something_odd_is_copied_as_it_was() -> None:
 def test_mapped_keys_are_those_mapping_for_maps(which: int, resources: list[str]) -> None:
     cfg = CONFIGS[which]
     assert cfg.mapped(resources) == [r for r in resources if _mapping_reference(cfg, r) is not None]
+
+
+def test_plain_labels_told_once_as_each_template_would() -> None:
+    import datetime
+
+    from webhook.platform.dra.config import TemplateSettings, plain_json
+
+    for labels in ({"app.kubernetes.io/managed-by": "quartermaster"}, {}, {"a": 1.0}, {"a": datetime.date(2026, 1, 1)},
+                   {1: "a"}, {"a": ["x", {"b": None}]}):
+        assert TemplateSettings("qm", labels).plain_labels == plain_json(dict(labels))

@@ -122,10 +122,29 @@ class UserChoices:
         object.__setattr__(self, "annotations", tuple(a for a in (self.model_annotation, self.memory_annotation) if a))
 
 
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def plain_json(value: Any) -> bool:
+    """Text, integers, booleans, null, and lists and string-keyed maps of them: no float (whose text the
+    encoders write differently), no YAML date (which only one of them accepts)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and plain_json(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(plain_json(v) for v in value)
+    return kind in _PLAIN_SCALARS
+
+
 @dataclass(frozen=True)
 class TemplateSettings:
     name_prefix: str
     labels: Mapping[str, str]
+    # plain_json(dict(labels)), which every template name asks (templates.build_template): told once
+    plain_labels: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plain_labels", plain_json(dict(self.labels)))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import orjson
 
-from webhook.platform.dra.config import DriverConfig, TemplateSettings
+from webhook.platform.dra.config import DriverConfig, TemplateSettings, plain_json as _plain_json
 
 API_VERSION = "resource.k8s.io/v1"
 KIND = "ResourceClaimTemplate"
@@ -80,20 +80,6 @@ def claim_spec(requests: Sequence[DeviceRequest]) -> dict[str, Any]:
     return {"devices": devices}
 
 
-_PLAIN_SCALARS = (str, int, bool, type(None))
-
-
-def _plain_json(value: Any) -> bool:
-    """Text, integers, booleans, null, and lists and string-keyed maps of them: no float (whose text the
-    encoders write differently), no YAML date (which only one of them accepts)."""
-    kind = type(value)
-    if kind is dict:
-        return all(type(k) is str and _plain_json(v) for k, v in value.items())
-    if kind is list or kind is tuple:
-        return all(_plain_json(v) for v in value)
-    return kind in _PLAIN_SCALARS
-
-
 def canonical_json(content: Mapping[str, Any], plain: bool = False) -> bytes:
     """json.dumps(content, sort_keys=True, separators=(",", ":")).encode(), byte for byte.
 
@@ -123,7 +109,7 @@ def build_template(requests: Sequence[DeviceRequest], namespace: str, settings: 
     # the claims generated from the template carry the labels too, so they are recognisable as ours
     spec = {"metadata": {"labels": dict(labels)}, "spec": claim_spec(requests)}
     # counts are integers and names text: anything else can only come from the policy's labels or driver config
-    plain = _plain_json(labels) and all(r.driver_config is None or _plain_json(r.driver_config.parameters())
+    plain = settings.plain_labels and all(r.driver_config is None or _plain_json(r.driver_config.parameters())
                                         for r in requests)
     name = content_name(settings.name_prefix, {"labels": labels, "annotations": annotations, "spec": spec}, plain)
     return {
