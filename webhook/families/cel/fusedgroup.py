@@ -47,12 +47,11 @@ from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
 from webhook.cel.source import tokenize
 from webhook.families.cel import fused
-from webhook.families.cel.base import NO_EXCEPTIONS, request_key, shared_activation
+from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
 from webhook.model.policy import EvalContext
 from webhook.model.review import AdmissionRequest
 
-_MEMO = "cel-family.group"  # this module's entries in the request's EvalContext memo
 MAX_PLANS = 64     # (resource, operation, scan) combinations remembered
 GIVE_UP = 8        # failing evaluations in a row after which a plan rests ...
 REST = 256         # ... for this many requests
@@ -62,7 +61,8 @@ REST = 256         # ... for this many requests
 class Part:
     """Members decided by one joined program (one runtime call)."""
 
-    tables: tuple[tuple[int, Mapping[int, Any]], ...]  # per member: id(policy), what each value decides
+    tables: tuple[Mapping[int, Any], ...]  # per member: what each value of its element decides
+    slots: tuple[int, ...]  # per member: its place in the group (FusedGroup.members)
     program: Any  # CelProgram of the joined list
     failures: int = 0
     resting: int = 0
@@ -76,9 +76,26 @@ class Plan:
     parts: tuple[Part, ...]
     budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
     trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
+    # per member (its slot): CelPolicy.matches for the key's requests; () when unknown (each member asks itself)
+    matched: tuple[bool, ...] = ()
 
 
-def _table(program: fused.Fused) -> Mapping[int, Any]:
+class Entry:
+    """The group on one request (in its EvalContext memo): the plan, found once for all the members'
+    matches() and validate(), and the joined programs' decisions (slot -> outcome), taken on first need."""
+
+    __slots__ = ("request", "plan", "decided")
+
+    def __init__(self, request: AdmissionRequest, plan: Plan) -> None:
+        self.request = request
+        self.plan = plan
+        self.decided: dict[int, Any] | None = None
+
+
+_INTS = frozenset({int})
+
+
+def _table(program: fused.Fused) -> dict[int, Any]:
     """What each value of the member's program decides (fused.REFERENCE: the reference path builds it)."""
     return {code: fused.REFERENCE if outcome is None else outcome for code, outcome in program.outcomes.items()}
 
@@ -132,21 +149,36 @@ class FusedGroup:
         self.members = tuple(members)
         self.cel = cel
         self._plans: dict[tuple[Any, ...], Plan] = {}
-        self._memo_key = (_MEMO, id(self))
+
+    # The group itself is its key in a request's EvalContext memo (an Entry): one lookup per member and
+    # request, hashed by identity.
+
+    def entry(self, request: AdmissionRequest, ctx: EvalContext) -> Entry:
+        """The group on this request: found (or made) once per request, whichever member asks first."""
+        found = ctx.memo.get(self)
+        if found is None or found.request is not request:
+            found = ctx.memo[self] = Entry(request, self._plan(request, ctx))
+        return found
 
     def outcome(self, policy: ValidatingPolicy, request: AdmissionRequest, ctx: EvalContext) -> Any:
         """The policy's outcome as the group decided it, fused.REFERENCE, or None (not decided here)."""
-        found = ctx.memo.get(self._memo_key)
-        if found is None or found[0] is not request:
-            try:
-                decided = self._decide(request, ctx)
-            except Exception:  # nothing decided here: a member's own path (and the reference) will tell
-                decided = {}
-            found = ctx.memo[self._memo_key] = (request, decided)
-        return found[1].get(id(policy))
+        try:
+            found = self.entry(request, ctx)
+        except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+            return None
+        decided = found.decided
+        if decided is None:
+            decided = found.decided = self.decide(found.plan, request, ctx)
+        return decided.get(policy.slot)
 
-    def _decide(self, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
-        plan = self._plan(request, ctx)
+    def decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
+        """slot -> outcome of the members the joined programs decided ({} when none, or on any error)."""
+        try:
+            return self._decide(plan, request, ctx)
+        except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+            return {}
+
+    def _decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         if not plan.parts:
             return {}
         shared = fused.trimmed(fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation),
@@ -166,9 +198,11 @@ class FusedGroup:
             part.failures = 0
             if type(codes) is not list or len(codes) != len(part.tables):
                 continue
-            # an element that is not one of its program's int literals (never expected) decides nothing
-            decided.update((member, table.get(code)) for (member, table), code in zip(part.tables, codes)
-                           if type(code) is int)
+            if set(map(type, codes)) <= _INTS:
+                decided.update(zip(part.slots, map(dict.get, part.tables, codes)))
+            else:  # an element that is not one of its program's int literals (never expected) decides nothing
+                decided.update((slot, table.get(code)) for slot, table, code in zip(part.slots, part.tables, codes)
+                               if type(code) is int)
         return decided
 
     def _plan(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
@@ -187,17 +221,19 @@ class FusedGroup:
     def _build(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
         members: list[tuple[int, fused.Fused]] = []
         budget = float("inf")
-        for policy in self.members:
+        # what each member's own matches() answers: the key decides it (members match statically)
+        matched = tuple(CelPolicy.matches(policy, request, request.object, ctx) for policy in self.members)
+        for slot, policy in enumerate(self.members):
             if ctx.background and not policy.background:
                 continue  # a background scan does not run it
             variant = policy.variant_for(request, request.object, ctx)
             fast = policy.fast_path(variant) if variant is not None else None
             if fast is not None and (not members or fast.env == members[0][1].env) \
                     and fast.program is not None:
-                members.append((id(policy), fast))  # (one that compiles only in its faithful form stays out)
+                members.append((slot, fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
         parts = tuple(self._parts(members))
-        return Plan(parts, budget, fused.trims([part.program for part in parts]))
+        return Plan(parts, budget, fused.trims([part.program for part in parts]), matched)
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
@@ -206,7 +242,7 @@ class FusedGroup:
         program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
                                          strict=True)
         if program is not None:
-            return [Part(tuple((member, _table(fast)) for member, fast in members), program)]
+            return [Part(tuple(_table(fast) for _, fast in members), tuple(slot for slot, _ in members), program)]
         half = len(members) // 2
         return self._parts(members[:half]) + self._parts(members[half:])
 
@@ -218,6 +254,6 @@ def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
     if len(members) < 2:
         return None
     group = FusedGroup(members, cel)
-    for policy in members:
-        policy.group = group
+    for slot, policy in enumerate(members):
+        policy.group, policy.slot = group, slot
     return group
