@@ -78,6 +78,7 @@ class Plan:
     trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
     # per member (its slot): CelPolicy.matches for the key's requests; () when unknown (each member asks itself)
     matched: tuple[bool, ...] = ()
+    reads_request: bool = True  # whether the parts may read the `request` variable (fused.reads_request)
 
 
 class Entry:
@@ -181,8 +182,11 @@ class FusedGroup:
     def _decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         if not plan.parts:
             return {}
-        shared = fused.trimmed(fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation),
-                               plan.trims)
+        if plan.trims:  # built for the parts alone: trimmed, and `request` only if they name it
+            shared = fused.program_activation(ctx, request.object, NO_EXCEPTIONS.allowed, plan.trims,
+                                              plan.reads_request)
+        else:  # the request's shared activation: its conversion then serves any fallback too
+            shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
         decided: dict[int, Any] = {}
         for part in plan.parts:
             if part.resting:
@@ -233,7 +237,8 @@ class FusedGroup:
                 members.append((slot, fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
         parts = tuple(self._parts(members))
-        return Plan(parts, budget, fused.trims([part.program for part in parts]), matched)
+        programs = [part.program for part in parts]
+        return Plan(parts, budget, fused.trims(programs), matched, fused.reads_request(programs))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
