@@ -162,8 +162,8 @@ class ValidatingPolicy(CelPolicy):
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         group = self.group
-        if group is not None and FAST_PATH:  # a member (no exceptions) whose group decided on this request
-            found = ctx.memo.get(group)
+        if group is not None and FAST_PATH:  # a member (no exceptions) whose group already decided (in `_fast`
+            found = ctx.memo.get(group)      # of the member asked first): its prebuilt outcome, if final
             if found is not None and found.request is request and found.decided is not None:
                 outcome = found.decided.get(self.slot)
                 if outcome is not None and outcome is not fused.REFERENCE:
@@ -182,13 +182,8 @@ class ValidatingPolicy(CelPolicy):
 
     def _fast(self, request: AdmissionRequest, ctx: EvalContext) -> Any:
         """The outcome from the fused program(s); fused.REFERENCE or None: the reference path decides."""
-        group = self.group
-        if group is not None:
-            found = ctx.memo.get(group)
-            if found is not None and found.request is request and found.decided is not None:
-                outcome = found.decided.get(self.slot)  # the common case: another member had it decided
-            else:
-                outcome = group.outcome(self, request, ctx)  # decided only for a policy the request matches
+        if self.group is not None:
+            outcome = self.group.outcome(self, request, ctx)  # decided only for a policy the request matches
             if outcome is not None:
                 return outcome
         variant = self.variant_for(request, request.object, ctx)
