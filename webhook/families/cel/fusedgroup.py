@@ -32,10 +32,18 @@ scan): a `Plan`, compiled once. The runtime's comprehension budget covers the jo
 a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
 their own way.
 
+Dispatch: the engine still asks each member matches(), then validate(). The group keeps one Entry per request
+in the EvalContext memo (under the group itself): the plan for the request's key, which also holds every
+member's own matches() answer for that key (`Plan.matched`, computed with CelPolicy.matches when the plan is
+built), and the decisions by member slot once the first member's validate() took them. Each member then costs
+one memo lookup per call and returns a prebuilt outcome.
+
 Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
 can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
 whole on its first read, and the pod-security policies read a fraction of a pod. Their value is the same on
-it (or an error in both cases); the shared activation, with the whole request, stays for every fallback.
+it (or an error in both cases). That activation, built for them, holds `request` only if their text names
+it (fused.program_activation); the shared one, with the whole request, is built for any fallback. (A plan
+that trims nothing runs on the shared activation: its conversion then serves the fallbacks too.)
 """
 
 from __future__ import annotations
