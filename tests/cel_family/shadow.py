@@ -19,6 +19,13 @@ class Shadow:
     mismatches: list[tuple[Any, Any, Any]] = field(default_factory=list)
 
 
+def _prebuilt(policy: ValidatingPolicy, outcome: Any) -> bool:
+    """Whether `outcome` is one the policy's fused programs built at compile time (the reference path builds
+    its outcomes per evaluation)."""
+    return any(outcome is built for program in policy._fused.values() if program is not None
+               for built in program.outcomes.values())
+
+
 @contextlib.contextmanager
 def shadowed() -> Iterator[Shadow]:
     shadow = Shadow()
@@ -35,7 +42,8 @@ def shadowed() -> Iterator[Shadow]:
         answered.clear()
         validating.FAST_PATH = True
         fast = await original_validate(self, request, obj, ctx)
-        decided = any(answered)
+        # a member whose group decided already answers without `_fast`: with one of its prebuilt outcomes
+        decided = any(answered) or _prebuilt(self, fast)
         validating.FAST_PATH = False
         try:
             reference = await original_validate(self, request, obj, ctx)

@@ -54,13 +54,13 @@ async def test_all_corpus_validating_policies_together_agree_on_every_corpus_res
     from webhook.families.cel.fusedgroup import FusedGroup
 
     by_group = []  # the decisions a joined program took
-    outcome = FusedGroup.outcome
+    decide = FusedGroup.decide
 
-    def counted(self, policy, request, ctx):
-        found = outcome(self, policy, request, ctx)
-        by_group.append(found is not None)
+    def counted(self, plan, request, ctx):
+        found = decide(self, plan, request, ctx)
+        by_group.extend(outcome is not None for outcome in found.values())
         return found
-    monkeypatch.setattr(FusedGroup, "outcome", counted)
+    monkeypatch.setattr(FusedGroup, "decide", counted)
     policies, resources = _corpus_documents()
     docs = [Document(str(path), i, d, None) for path, i, d in policies]
     result = CelFamily().compile(docs, CompileEnv(CEL))

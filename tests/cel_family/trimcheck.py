@@ -1,7 +1,8 @@
 """Trim checking: every fused program that runs (a group's joined program on its trimmed activation, or a
 policy's own program, which runs on the whole request) is also run on the other form of the activation,
-the whole and the trimmed one (webhook.families.cel.fused.trims): the value must be the same, or an error
-in both cases."""
+the whole and the trimmed one (webhook.families.cel.fused.trims; a group's also without the `request` variable
+when its text never names it, fused.program_activation): the value must be the same, or an error in both
+cases."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def trim_checked() -> Iterator[TrimCheck]:
         whole_of[id(out)] = (out, shared)  # both kept alive: ids stay theirs
         return out
 
+    def program_activation(ctx: Any, obj: Any, exceptions: Any, plans: Any, with_request: bool) -> Activation:
+        out = original_program_activation(ctx, obj, exceptions, plans, with_request)
+        from webhook.families.cel.base import shared_activation
+
+        whole_of[id(out)] = (out, fused.activation(ctx, obj, exceptions, shared_activation))  # with `request`
+        return out
+
     def run(program: Any, shared: Activation, budget: float) -> Any:
         found = whole_of.get(id(shared))
         if found is not None and found[0] is shared:  # a joined program: it runs on `shared`, trimmed from `whole`
@@ -70,10 +78,12 @@ def trim_checked() -> Iterator[TrimCheck]:
             compare(program.program, shared, trims_of[key][1])
         return original_decide(program, shared, budget)
 
-    original_run = fused.run
+    original_run, original_program_activation = fused.run, fused.program_activation
     fused.trimmed, fused.run, fused.decide = trimmed, run, decide  # type: ignore[assignment]
+    fused.program_activation = program_activation  # type: ignore[assignment]
     try:
         yield check
     finally:
         CURRENT.remove(check)
         fused.trimmed, fused.run, fused.decide = original_trimmed, original_run, original_decide  # type: ignore
+        fused.program_activation = original_program_activation  # type: ignore[assignment]

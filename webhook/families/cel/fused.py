@@ -48,6 +48,7 @@ from webhook.cel.reads import trim_plans
 from webhook.cel.source import bind_count, tokenize
 from webhook.cel.trim import compile_trim, trimmed as trim_values
 from webhook.families.cel.scope import ALL, Expr, Variables
+from webhook.model.activation import admission_activation
 from webhook.model.policy import EvalContext, ValidationOutcome
 
 _ACTIVATION = "cel-family.fused-activation"  # this module's entry in the request's EvalContext memo
@@ -173,6 +174,34 @@ def trims(programs: Sequence[Any]) -> Mapping[str, Any]:
         return {}
     trimmers = {root: compile_trim(plan) for root, plan in plans.items()}
     return {root: trimmer for root, trimmer in trimmers.items() if trimmer is not None}
+
+
+def reads_request(programs: Sequence[Any]) -> bool:
+    """Whether `programs` (CelPrograms) may read the `request` variable: whether their text names it at all
+    (an identifier `request` anywhere, a field of that name included). Text that does not tokenize: yes."""
+    try:
+        return any(t.kind == "ident" and t.text == "request" for program in programs
+                   for t in tokenize(program.expression))
+    except ValueError:
+        return True
+
+
+def program_activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],
+                       plans: Mapping[str, Any], with_request: bool) -> Activation:
+    """What programs with these `trims` (and `reads_request`) run on, built directly: the request's shared
+    activation (`activation`) trimmed, without the `request` variable unless they may read it (building it
+    costs ~1 us; the shared activation, built only if a fallback needs it, has it). Their value is the same
+    on it: a trimmed root as in `trimmed`; a variable the text never names is never read (and if it were,
+    its absence is an error of the runtime, and an error is no decision: every caller falls back)."""
+    if with_request:
+        values = ctx.activation(obj)  # the request variable: built once per request (EvalContext.memo)
+    elif ctx.request is None:
+        raise ValueError("this evaluation context has no admission request")
+    else:
+        values = admission_activation(ctx.request, None, obj, ctx.namespace)
+        del values["request"]
+    values["exceptions"] = exceptions
+    return Activation(trim_values(values, plans) if plans else values)
 
 
 def trimmed(shared: Activation, plans: Mapping[str, Any]) -> Activation:

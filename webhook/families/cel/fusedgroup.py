@@ -32,10 +32,18 @@ scan): a `Plan`, compiled once. The runtime's comprehension budget covers the jo
 a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
 their own way.
 
+Dispatch: the engine still asks each member matches(), then validate(). The group keeps one Entry per request
+in the EvalContext memo (under the group itself): the plan for the request's key, which also holds every
+member's own matches() answer for that key (`Plan.matched`, computed with CelPolicy.matches when the plan is
+built), and the decisions by member slot once the first member's validate() took them. Each member then costs
+one memo lookup per call and returns a prebuilt outcome.
+
 Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
 can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
 whole on its first read, and the pod-security policies read a fraction of a pod. Their value is the same on
-it (or an error in both cases); the shared activation, with the whole request, stays for every fallback.
+it (or an error in both cases). That activation, built for them, holds `request` only if their text names
+it (fused.program_activation); the shared one, with the whole request, is built for any fallback. (A plan
+that trims nothing runs on the shared activation: its conversion then serves the fallbacks too.)
 """
 
 from __future__ import annotations
@@ -47,12 +55,11 @@ from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
 from webhook.cel.source import tokenize
 from webhook.families.cel import fused
-from webhook.families.cel.base import NO_EXCEPTIONS, request_key, shared_activation
+from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
 from webhook.model.policy import EvalContext
 from webhook.model.review import AdmissionRequest
 
-_MEMO = "cel-family.group"  # this module's entries in the request's EvalContext memo
 MAX_PLANS = 64     # (resource, operation, scan) combinations remembered
 GIVE_UP = 8        # failing evaluations in a row after which a plan rests ...
 REST = 256         # ... for this many requests
@@ -62,7 +69,8 @@ REST = 256         # ... for this many requests
 class Part:
     """Members decided by one joined program (one runtime call)."""
 
-    tables: tuple[tuple[int, Mapping[int, Any]], ...]  # per member: id(policy), what each value decides
+    tables: tuple[Mapping[int, Any], ...]  # per member: what each value of its element decides
+    slots: tuple[int, ...]  # per member: its place in the group (FusedGroup.members)
     program: Any  # CelProgram of the joined list
     failures: int = 0
     resting: int = 0
@@ -76,9 +84,27 @@ class Plan:
     parts: tuple[Part, ...]
     budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
     trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
+    # per member (its slot): CelPolicy.matches for the key's requests; () when unknown (each member asks itself)
+    matched: tuple[bool, ...] = ()
+    reads_request: bool = True  # whether the parts may read the `request` variable (fused.reads_request)
 
 
-def _table(program: fused.Fused) -> Mapping[int, Any]:
+class Entry:
+    """The group on one request (in its EvalContext memo): the plan, found once for all the members'
+    matches() and validate(), and the joined programs' decisions (slot -> outcome), taken on first need."""
+
+    __slots__ = ("request", "plan", "decided")
+
+    def __init__(self, request: AdmissionRequest, plan: Plan) -> None:
+        self.request = request
+        self.plan = plan
+        self.decided: dict[int, Any] | None = None
+
+
+_INTS = frozenset({int})
+
+
+def _table(program: fused.Fused) -> dict[int, Any]:
     """What each value of the member's program decides (fused.REFERENCE: the reference path builds it)."""
     return {code: fused.REFERENCE if outcome is None else outcome for code, outcome in program.outcomes.items()}
 
@@ -132,25 +158,43 @@ class FusedGroup:
         self.members = tuple(members)
         self.cel = cel
         self._plans: dict[tuple[Any, ...], Plan] = {}
-        self._memo_key = (_MEMO, id(self))
+
+    # The group itself is its key in a request's EvalContext memo (an Entry): one lookup per member and
+    # request, hashed by identity.
+
+    def entry(self, request: AdmissionRequest, ctx: EvalContext) -> Entry:
+        """The group on this request: found (or made) once per request, whichever member asks first."""
+        found = ctx.memo.get(self)
+        if found is None or found.request is not request:
+            found = ctx.memo[self] = Entry(request, self._plan(request, ctx))
+        return found
 
     def outcome(self, policy: ValidatingPolicy, request: AdmissionRequest, ctx: EvalContext) -> Any:
         """The policy's outcome as the group decided it, fused.REFERENCE, or None (not decided here)."""
-        found = ctx.memo.get(self._memo_key)
-        if found is None or found[0] is not request:
-            try:
-                decided = self._decide(request, ctx)
-            except Exception:  # nothing decided here: a member's own path (and the reference) will tell
-                decided = {}
-            found = ctx.memo[self._memo_key] = (request, decided)
-        return found[1].get(id(policy))
+        try:
+            found = self.entry(request, ctx)
+        except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+            return None
+        decided = found.decided
+        if decided is None:
+            decided = found.decided = self.decide(found.plan, request, ctx)
+        return decided.get(policy.slot)
 
-    def _decide(self, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
-        plan = self._plan(request, ctx)
+    def decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
+        """slot -> outcome of the members the joined programs decided ({} when none, or on any error)."""
+        try:
+            return self._decide(plan, request, ctx)
+        except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+            return {}
+
+    def _decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         if not plan.parts:
             return {}
-        shared = fused.trimmed(fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation),
-                               plan.trims)
+        if plan.trims:  # built for the parts alone: trimmed, and `request` only if they name it
+            shared = fused.program_activation(ctx, request.object, NO_EXCEPTIONS.allowed, plan.trims,
+                                              plan.reads_request)
+        else:  # the request's shared activation: its conversion then serves any fallback too
+            shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
         decided: dict[int, Any] = {}
         for part in plan.parts:
             if part.resting:
@@ -166,9 +210,11 @@ class FusedGroup:
             part.failures = 0
             if type(codes) is not list or len(codes) != len(part.tables):
                 continue
-            # an element that is not one of its program's int literals (never expected) decides nothing
-            decided.update((member, table.get(code)) for (member, table), code in zip(part.tables, codes)
-                           if type(code) is int)
+            if set(map(type, codes)) <= _INTS:
+                decided.update(zip(part.slots, map(dict.get, part.tables, codes)))
+            else:  # an element that is not one of its program's int literals (never expected) decides nothing
+                decided.update((slot, table.get(code)) for slot, table, code in zip(part.slots, part.tables, codes)
+                               if type(code) is int)
         return decided
 
     def _plan(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
@@ -187,17 +233,20 @@ class FusedGroup:
     def _build(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
         members: list[tuple[int, fused.Fused]] = []
         budget = float("inf")
-        for policy in self.members:
+        # what each member's own matches() answers: the key decides it (members match statically)
+        matched = tuple(CelPolicy.matches(policy, request, request.object, ctx) for policy in self.members)
+        for slot, policy in enumerate(self.members):
             if ctx.background and not policy.background:
                 continue  # a background scan does not run it
             variant = policy.variant_for(request, request.object, ctx)
             fast = policy.fast_path(variant) if variant is not None else None
             if fast is not None and (not members or fast.env == members[0][1].env) \
                     and fast.program is not None:
-                members.append((id(policy), fast))  # (one that compiles only in its faithful form stays out)
+                members.append((slot, fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
         parts = tuple(self._parts(members))
-        return Plan(parts, budget, fused.trims([part.program for part in parts]))
+        programs = [part.program for part in parts]
+        return Plan(parts, budget, fused.trims(programs), matched, fused.reads_request(programs))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
@@ -206,7 +255,7 @@ class FusedGroup:
         program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
                                          strict=True)
         if program is not None:
-            return [Part(tuple((member, _table(fast)) for member, fast in members), program)]
+            return [Part(tuple(_table(fast) for _, fast in members), tuple(slot for slot, _ in members), program)]
         half = len(members) // 2
         return self._parts(members[:half]) + self._parts(members[half:])
 
@@ -218,6 +267,6 @@ def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
     if len(members) < 2:
         return None
     group = FusedGroup(members, cel)
-    for policy in members:
-        policy.group = group
+    for slot, policy in enumerate(members):
+        policy.group, policy.slot = group, slot
     return group

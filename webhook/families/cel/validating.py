@@ -141,8 +141,33 @@ class ValidatingPolicy(CelPolicy):
     # id(variant) -> its fast path (webhook.families.cel.fused) or None; built on first use, kept
     _fused: dict[int, fused.Fused | None] = field(default_factory=dict, init=False, repr=False)
     group: Any = field(default=None, init=False, repr=False)  # the FusedGroup it belongs to (fusedgroup), if any
+    slot: int = field(default=-1, init=False, repr=False)  # its place among the group's members
+
+    # A group member's matches() and validate() on a request read one entry of the request's memo (the
+    # group's Entry): matching is the group's plan for the request's key, the outcome a prebuilt one.
+
+    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        group = self.group
+        if group is not None:
+            try:
+                found = ctx.memo.get(group)
+                if found is None or found.request is not request:
+                    found = group.entry(request, ctx)
+                matched = found.plan.matched
+                if matched:
+                    return matched[self.slot]
+            except Exception:  # never expected: the policy's own matching tells (and raises what it raises)
+                pass
+        return super().matches(request, obj, ctx)
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        group = self.group
+        if group is not None and FAST_PATH:  # a member (no exceptions) whose group already decided (in `_fast`
+            found = ctx.memo.get(group)      # of the member asked first): its prebuilt outcome, if final
+            if found is not None and found.request is request and found.decided is not None:
+                outcome = found.decided.get(self.slot)
+                if outcome is not None and outcome is not fused.REFERENCE:
+                    return outcome
         if FAST_PATH and not self.exceptions and ctx.request is not None:
             try:
                 outcome = self._fast(request, ctx)
