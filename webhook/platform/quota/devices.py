@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import MAX_VALUE, QuantityRangeError, parse_quantity
+from webhook.platform.quota.objects import container_sections
 from webhook.platform.quota.settings import WeightTable
 from webhook.platform.base import is_mapping
 
@@ -88,32 +89,14 @@ def _counts_nothing(spec: Mapping[str, Any], table: WeightTable) -> bool:
     pods, and every pod whose GPUs the DRA rewrite turned into claims). One pass over plain dicts and lists,
     no per-container tables; False for a counted name or any unusual shape, which the general path handles
     (and refuses) exactly as before."""
-    if type(spec) is not dict:
+    sections = container_sections(spec)
+    if sections is None:
         return False
     exact, starts = table.exact, table.prefix_starts  # table.weight(name) is not None, for text names
-    for field in ("initContainers", "containers"):
-        containers = spec.get(field)
-        if not containers:
-            continue
-        if type(containers) is not list:
-            return False
-        for container in containers:
-            if type(container) is not dict:
+    for values in sections:
+        for name in values:
+            if name in exact or type(name) is not str or name.startswith(starts):
                 return False
-            resources = container.get("resources")
-            if not resources:
-                continue
-            if type(resources) is not dict:
-                return False
-            for section in ("limits", "requests"):
-                values = resources.get(section)
-                if not values:
-                    continue
-                if type(values) is not dict:
-                    return False
-                for name in values:
-                    if name in exact or type(name) is not str or name.startswith(starts):
-                        return False
     return True
 
 

@@ -20,6 +20,37 @@ COUNTED_KINDS = (POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE)
 Objects = Mapping[str, Mapping[str, Any]]  # name -> object
 
 
+def container_sections(spec: Any) -> list[dict[str, Any]] | None:
+    """The `limits` and `requests` maps of a pod spec's init and app containers, for the quota's one-pass
+    shortcuts; None when any level on the way is not a plain dict or list as the API server sends it (then
+    the caller takes its general path, which reads every shape)."""
+    if type(spec) is not dict:
+        return None
+    sections = []
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if containers is None:
+            continue
+        if type(containers) is not list:
+            return None
+        for container in containers:
+            if type(container) is not dict:
+                return None
+            resources = container.get("resources")
+            if resources is None:
+                continue
+            if type(resources) is not dict:
+                return None
+            for section in ("limits", "requests"):
+                values = resources.get(section)
+                if values is None:
+                    continue
+                if type(values) is not dict:
+                    return None
+                sections.append(values)
+    return sections
+
+
 def object_name(obj: Mapping[str, Any], fallback: str = "") -> str:
     meta = obj.get("metadata") or {}
     return str(meta.get("name") or fallback)

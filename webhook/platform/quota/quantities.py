@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Mapping
 from webhook.model.cluster import POD, PVC
 from webhook.model.quantity import QuantityRangeError, parse_quantity, plainly_valid
 from webhook.platform.base import is_mapping
+from webhook.platform.quota.objects import container_sections
 
 Where = Callable[[], str]  # the field path of a resources block, built only for a message
 
@@ -48,24 +49,6 @@ def _blocks(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Map
         yield from _resources((obj.get("spec") or {}).get("resources"), lambda: "spec.resources")
 
 
-def _plain_section(resources: Any) -> bool:
-    """Every quantity of one container's resources is plainly valid (False: look closer, the general way)."""
-    if resources is None:
-        return True
-    if type(resources) is not dict:
-        return False
-    for section in ("limits", "requests"):
-        values = resources.get(section)
-        if values is None:
-            continue
-        if type(values) is not dict:
-            return False
-        for value in values.values():
-            if not plainly_valid(value):
-                return False
-    return True
-
-
 def _plainly_in_range(kind: str, obj: Mapping[str, Any]) -> bool:
     """The usual pod: containers whose quantities are all plain text in range, no pod-level resources and no
     ephemeral volume. One pass, no field paths; anything else (False) takes the general walk below."""
@@ -74,15 +57,9 @@ def _plainly_in_range(kind: str, obj: Mapping[str, Any]) -> bool:
     spec = obj.get("spec")
     if type(spec) is not dict or spec.get("resources") is not None:
         return False
-    for field in ("initContainers", "containers"):
-        containers = spec.get(field)
-        if containers is None:
-            continue
-        if type(containers) is not list:
-            return False
-        for container in containers:
-            if type(container) is not dict or not _plain_section(container.get("resources")):
-                return False
+    sections = container_sections(spec)
+    if sections is None or not all(plainly_valid(value) for values in sections for value in values.values()):
+        return False
     volumes = spec.get("volumes")
     if volumes is None:
         return True
