@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from webhook.cel import Activation, CelError
+from webhook.cel.trim import trimmed as trim_values
 from webhook.families.cel import fused
 
 
@@ -35,22 +36,17 @@ CURRENT: list[TrimCheck] = []  # the checks running now (a test may read its cou
 def trim_checked() -> Iterator[TrimCheck]:
     check = TrimCheck()
     CURRENT.append(check)
-    original_trimmed, original_decide = fused.trimmed, fused.decide
+    original_decide = fused.decide
     whole_of: dict[int, tuple[Activation, Activation]] = {}  # id(trimmed) -> (it, the activation trimmed)
     trims_of: dict[int, Any] = {}
 
     def compare(program: Any, whole: Activation, trims: Any) -> None:
-        part = original_trimmed(whole, trims)
+        part = Activation(trim_values(whole.values, trims)) if trims else whole
         check.compared += 1
         check.trimmed += part is not whole
         full, cut = outcome(program, whole), outcome(program, part)
         if full != cut:
             check.mismatches.append((program.expression[:200], full, cut))
-
-    def trimmed(shared: Activation, trims: Any) -> Activation:
-        out = original_trimmed(shared, trims)
-        whole_of[id(out)] = (out, shared)  # both kept alive: ids stay theirs
-        return out
 
     def program_activation(ctx: Any, obj: Any, exceptions: Any, plans: Any, with_request: bool) -> Activation:
         out = original_program_activation(ctx, obj, exceptions, plans, with_request)
@@ -79,11 +75,11 @@ def trim_checked() -> Iterator[TrimCheck]:
         return original_decide(program, shared, budget)
 
     original_run, original_program_activation = fused.run, fused.program_activation
-    fused.trimmed, fused.run, fused.decide = trimmed, run, decide  # type: ignore[assignment]
+    fused.run, fused.decide = run, decide  # type: ignore[assignment]
     fused.program_activation = program_activation  # type: ignore[assignment]
     try:
         yield check
     finally:
         CURRENT.remove(check)
-        fused.trimmed, fused.run, fused.decide = original_trimmed, original_run, original_decide  # type: ignore
+        fused.run, fused.decide = original_run, original_decide  # type: ignore
         fused.program_activation = original_program_activation  # type: ignore[assignment]

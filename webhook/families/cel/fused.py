@@ -204,13 +204,6 @@ def program_activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptio
     return Activation(trim_values(values, plans) if plans else values)
 
 
-def trimmed(shared: Activation, plans: Mapping[str, Any]) -> Activation:
-    """The activation a program with these `trims` runs on: `shared` itself when nothing is trimmed, else a
-    new one with the trimmed roots (its own conversion; `shared`, with the whole request, stays for the
-    reference path and anything else). A program's value on it is its value on `shared` (reads.py)."""
-    return Activation(trim_values(shared.values, plans)) if plans else shared
-
-
 def run(program: Any, shared: Activation, budget: float) -> Any:
     """The program's value; CelError also when it ran longer than `budget` (the policy's timeoutSeconds):
     the reference path checks the deadline before each expression, so past it, it may have refused one
