@@ -175,10 +175,7 @@ class CelPolicy:
     def _static_variant(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
         if self.id.namespace and request.namespace != self.id.namespace:
             return None  # a namespaced policy sees only its own namespace
-        found = ctx.memo.get(_KEY)  # request_key, inline: asked per policy and request
-        if found is None or found[0] is not request:
-            found = ctx.memo[_KEY] = (request, static_key(request))
-        key = found[1]
+        key = request_key(request, ctx)
         try:
             return self._by_key[key]
         except KeyError:
