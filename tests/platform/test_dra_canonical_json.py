@@ -8,7 +8,8 @@ from typing import Any
 
 from hypothesis import given, settings, strategies as st
 
-from webhook.platform.dra.templates import _plain_json, canonical_json
+from webhook.platform.dra.config import plain_json
+from webhook.platform.dra.templates import canonical_json
 
 TEXT = st.one_of(st.sampled_from(["", "gpu", "nvidia.com/gpu=1", "a\"b", "back\\slash", "tab\t", "del\x7f", "ü", "€",
                                   "device.attributes['gpu.nvidia.com'].profile == '1g.5gb'", "~/"]),
@@ -26,12 +27,12 @@ def _reference(content: Any) -> bytes:
 @given(st.dictionaries(TEXT, CONTENT, max_size=4))
 def test_canonical_json_is_the_standard_encoders(content: dict[str, Any]) -> None:
     assert canonical_json(content) == _reference(content)
-    if _plain_json(content):
+    if plain_json(content):
         assert canonical_json(content, plain=True) == _reference(content)
 
 
 def test_what_is_plain() -> None:
     import datetime
 
-    assert _plain_json({"a": [1, "x", True, None, {"b": ()}]})
-    assert not _plain_json({"a": 1.0}) and not _plain_json({"a": [datetime.date(2026, 1, 1)]}) and not _plain_json({1: "a"})
+    assert plain_json({"a": [1, "x", True, None, {"b": ()}]})
+    assert not plain_json({"a": 1.0}) and not plain_json({"a": [datetime.date(2026, 1, 1)]}) and not plain_json({1: "a"})

@@ -168,13 +168,6 @@ def test_a_container_list_with_something_odd_is_copied_as_it_was() -> None:
         pass
 
 
-@settings(max_examples=1000, deadline=None)
-@given(st.sampled_from(range(len(CONFIGS))), st.lists(NAMES, max_size=6))
-def test_mapped_keys_are_those_mapping_for_maps(which: int, resources: list[str]) -> None:
-    cfg = CONFIGS[which]
-    assert cfg.mapped(resources) == [r for r in resources if _mapping_reference(cfg, r) is not None]
-
-
 def test_plain_labels_told_once_as_each_template_would() -> None:
     import datetime
 

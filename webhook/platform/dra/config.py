@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from webhook.model.shapes import plain
 
@@ -169,13 +169,6 @@ class RewriteConfig:
         object.__setattr__(self, "_exact", exact)
         object.__setattr__(self, "_prefixed", tuple(m for m in self.devices if not m.resource_name))
         object.__setattr__(self, "_prefixes", tuple(m.resource_prefix for m in self._prefixed))
-
-    def mapped(self, resources: Iterable[str]) -> list[str]:
-        """The resources that mapping_for maps, in their order; mapping_for is asked only of a key that names a
-        device exactly or begins with a prefix (cpu and memory are ruled out in C), or is no text at all."""
-        exact, prefixes = self._exact, self._prefixes
-        return [r for r in resources if r in exact or type(r) is not str or r.startswith(prefixes)
-                if self.mapping_for(r) is not None]
 
     def mapping_for(self, resource: str) -> tuple[DeviceMapping, str] | None:
         """Exact names win over prefixes; among either, the first in the YAML wins."""

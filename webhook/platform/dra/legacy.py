@@ -109,7 +109,7 @@ def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse
         if not is_mapping(resources):
             continue
         keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
-        mapped = sorted(config.mapped(keys))
+        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
         if mapped:  # a reference only for the few containers that have GPUs
             ref = _ref(field, index, container)
             uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import orjson
 
-from webhook.platform.dra.config import DriverConfig, TemplateSettings, plain_json as _plain_json
+from webhook.platform.dra.config import DriverConfig, TemplateSettings, plain_json
 
 API_VERSION = "resource.k8s.io/v1"
 KIND = "ResourceClaimTemplate"
@@ -83,7 +83,7 @@ def claim_spec(requests: Sequence[DeviceRequest]) -> dict[str, Any]:
 def canonical_json(content: Mapping[str, Any], plain: bool = False) -> bytes:
     """json.dumps(content, sort_keys=True, separators=(",", ":")).encode(), byte for byte.
 
-    `plain`: the caller knows `content` is plain JSON (see _plain_json; no float, whose text differs).
+    `plain`: the caller knows `content` is plain JSON (see plain_json; no float, whose text differs).
     Then orjson writes it, and its text is taken when it cannot differ from the standard encoder's:
     ASCII without any escape (no quote, backslash, control character or DEL in a string, all of which
     the two encoders escape differently), keys sorted alike (code point order is UTF-8 byte order)."""
@@ -109,7 +109,7 @@ def build_template(requests: Sequence[DeviceRequest], namespace: str, settings: 
     # the claims generated from the template carry the labels too, so they are recognisable as ours
     spec = {"metadata": {"labels": dict(labels)}, "spec": claim_spec(requests)}
     # counts are integers and names text: anything else can only come from the policy's labels or driver config
-    plain = settings.plain_labels and all(r.driver_config is None or _plain_json(r.driver_config.parameters())
+    plain = settings.plain_labels and all(r.driver_config is None or plain_json(r.driver_config.parameters())
                                         for r in requests)
     name = content_name(settings.name_prefix, {"labels": labels, "annotations": annotations, "spec": spec}, plain)
     return {
