@@ -44,12 +44,6 @@ def notebook_indices(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[int]:
     return named or candidates[:1]
 
 
-def notebook_containers(spec: NotebookSpec, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The containers that are the notebook: never another injector's, never our own sidecar."""
-    indices = notebook_indices(spec, pod)
-    return [pod["spec"]["containers"][i] for i in indices]
-
-
 def _own_copy(pod: Mapping[str, Any], spec: NotebookSpec, targets: list[int]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Copy on write: the pod, its spec, and exactly the lists and maps the injection edits in place (the
     volume list, the container list, the notebook containers with their env and mounts); everything
