@@ -1,6 +1,8 @@
 """Shadow evaluation: every ValidatingPolicy evaluation runs through the fast path (webhook.families.cel.fused)
 and through the reference path, and both results are kept for comparison. The reference result is what the
-caller gets, so a test's own assertions check the reference as before."""
+caller gets, so a test's own assertions check the reference as before. So that every evaluation goes through
+here, the engine's batches (fusedgroup.FusedGroup.answers) answer for nothing: each member is asked itself
+(test_group_dispatch checks the batches' answers against that)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from webhook.families.cel import fused, validating
+from webhook.families.cel.fusedgroup import FusedGroup
 from webhook.families.cel.validating import ValidatingPolicy
 
 
@@ -55,11 +58,14 @@ def shadowed() -> Iterator[Shadow]:
             shadow.mismatches.append((self.id, fast, reference))
         return reference
 
+    original_answers = FusedGroup.answers
     ValidatingPolicy.validate = validate  # type: ignore[method-assign]
     ValidatingPolicy._fast = fast  # type: ignore[method-assign]
+    FusedGroup.answers = lambda self, request, ctx: {}  # type: ignore[method-assign]
     try:
         yield shadow
     finally:
         ValidatingPolicy.validate = original_validate  # type: ignore[method-assign]
         ValidatingPolicy._fast = original_fast  # type: ignore[method-assign]
+        FusedGroup.answers = original_answers  # type: ignore[method-assign]
         validating.FAST_PATH = True

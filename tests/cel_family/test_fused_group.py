@@ -37,14 +37,14 @@ class Calls:
 
 
 def _plan(eng):
-    [plan] = eng.store.snapshot.policies[0].group._plans.values()
+    [plan] = eng.store.snapshot.policies[0].batch._plans.values()
     return plan
 
 
 async def test_a_group_decides_its_members_in_one_program(fast_path_agrees_with_reference, monkeypatch):
     eng = engine(GROUP)
     calls = Calls(monkeypatch)
-    group = eng.store.snapshot.policies[0].group
+    group = eng.store.snapshot.policies[0].batch
     assert group is not None and len(group.members) == 4
     ok = await admit_offline(eng, pod(labels={"team": "a"}))
     assert results(ok) == [("pass", "success")] * 4
@@ -95,9 +95,9 @@ spec:
              named("excepted", policy(VALIDATIONS)), exception]
     docs = [Document("p.yaml", i, yaml.safe_load(t), None) for i, t in enumerate(texts)]
     compiled = {p.name: p for p in CelFamily().compile(docs, CompileEnv(CEL)).policies}
-    assert compiled["a"].group is compiled["b"].group is not None
-    assert [p.name for p in compiled["a"].group.members] == ["a", "b"]
-    assert compiled["selector"].group is None and compiled["excepted"].group is None
+    assert compiled["a"].batch is compiled["b"].batch is not None
+    assert [p.name for p in compiled["a"].batch.members] == ["a", "b"]
+    assert compiled["selector"].batch is None and compiled["excepted"].batch is None
 
 
 async def test_a_member_that_compiles_only_in_its_faithful_form_stays_out_of_the_joined_program(

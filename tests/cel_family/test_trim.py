@@ -45,7 +45,7 @@ def _pod_security_engine():
 
 
 def _plan(eng):
-    [plan] = eng.store.snapshot.policies[0].group._plans.values()
+    [plan] = eng.store.snapshot.policies[0].batch._plans.values()
     return plan
 
 

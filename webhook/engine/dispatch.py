@@ -18,7 +18,7 @@ from webhook.model import patch as jsonpatch
 from webhook.model.cluster import ClusterState, ObjectKey
 from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
-from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase
+from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, PolicyBatch, ValidationOutcome
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
@@ -110,6 +110,29 @@ def _resume(running: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any
                 waiting_on = running.send(sent)
             except StopIteration as done:
                 return done.value
+
+
+_ASK = object()  # a batch gave no answer for the policy: it is asked itself
+
+
+def _answered(batches: Sequence[PolicyBatch], request: AdmissionRequest,
+              ctx: EvalContext) -> dict[CompiledPolicy, ValidationOutcome | None]:
+    """What the snapshot's batches answer for the request, by member (hashed by identity)."""
+    answered: dict[CompiledPolicy, ValidationOutcome | None] = {}
+    for batch in batches:
+        try:
+            answered.update(batch.answers(request, ctx))
+        except Exception:  # never expected (answers() does not raise): its members are asked one by one
+            log.exception("policy batch failed")
+    return answered
+
+
+def _collect(outcome: ValidationOutcome, out: _Collected) -> None:
+    out.results.extend(outcome.results)
+    if outcome.warnings or outcome.rollbacks or outcome.generates:
+        out.warnings.extend(outcome.warnings)
+        out.rollbacks.extend(outcome.rollbacks)
+        out.generates.extend(outcome.generates)
 
 
 class AdmissionEngine:
@@ -231,7 +254,8 @@ class AdmissionEngine:
         """`background`: a scan of an existing object; only policies that take part in background scans run."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
-        policies = self.store.snapshot.policies_for(Phase.VALIDATE)
+        snapshot = self.store.snapshot
+        policies = snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
         ctx = self._context(request, background)
         synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
@@ -248,14 +272,22 @@ class AdmissionEngine:
             except Exception as exc:
                 self._failed(policy, "validate", request, exc, out)
                 return
-            out.results.extend(outcome.results)
-            if outcome.warnings or outcome.rollbacks or outcome.generates:
-                out.warnings.extend(outcome.warnings)
-                out.rollbacks.extend(outcome.rollbacks)
-                out.generates.extend(outcome.generates)
+            _collect(outcome, out)
 
-        # the deadline passing is one more way for a policy to fail
-        await each_within(deadline, todo, step, lambda policy, exc: self._failed(policy, "validate", request, exc, out))
+        def timed_out(policy: CompiledPolicy, exc: BaseException) -> None:
+            self._failed(policy, "validate", request, exc, out)  # the deadline passing is one more way to fail
+
+        answered = _answered(snapshot.batches, request, ctx) if synced and snapshot.batches else None
+        if answered:
+            # in load order as ever: a member its batch answered for costs a lookup, the others their turn
+            for policy in todo:
+                answer = answered.get(policy, _ASK) if getattr(policy, "batch", None) is not None else _ASK
+                if answer is _ASK or policy.error is not None:
+                    await each_within(deadline, (policy,), step, timed_out)
+                elif answer is not None:
+                    _collect(answer, out)
+        else:
+            await each_within(deadline, todo, step, timed_out)
         try:
             verdict = self._verdict(request, out)
             if not verdict.allowed:

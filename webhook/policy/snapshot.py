@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from webhook.model.errors import PolicyLoadError
-from webhook.model.policy import CompiledPolicy, Phase, PolicyId
+from webhook.model.policy import CompiledPolicy, Phase, PolicyBatch, PolicyId
 
 
 @dataclass(frozen=True)
@@ -15,11 +15,14 @@ class PolicySnapshot:
     generation: int = 0
     fingerprint: str = ""
     _by_phase: Mapping[Phase, tuple[CompiledPolicy, ...]] = field(default_factory=dict, repr=False)
+    # the distinct batches (model.policy.PolicyBatch) of the validating policies, in load order
+    batches: tuple[PolicyBatch, ...] = ()
 
     @classmethod
     def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "") -> "PolicySnapshot":
         by_phase = {phase: tuple(p for p in policies if phase in p.phases) for phase in Phase}
-        return cls(tuple(policies), generation, fingerprint, by_phase)
+        batches = {id(b): b for p in by_phase[Phase.VALIDATE] if (b := getattr(p, "batch", None)) is not None}
+        return cls(tuple(policies), generation, fingerprint, by_phase, tuple(batches.values()))
 
     def policies_for(self, phase: Phase) -> tuple[CompiledPolicy, ...]:
         """The policies taking part in `phase`, in load order (a policy in both phases is in both)."""

@@ -32,11 +32,13 @@ scan): a `Plan`, compiled once. The runtime's comprehension budget covers the jo
 a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
 their own way.
 
-Dispatch: the engine still asks each member matches(), then validate(). The group keeps one Entry per request
-in the EvalContext memo (under the group itself): the plan for the request's key, which also holds every
-member's own matches() answer for that key (`Plan.matched`, computed with CelPolicy.matches when the plan is
-built), and the decisions by member slot once the first member's validate() took them. Each member then costs
-one memo lookup per call and returns a prebuilt outcome.
+Dispatch: the group is the engine's batch for its members (model.policy.PolicyBatch): before any policy's
+turn the engine asks `answers` once per request, and a member answered for costs the engine a dict lookup.
+The group keeps one Entry per request in the EvalContext memo (under the group itself): the plan for the
+request's key, which also holds every member's own matches() answer for that key (`Plan.matched`, computed
+with CelPolicy.matches when the plan is built), and the decisions by member slot once taken. A member asked
+itself (one the group did not decide; a background scan; anyone calling matches() and validate() directly)
+reads the same Entry: one memo lookup per call, and a prebuilt outcome where the group decided.
 
 Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
 can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
@@ -54,10 +56,10 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
 from webhook.cel.source import tokenize
-from webhook.families.cel import fused
+from webhook.families.cel import fused, validating
 from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
-from webhook.model.policy import EvalContext
+from webhook.model.policy import EvalContext, ValidationOutcome
 from webhook.model.review import AdmissionRequest
 
 MAX_PLANS = 64     # (resource, operation, scan) combinations remembered
@@ -86,6 +88,9 @@ class Plan:
     trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
     # per member (its slot): CelPolicy.matches for the key's requests; () when unknown (each member asks itself)
     matched: tuple[bool, ...] = ()
+    # the same, for `answers`: what it says of the members that do not match, and the (member, slot) that do
+    unmatched: Mapping[ValidatingPolicy, None] = field(default_factory=dict)
+    matching: tuple[tuple[ValidatingPolicy, int], ...] = ()
     reads_request: bool = True  # whether the parts may read the `request` variable (fused.reads_request)
 
 
@@ -180,6 +185,29 @@ class FusedGroup:
             decided = found.decided = self.decide(found.plan, request, ctx)
         return decided.get(policy.slot)
 
+    def answers(self, request: AdmissionRequest, ctx: EvalContext) -> dict[ValidatingPolicy, ValidationOutcome | None]:
+        """The group as the engine's batch (model.policy.PolicyBatch): None for each member the request does
+        not match, the outcome of each one the joined programs decided; the others are asked one by one."""
+        if not validating.FAST_PATH:
+            return {}
+        try:
+            found = self.entry(request, ctx)
+            plan = found.plan
+            if not plan.matched:
+                return {}
+            answers: dict[ValidatingPolicy, ValidationOutcome | None] = dict(plan.unmatched)
+            if plan.matching:
+                decided = found.decided
+                if decided is None:
+                    decided = found.decided = self.decide(plan, request, ctx)
+                for policy, slot in plan.matching:
+                    outcome = decided.get(slot)
+                    if outcome is not None and outcome is not fused.REFERENCE:
+                        answers[policy] = outcome
+            return answers
+        except Exception:  # nothing answered: each member's own path (and the reference) will tell
+            return {}
+
     def decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         """slot -> outcome of the members the joined programs decided ({} when none, or on any error)."""
         try:
@@ -246,7 +274,10 @@ class FusedGroup:
                 budget = min(budget, policy.timeout)
         parts = tuple(self._parts(members))
         programs = [part.program for part in parts]
-        return Plan(parts, budget, fused.trims(programs), matched, fused.reads_request(programs))
+        return Plan(parts, budget, fused.trims(programs), matched, reads_request=fused.reads_request(programs),
+                    unmatched={policy: None for policy, hit in zip(self.members, matched) if not hit},
+                    matching=tuple((policy, slot) for slot, (policy, hit) in enumerate(zip(self.members, matched))
+                                   if hit))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
@@ -268,5 +299,5 @@ def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
         return None
     group = FusedGroup(members, cel)
     for slot, policy in enumerate(members):
-        policy.group, policy.slot = group, slot
+        policy.batch, policy.slot = group, slot
     return group

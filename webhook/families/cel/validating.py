@@ -140,14 +140,15 @@ class ValidatingPolicy(CelPolicy):
     actions: frozenset[str] = frozenset({"Deny"})
     # id(variant) -> its fast path (webhook.families.cel.fused) or None; built on first use, kept
     _fused: dict[int, fused.Fused | None] = field(default_factory=dict, init=False, repr=False)
-    group: Any = field(default=None, init=False, repr=False)  # the FusedGroup it belongs to (fusedgroup), if any
+    # the FusedGroup it belongs to (fusedgroup), if any: the engine asks it first (model.policy.PolicyBatch)
+    batch: Any = field(default=None, init=False, repr=False)
     slot: int = field(default=-1, init=False, repr=False)  # its place among the group's members
 
     # A group member's matches() and validate() on a request read one entry of the request's memo (the
     # group's Entry): matching is the group's plan for the request's key, the outcome a prebuilt one.
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
-        group = self.group
+        group = self.batch
         if group is not None:
             try:
                 found = ctx.memo.get(group)
@@ -161,7 +162,7 @@ class ValidatingPolicy(CelPolicy):
         return super().matches(request, obj, ctx)
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
-        group = self.group
+        group = self.batch
         if group is not None and FAST_PATH:  # a member (no exceptions) whose group already decided (in `_fast`
             found = ctx.memo.get(group)      # of the member asked first): its prebuilt outcome, if final
             if found is not None and found.request is request and found.decided is not None:
@@ -182,8 +183,8 @@ class ValidatingPolicy(CelPolicy):
 
     def _fast(self, request: AdmissionRequest, ctx: EvalContext) -> Any:
         """The outcome from the fused program(s); fused.REFERENCE or None: the reference path decides."""
-        if self.group is not None:
-            outcome = self.group.outcome(self, request, ctx)  # decided only for a policy the request matches
+        if self.batch is not None:
+            outcome = self.batch.outcome(self, request, ctx)  # decided only for a policy the request matches
             if outcome is not None:
                 return outcome
         variant = self.variant_for(request, request.object, ctx)
