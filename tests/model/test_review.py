@@ -57,6 +57,13 @@ def test_malformed_bodies(raw, reason):
     ("operation", {"op": 1}, "operation"),
     ("operation", 3, "operation"),
     ("resource", {"resource": ["pods"]}, "request.resource.resource"),
+    ("kind", {"group": 1, "version": "v1", "kind": "Pod"}, r"request\.kind\.group must be a string"),
+    ("kind", {"version": None, "kind": "Pod"}, r"request\.kind\.version must be a string"),
+    ("userInfo", {"groups": ["admins", 1]}, "groups must be a list of strings"),
+    ("userInfo", {"extra": {"scopes": ["a", None]}}, "extra must map names to lists of strings"),
+    ("userInfo", {"extra": {"scopes": "a"}}, "extra must map names to lists of strings"),
+    ("requestKind", {"group": "", "version": "v1", "kind": 2}, "requestKind must be an object with string"),
+    ("requestResource", {"group": [], "version": "v1", "resource": "pods"}, "requestResource must be an object with"),
 ])
 def test_wrong_types(field, value, reason):
     doc = review(pod())

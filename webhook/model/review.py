@@ -99,11 +99,21 @@ def _optional_object(req: Mapping[str, Any], key: str) -> Mapping[str, Any] | No
     return value
 
 
+def _strings(values: list[Any]) -> bool:
+    """Is every item a string (isinstance, one C-level pass: this runs on every review)?"""
+    return all(map(str.__instancecheck__, values))
+
+
+def _string_fields(value: dict[str, Any], first: str, second: str, third: str) -> bool:
+    return isinstance(value.get(first, ""), str) and isinstance(value.get(second, ""), str) \
+        and isinstance(value.get(third, ""), str)
+
+
 def _gvk(req: Mapping[str, Any], key: str) -> GroupVersionKind | None:
     value = req.get(key)
     if value is None:
         return None
-    if not isinstance(value, dict) or not all(isinstance(value.get(k, ""), str) for k in ("group", "version", "kind")):
+    if not isinstance(value, dict) or not _string_fields(value, "group", "version", "kind"):
         raise MalformedReview(f"request.{key} must be an object with string group, version and kind")
     return GroupVersionKind(value.get("group", ""), value.get("version", ""), value.get("kind", ""))
 
@@ -112,8 +122,7 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
     value = req.get(key)
     if value is None:
         return None
-    if not isinstance(value, dict) or not all(isinstance(value.get(k, ""), str)
-                                              for k in ("group", "version", "resource")):
+    if not isinstance(value, dict) or not _string_fields(value, "group", "version", "resource"):
         raise MalformedReview(f"request.{key} must be an object with string group, version and resource")
     return GroupVersionResource(value.get("group", ""), value.get("version", ""), value.get("resource", ""))
 
@@ -125,11 +134,10 @@ def _user(req: Mapping[str, Any]) -> UserInfo:
     if not isinstance(user.get("username") or "", str):
         raise MalformedReview("request.userInfo.username must be a string")
     groups = user.get("groups") or []
-    if not (isinstance(groups, list) and all(isinstance(g, str) for g in groups)):
+    if not (isinstance(groups, list) and _strings(groups)):
         raise MalformedReview("request.userInfo.groups must be a list of strings")
     extra = user.get("extra") or {}
-    if not isinstance(extra, dict) or not all(isinstance(v, list) and all(isinstance(i, str) for i in v)
-                                              for v in extra.values()):
+    if not isinstance(extra, dict) or not all(isinstance(v, list) and _strings(v) for v in extra.values()):
         raise MalformedReview("request.userInfo.extra must map names to lists of strings")
     return UserInfo(str(user.get("username", "")), tuple(groups), str(user.get("uid", "") or ""),
                     {str(k): tuple(v) for k, v in extra.items()})
@@ -274,9 +282,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
     gvk = req.get("kind")
     if not isinstance(gvk, dict):
         raise MalformedReview("request.kind must be an object with group, version and kind")
-    for key in ("group", "version", "kind"):
-        if not isinstance(gvk.get(key, ""), str):
-            raise MalformedReview(f"request.kind.{key} must be a string")
+    if not _string_fields(gvk, "group", "version", "kind"):
+        for key in ("group", "version", "kind"):
+            if not isinstance(gvk.get(key, ""), str):
+                raise MalformedReview(f"request.kind.{key} must be a string")
     if not gvk.get("kind") or not gvk.get("version"):
         raise MalformedReview("request.kind needs version and kind")
     operation = req.get("operation")
