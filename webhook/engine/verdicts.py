@@ -17,12 +17,21 @@ STATUS_CODES = {"Forbidden": 403, "Unauthorized": 401, "Invalid": 422, "RequestE
 
 def verdict_of(results: tuple[RuleResult, ...], warnings: Iterable[str] = ()) -> Verdict:
     """Messages name policies as users know them (their name); reports and metrics keep the full identity."""
-    blocking = [r for r in results if r.blocks]
-    reported = [r for r in results if r.reported]
+    blocking: list[RuleResult] = []
     texts = [clean_warning(w) for w in warnings]
-    texts += [r.warning_text for r in reported]
-    annotations = {r.annotation_key: r.message for r in reported}
-    annotations.update({annotation_key(r.policy.qualified_name, key): value for r in results for key, value in r.audit})
+    annotations: dict[str, str] = {}
+    audited: list[RuleResult] = []
+    for r in results:  # one pass: a score of results come back with every admission, most of them passes
+        if r.blocks:
+            blocking.append(r)
+        if r.reported:
+            texts.append(r.warning_text)
+            annotations[r.annotation_key] = r.message
+        if r.audit:
+            audited.append(r)
+    for r in audited:  # after every reported result's annotation, as ever: a policy's own key wins
+        for key, value in r.audit:
+            annotations[annotation_key(r.policy.qualified_name, key)] = value
     verdict = Verdict(True, warnings=tuple(dict.fromkeys(texts)), audit_annotations=annotations, results=results)
     if blocking:
         # policies without rules (ValidatingPolicy...) report an empty rule name: show the policy alone
