@@ -66,6 +66,22 @@ class KnownUsage(Usage):
 _NOTHING: Mapping[Any, Any] = MappingProxyType({})
 
 
+def _plus(total: Fraction, amount: Fraction) -> Fraction:
+    """total + amount, without Fraction arithmetic (slow in Python) when the total is zero."""
+    return total + amount if total else amount
+
+
+def _minus(total: Fraction, amount: Fraction) -> Fraction:
+    """total - amount, without Fraction arithmetic when the amount is all of the total (the same object, as
+    _plus leaves it for the only charge)."""
+    return ZERO if total is amount else total - amount
+
+
+def _same_cost(old: Charge, new: Charge) -> bool:
+    return (old.unbounded == new.unbounded and (old.gpus is new.gpus or old.gpus == new.gpus)
+            and (old.storage is new.storage or old.storage == new.storage))
+
+
 class _ObjectReads(Mapping[str, Mapping[str, Any]]):
     """One kind's objects, noting each name a charge function reads (or the whole kind, for a scan)."""
 
@@ -246,16 +262,16 @@ class ProfileUsage:
         return touched
 
     def _recharge(self, key: Key) -> None:
-        self._forget(key)
         kind, name = key
         obj = self.objects[kind].get(name)
         if obj is None:
+            self._forget(key)
             return
         spare = self._spare
         if spare is not None and spare.key == key:
             self._spare = None  # one use: the pod it stood for is placed now, or something else is
             if spare.fits(obj, self):
-                self._account(key, spare.charge, spare.reads)
+                self._settle(key, spare.charge, spare.reads)
                 return
         view = _View(self.objects)
         if kind == POD:
@@ -265,7 +281,19 @@ class ProfileUsage:
             charge = claim_charge(view, name, obj, self.rules)  # type: ignore[arg-type]
         else:
             charge = pvc_charge(name, obj, self.rules)
-        self._account(key, charge, frozenset(view.reads))
+        self._settle(key, charge, frozenset(view.reads))
+
+    def _settle(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
+        """Account a recomputed charge. One that costs what the old one did and read the same objects (a pod
+        stored again after its admission, a status update) leaves the totals and the readers as they are."""
+        old = self.charges.get(key)
+        if old is not None and _same_cost(old, charge) and self._reads.get(key) == reads:
+            self.charges[key] = charge  # its notes may differ: the charge is the new one all the same
+            if charge.unbounded:
+                self.unbounded[key] = charge
+            return
+        self._forget(key)
+        self._account(key, charge, reads)
 
     def _found(self, read: Read) -> Any:
         """What a read finds now: the object (or None), or the generated claims as a tuple."""
@@ -304,9 +332,9 @@ class ProfileUsage:
         # Fraction arithmetic is slow in Python: adding (or taking away) zero, the usual case, is skipped
         if totals:
             if charge.gpus:
-                self.gpus += charge.gpus
+                self.gpus = _plus(self.gpus, charge.gpus)
             if charge.storage:
-                self.storage += charge.storage
+                self.storage = _plus(self.storage, charge.storage)
         if charge.unbounded:
             self.unbounded[key] = charge
         self._reads[key] = reads
@@ -323,9 +351,9 @@ class ProfileUsage:
         if charge is not None:
             if totals:
                 if charge.gpus:
-                    self.gpus -= charge.gpus
+                    self.gpus = _minus(self.gpus, charge.gpus)
                 if charge.storage:
-                    self.storage -= charge.storage
+                    self.storage = _minus(self.storage, charge.storage)
             if charge.unbounded:
                 self.unbounded.pop(key, None)
         reads = self._reads.pop(key, None)
