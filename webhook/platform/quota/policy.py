@@ -114,6 +114,11 @@ class ProfileQuotaPolicy(Battery):
         """The reservations, then the object as it was (`previous`, None: absent), then the request, laid over the totals."""
         layers = [(r.key.kind, r.key.name, r.object) for r in pending
                   if r.key.kind in COUNTED_KINDS and r.key.namespace == profile.namespace]
+        if not layers and previous is not None and previous[0] is None and subject.kind == POD:
+            # a pod created with nothing in flight: usually no other charge reads it, and its own charge is the change
+            projected = profile.project_pod(subject.name, full)
+            if projected is not None:
+                return decide_usage(self.settings, limits, projected[0], projected[1], frozenset(), subject)
         reserved = {(kind, name) for kind, name, _ in layers}
         key = (subject.kind, subject.name)
         if previous is not None:

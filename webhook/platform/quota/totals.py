@@ -267,12 +267,16 @@ class ProfileUsage:
         if obj is None:
             self._forget(key)
             return
+        self._settle(key, *self._compute(key, obj))
+
+    def _compute(self, key: Key, obj: Mapping[str, Any]) -> tuple[Charge, frozenset[Read]]:
+        """The charge of `obj` at `key` as the objects stand, and what it read (a fitting spare: its own)."""
         spare = self._spare
         if spare is not None and spare.key == key:
             self._spare = None  # one use: the pod it stood for is placed now, or something else is
             if spare.fits(obj, self):
-                self._settle(key, spare.charge, spare.reads)
-                return
+                return spare.charge, spare.reads
+        kind, name = key
         view = _View(self.objects)
         if kind == POD:
             generated = _GeneratedReads(self.generated, view.reads)
@@ -281,7 +285,7 @@ class ProfileUsage:
             charge = claim_charge(view, name, obj, self.rules)  # type: ignore[arg-type]
         else:
             charge = pvc_charge(name, obj, self.rules)
-        self._settle(key, charge, frozenset(view.reads))
+        return charge, frozenset(view.reads)
 
     def _settle(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
         """Account a recomputed charge. One that costs what the old one did and read the same objects (a pod
@@ -304,8 +308,11 @@ class ProfileUsage:
 
     def _keep_spare(self, key: Key) -> None:
         """Remember the charge of the pod at `key` as it stands (laid over as the request), for _recharge."""
+        self._keep(key, self.objects[POD].get(key[1]), self.charges.get(key), self._reads.get(key))
+
+    def _keep(self, key: Key, obj: Mapping[str, Any] | None, charge: Charge | None,
+              reads: frozenset[Read] | None) -> None:
         self._spare = None
-        obj, charge, reads = self.objects[POD].get(key[1]), self.charges.get(key), self._reads.get(key)
         if obj is None or charge is None or reads is None:
             return
         seen = []
@@ -365,6 +372,44 @@ class ProfileUsage:
                     keys.discard(key)
                     if not keys:
                         del readers[read]
+
+    def project_pod(self, name: str, pod: Mapping[str, Any]) -> tuple[KnownUsage, KnownUsage] | None:
+        """(without, with): the usage without the pod at `name`, and with `pod` there, as `laid_over([(POD, name,
+        None)])` then `laid_over([(POD, name, pod)], journal, spare=True)` give them (a CREATE decided without
+        reservations in flight), without changing anything but the kept charge, as those leave it.
+
+        The shortcut of the usual decision: when no charge read that pod, or scanned the pods, a pod at `name`
+        costs its own charge and nothing else, so the totals move by that charge alone, and the charges are the
+        profile's with that one key changed. None otherwise (the caller lays the changes over)."""
+        key = (POD, name)
+        readers = self._readers
+        if readers.get(("obj", POD, name)) or readers.get(("kind", POD, None)):
+            return None
+        pods = self.objects[POD]
+        stored = pods.get(name)
+        old = self.charges.get(key)
+        if (stored is None) is not (old is None):
+            return None  # an object without a charge (or a charge without its object) is not this shortcut's case
+        pods[name] = pod  # as laid over: the charge (or a kept one's check) sees the pod at its name
+        try:
+            charge, reads = self._compute(key, pod)
+            self._keep(key, pod, charge, reads)
+        finally:
+            if stored is None:
+                del pods[name]
+            else:
+                pods[name] = stored
+        gpus, storage, unbounded = self.gpus, self.storage, tuple(self.unbounded.values())
+        if old is not None:
+            gpus = _minus(gpus, old.gpus) if old.gpus else gpus
+            storage = _minus(storage, old.storage) if old.storage else storage
+            if old.unbounded:
+                unbounded = tuple(c for k, c in self.unbounded.items() if k != key)
+        without = KnownUsage(Before(self.charges, {key: None}), gpus, storage, unbounded)
+        return without, KnownUsage(Before(self.charges, {key: charge}),
+                                   _plus(gpus, charge.gpus) if charge.gpus else gpus,
+                                   _plus(storage, charge.storage) if charge.storage else storage,
+                                   unbounded + (charge,) if charge.unbounded else unbounded)
 
     def laid_over(self, changes: list[tuple[str, str, Mapping[str, Any] | None]],
                   journal: dict[Key, Charge | None] | None = None, spare: bool = False) -> "_Overlay":
