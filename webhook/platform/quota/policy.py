@@ -149,8 +149,11 @@ class ProfileQuotaPolicy(Battery):
     def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
         if request.kind.kind != "Pod" or request.operation != "CREATE":
             return ""  # a pod's resources are fixed at creation (in-place resize keeps extended resources)
-        names = self.settings.accelerators.unknown(pod_resource_names(obj), self.settings.rules.legacy)
-        return unknown_message(names, "spec.gpus") if names else ""
+        names = pod_resource_names(obj)
+        if not names:
+            return ""  # no extended resource at all (most pods, and every pod whose GPUs became claims)
+        unknown = self.settings.accelerators.unknown(names, self.settings.rules.legacy)
+        return unknown_message(unknown, "spec.gpus") if unknown else ""
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
         return self._outcome_results(decision.outcomes)
