@@ -36,7 +36,7 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # the charge of an admitted pod once the state stores it with a uid. Keep in step with pod_charge.
 POD_UID_READ_FOR = frozenset({RESOURCE_CLAIM, PVC})
 LEGACY_MEMO_LIMIT = 50_000
-TEMPLATE_MEMO_LIMIT = 10_000  # each entry holds its template alive until the memo is cleared
+TEMPLATE_MEMO_LIMIT = 4_096  # each entry holds its template alive until the memo is cleared
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
 # KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -222,7 +222,7 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
     # GpuAmount's sum, kept as its two parts: no intermediate amount per entry (a pod has one or two)
     gpus, unbounded = _legacy_gpus(pod, rules), False
     for entry in spec.get("resourceClaims") or []:
-        template_name = entry.get("resourceClaimTemplateName") if is_mapping(entry) else None
+        template_name = entry.get("resourceClaimTemplateName") if type(entry) is dict or is_mapping(entry) else None
         if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
             amount = _template_gpus(objects, str(template_name), rules, notes)
             if amount.gpus:
