@@ -93,9 +93,8 @@ class ProfileQuotaPolicy(Battery):
             pending = ledger.pending(request.namespace, ctx.state)
             profile = None
             if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
-                if self.usage.loaded(ctx.state, request.namespace):
-                    profile = self.usage.profile(ctx.state, request.namespace)
-                else:  # the first count of a profile is O(its objects): off the event loop, once
+                profile = self.usage.current(ctx.state, request.namespace)
+                if profile is None:  # the first count of a profile is O(its objects): off the event loop, once
                     profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
             keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
             if profile is None:

@@ -549,6 +549,14 @@ class UsageIndex:
         usage = self._states.get(state) if _weakable(state) else None
         return usage is not None and namespace in usage.profiles and not usage._reset
 
+    def current(self, state: Any, namespace: str) -> ProfileUsage | None:
+        """The profile brought up to date, when it is counted already (`loaded`, then `profile`, in one lookup);
+        None when it is not (the caller counts it off the event loop)."""
+        usage = self._states.get(state) if _weakable(state) else None
+        if usage is None or namespace not in usage.profiles or usage._reset:
+            return None
+        return usage.profile(state, namespace)
+
     def profile(self, state: Any, namespace: str) -> ProfileUsage | None:
         """None when the state cannot tell us what changed (then the caller recounts)."""
         usage = self._states.get(state) if _weakable(state) else None
