@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from webhook.platform.quota.check import Subject
-from webhook.platform.quota.totals import ProfileUsage, UsageIndex
+from webhook.platform.quota.index import UsageIndex
+from webhook.platform.quota.totals import ProfileUsage
 from tests.platform.quota_builders import claim, compiled, device_request, pod, seeded_state, template
 from tests.platform.test_quota_totals import random_object
 

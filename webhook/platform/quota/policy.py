@@ -28,7 +28,8 @@ from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
-from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage, UsageIndex
+from webhook.platform.quota.index import UsageIndex
+from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
