@@ -8,7 +8,9 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from webhook.model.quantity import MAX_VALUE, parse_quantity, plainly_valid
 from webhook.platform.quota import quantities
 from webhook.platform.quota.quantities import out_of_range
 
@@ -66,12 +68,13 @@ def _pod(rng: random.Random) -> Any:
 
 def _every_quantity_parsed(kind: str, obj: Any) -> Any:
     """The reference: out_of_range with no value taken as plainly valid."""
-    saved = quantities.plainly_valid
+    saved = quantities.plainly_valid, quantities._SURELY_IN_RANGE
     quantities.plainly_valid = lambda value: False
+    quantities._SURELY_IN_RANGE = lambda value: None
     try:
         return out_of_range(kind, obj)
     finally:
-        quantities.plainly_valid = saved
+        quantities.plainly_valid, quantities._SURELY_IN_RANGE = saved
 
 
 
@@ -117,3 +120,23 @@ def test_the_one_pass_check_of_usual_pods_answers_as_the_general_walk():
         fast += quantities._plainly_in_range("Pod", pod)
         assert _answer(out_of_range, "Pod", pod) == _answer(_every_quantity_parsed, "Pod", pod)
     assert 2000 < fast < 3000
+
+
+SUFFIXES = ["", "m", "u", "n", "k", "K", "Ki", "M", "Mi", "G", "Gi", "T", "Ti", "P", "Pi", "E", "Ei", "e", "i", "Kib"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="0123456789", min_size=0, max_size=21), st.sampled_from(SUFFIXES),
+       st.sampled_from(["", " ", "+", "-", "."]))
+def test_what_the_one_regex_takes_is_plainly_valid_and_in_range(digits, suffix, extra):
+    """The regex of _plainly_in_range takes only plain quantities in range: a subset of plainly_valid."""
+    for text in (digits + suffix, extra + digits + suffix, digits + extra + suffix, digits + suffix + extra):
+        if quantities._SURELY_IN_RANGE(text):
+            assert plainly_valid(text), text
+            assert parse_quantity(text) <= MAX_VALUE, text
+
+
+@pytest.mark.parametrize("text", ["999999999999999999", "999999999999999Ki", "999999999999999k", "999999999999Mi",
+                                  "999999999Gi", "999999Ti", "999Pi", "9E", "7Ei", "500m", "1"])
+def test_the_regex_takes_the_largest_of_each_suffix(text):
+    assert quantities._SURELY_IN_RANGE(text) and plainly_valid(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from webhook.platform.quota.objects import ProfileObjects
-from webhook.platform.quota.totals import UsageIndex
+from webhook.platform.quota.index import UsageIndex
 from webhook.platform.quota.usage import measure, pod_charge
 from tests.platform.quota_builders import claim, compiled, device_request, pod, pvc, seeded_state, template
 

@@ -58,7 +58,7 @@ def test_reloads_leave_no_listener_behind():
     """Each policy reload builds a new quota index that subscribes to the state; replaced ones must go."""
     import gc
 
-    from webhook.platform.quota.totals import _StateUsage, _weak_listener
+    from webhook.platform.quota.index import _StateUsage, _weak_listener
     from webhook.state.memory import InMemoryClusterState
 
     state = InMemoryClusterState()

@@ -13,7 +13,7 @@ from typing import AbstractSet, Callable
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quantity import format_bytes, format_count
-from webhook.platform.quota.limits import Limit, ProfileLimits
+from webhook.platform.quota.limits import Limit, ProfileLimits, gpus_text
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import ADVICE_FIELDS, QuotaSettings
 from webhook.platform.quota.usage import Charge, Usage, measure
@@ -56,8 +56,12 @@ class Decision:
         return any(o.exceeded for o in self.outcomes)
 
 
-def gpus_text(amount: Fraction) -> str:
-    return f"{format_count(amount)} GPU" + ("" if amount == 1 else "s")
+def _above(amount: Fraction, other: Fraction) -> bool:
+    """amount > other: for two Fractions (the totals and limits always are), the same integer comparison that
+    Fraction's own makes, without its numeric-tower checks (several per decision)."""
+    if type(amount) is Fraction and type(other) is Fraction:
+        return amount.numerator * other.denominator > other.numerator * amount.denominator
+    return amount > other
 
 
 def _holders(usage: Usage, reserved: AbstractSet[tuple[str, str]], amount_of: Callable[[Charge], Fraction], unit: Callable[[Fraction], str],
@@ -89,15 +93,15 @@ def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: Abstr
     limit: Limit = limits.gpus
     assert limit.amount is not None
     unbounded_added = len(projected.unbounded) > len(base.unbounded)
-    adds = projected.gpus > base.gpus or unbounded_added
+    adds = _above(projected.gpus, base.gpus) or unbounded_added
     ns = limits.namespace
     if not adds:
         at = "every matching device" if whole.unbounded else gpus_text(whole.gpus)
         return RuleOutcome(GPU_RULE, False, f"{subject.phrase} adds no GPUs (profile {ns!r} at {at} of "
-                                            f"{gpus_text(limit.amount)}, {limit.origin})"), adds
-    if not (projected.gpus > limit.amount or projected.unbounded):
+                                            f"{limit.as_gpus}, {limit.origin})"), adds
+    if not (_above(projected.gpus, limit.amount) or projected.unbounded):
         return RuleOutcome(GPU_RULE, False, f"{subject.phrase} fits: profile {ns!r} at {gpus_text(projected.gpus)} of "
-                                            f"{gpus_text(limit.amount)} with it ({limit.origin})"), adds
+                                            f"{limit.as_gpus} with it ({limit.origin})"), adds
     in_use = _holders(base, reserved, lambda c: c.gpus, format_count, True, settings.max_listed)
     used = "every matching device" if base.unbounded else format_count(base.gpus)
     # a template is not charged itself: creating one charges the pending pods that already use it
@@ -119,12 +123,12 @@ def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: A
                      projected: Usage, subject: Subject, whole: Usage) -> tuple[RuleOutcome, bool]:
     limit: Limit = limits.storage
     assert limit.amount is not None
-    adds = projected.storage > base.storage
-    ns, cap = limits.namespace, format_bytes(limit.amount)
+    adds = _above(projected.storage, base.storage)
+    ns, cap = limits.namespace, limit.as_bytes
     if not adds:
         return RuleOutcome(STORAGE_RULE, False, f"{subject.phrase} adds no storage (profile {ns!r} at "
                                                 f"{format_bytes(whole.storage)} of {cap}, {limit.origin})"), adds
-    if projected.storage <= limit.amount:
+    if not _above(projected.storage, limit.amount):
         return RuleOutcome(STORAGE_RULE, False, f"{subject.phrase} fits: profile {ns!r} at "
                                                 f"{format_bytes(projected.storage)} of {cap} with it ({limit.origin})"), adds
     in_use = _holders(base, reserved, lambda c: c.storage, format_bytes, False, settings.max_listed)

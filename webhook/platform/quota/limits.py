@@ -7,11 +7,12 @@ Profile's `spec.resourceQuotaSpec.hard` (the keys the policy names), then the cl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.model.cluster import PROFILE, ClusterState
-from webhook.model.quantity import parse_quantity
+from webhook.model.quantity import format_bytes, format_count, parse_quantity
 from webhook.platform.base import profile_info
 from webhook.platform.quota.settings import LimitSpec, QuotaSettings
 
@@ -19,10 +20,25 @@ from webhook.platform.quota.settings import LimitSpec, QuotaSettings
 _NO_OVERRIDE = LimitSpec()  # frozen: one for every profile without an override
 
 
+def gpus_text(amount: Fraction) -> str:
+    return f"{format_count(amount)} GPU" + ("" if amount == 1 else "s")
+
+
 @dataclass(frozen=True)
 class Limit:
     amount: Fraction | None  # None: not limited
     origin: str  # where it comes from, for messages: "class personal", "Profile jdoe", "policy override"
+
+    # the limit as every quota message of its profile writes it: rendered once (LimitsMemo keeps the limits)
+    @cached_property
+    def as_gpus(self) -> str:
+        assert self.amount is not None
+        return gpus_text(self.amount)
+
+    @cached_property
+    def as_bytes(self) -> str:
+        assert self.amount is not None
+        return format_bytes(self.amount)
 
 
 @dataclass(frozen=True)

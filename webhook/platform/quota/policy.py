@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
-from webhook.model.results import Action, RuleResult, failed, passed, skipped
+from webhook.model.results import Action, Outcome, RuleResult, failed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
@@ -28,7 +28,8 @@ from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
-from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage, UsageIndex
+from webhook.platform.quota.index import UsageIndex
+from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
@@ -93,9 +94,8 @@ class ProfileQuotaPolicy(Battery):
             pending = ledger.pending(request.namespace, ctx.state)
             profile = None
             if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
-                if self.usage.loaded(ctx.state, request.namespace):
-                    profile = self.usage.profile(ctx.state, request.namespace)
-                else:  # the first count of a profile is O(its objects): off the event loop, once
+                profile = self.usage.current(ctx.state, request.namespace)
+                if profile is None:  # the first count of a profile is O(its objects): off the event loop, once
                     profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
             keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
             if profile is None:
@@ -114,6 +114,11 @@ class ProfileQuotaPolicy(Battery):
         """The reservations, then the object as it was (`previous`, None: absent), then the request, laid over the totals."""
         layers = [(r.key.kind, r.key.name, r.object) for r in pending
                   if r.key.kind in COUNTED_KINDS and r.key.namespace == profile.namespace]
+        if not layers and previous is not None and previous[0] is None and subject.kind == POD:
+            # a pod created with nothing in flight: usually no other charge reads it, and its own charge is the change
+            projected = profile.project_pod(subject.name, full)
+            if projected is not None:
+                return decide_usage(self.settings, limits, projected[0], projected[1], frozenset(), subject)
         reserved = {(kind, name) for kind, name, _ in layers}
         key = (subject.kind, subject.name)
         if previous is not None:
@@ -144,15 +149,19 @@ class ProfileQuotaPolicy(Battery):
     def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
         if request.kind.kind != "Pod" or request.operation != "CREATE":
             return ""  # a pod's resources are fixed at creation (in-place resize keeps extended resources)
-        names = self.settings.accelerators.unknown(pod_resource_names(obj), self.settings.rules.legacy)
-        return unknown_message(names, "spec.gpus") if names else ""
+        names = pod_resource_names(obj)
+        if not names:
+            return ""  # no extended resource at all (most pods, and every pod whose GPUs became claims)
+        unknown = self.settings.accelerators.unknown(names, self.settings.rules.legacy)
+        return unknown_message(unknown, "spec.gpus") if unknown else ""
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
         return self._outcome_results(decision.outcomes)
 
     def _outcome_results(self, outcomes: tuple[RuleOutcome, ...]) -> tuple[RuleResult, ...]:
-        return tuple(replace(failed(self.id, o.rule, o.message, self.action), summary=o.summary) if o.exceeded
-                     else passed(self.id, o.rule, o.message) for o in outcomes)
+        # what failed(...) and passed(...) build, made in one step (a replace() makes a failure twice)
+        return tuple(RuleResult(self.id, o.rule, Outcome.FAIL, o.message, self.action, summary=o.summary)
+                     if o.exceeded else RuleResult(self.id, o.rule, Outcome.PASS, o.message) for o in outcomes)
 
 
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,

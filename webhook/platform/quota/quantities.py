@@ -7,6 +7,7 @@ field to fix, so the request is refused before counting.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Iterator, Mapping
 
 from webhook.model.cluster import POD, PVC
@@ -49,6 +50,23 @@ def _blocks(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Map
         yield from _resources((obj.get("spec") or {}).get("resources"), lambda: "spec.resources")
 
 
+# Plain quantities (digits and a suffix, no sign, no spaces) whose value is surely below the API server's
+# maximum (2**63 - 1): at most as many digits as keep digits x multiplier under 2**63 (18 digits alone, 15 with
+# k or Ki, ..., one with E, 0-7 with Ei). A subset of what model.quantity.plainly_valid accepts, told by one
+# regex call with no value built; anything else takes plainly_valid or the general walk, as before.
+_SURELY_IN_RANGE = re.compile(r"[0-9]{1,18}[mun]?|[0-9]{1,15}(?:Ki|k)|[0-9]{1,12}Mi?|[0-9]{1,9}Gi?"
+                              r"|[0-9]{1,6}Ti?|[0-9]{1,3}Pi?|[0-9]E|[0-7]Ei").fullmatch
+
+
+def _all_plainly_valid(sections: list[dict[str, Any]]) -> bool:
+    surely = _SURELY_IN_RANGE
+    for values in sections:
+        for value in values.values():
+            if not (type(value) is str and surely(value)) and not plainly_valid(value):
+                return False
+    return True
+
+
 def _plainly_in_range(kind: str, obj: Mapping[str, Any]) -> bool:
     """The usual pod: containers whose quantities are all plain text in range, no pod-level resources and no
     ephemeral volume. One pass, no field paths; anything else (False) takes the general walk below."""
@@ -58,7 +76,7 @@ def _plainly_in_range(kind: str, obj: Mapping[str, Any]) -> bool:
     if type(spec) is not dict or spec.get("resources") is not None:
         return False
     sections = container_sections(spec)
-    if sections is None or not all(plainly_valid(value) for values in sections for value in values.values()):
+    if sections is None or not _all_plainly_valid(sections):
         return False
     volumes = spec.get("volumes")
     if volumes is None:

@@ -131,6 +131,9 @@ class CountingRules:
     # stored pods' legacy GPUs by (uid, resourceVersion): a profile is recounted on every admission,
     # and a stored pod's spec cannot change without a new resourceVersion; lives and dies with the policy
     legacy_memo: dict[tuple[str, str], Fraction] = field(default_factory=dict, compare=False, repr=False)
+    # claim templates' GPUs by the stored template object (kept in the entry, so its id stays its own): every pod
+    # of a notebook reads the same template, and a state replaces an object whole, never edits it
+    template_memo: dict[int, tuple[Any, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def counts_storage_class(self, name: str | None) -> bool:
         return not self.storage_classes or (name is not None and name in self.storage_classes)

@@ -15,30 +15,27 @@ so the admitted pod is not charged twice (live mode: the informer delivers anoth
 usual). That rests on what pod_charge reads of the pod itself: its spec, status, name and uid
 (usage.POD_UID_READ_FOR says when the uid matters).
 
-The state tells us what changed through its listener hook (standalone writes, live informer events,
-possibly from other threads): the hook only marks (kind, name) dirty; the event loop re-reads dirty
-objects when it next decides for that profile. A decision lays the in-flight reservations and the
-request over the totals, decides, and takes them off again, all without awaiting.
+What changed reaches a profile through index.py (the state's listener). A decision lays the in-flight
+reservations and the request over the totals, decides, and takes them off again, all without awaiting;
+the usual one, a pod created with nothing in flight that no other charge reads, is decided from its own
+charge alone (`ProfileUsage.project_pod`, the same answer as laying it over). The recording views the
+charges are computed through are in reads.py.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 from fractions import Fraction
-from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM
 from webhook.platform.quota.devices import ZERO
 from webhook.platform.quota.objects import COUNTED_KINDS, object_name
+from webhook.platform.quota.reads import NOTHING, GeneratedReads, Key, Read, RecordingView
 from webhook.platform.quota.settings import CountingRules
 from webhook.platform.quota.usage import (POD_UID_READ_FOR, Charge, Usage, claim_charge, generated_key, pod_charge,
                                           pvc_charge)
 
-Key = tuple[str, str]  # (kind, name)
-Read = tuple[str, str, Any]  # ("obj", kind, name) | ("gen", pod, pod claim) | ("kind", kind, None)
 CHARGED = frozenset({POD, RESOURCE_CLAIM, PVC})
 
 
@@ -63,82 +60,20 @@ class KnownUsage(Usage):
         return self.known_unbounded
 
 
-_NOTHING: Mapping[Any, Any] = MappingProxyType({})
+def _plus(total: Fraction, amount: Fraction) -> Fraction:
+    """total + amount, without Fraction arithmetic (slow in Python) when the total is zero."""
+    return total + amount if total else amount
 
 
-class _ObjectReads(Mapping[str, Mapping[str, Any]]):
-    """One kind's objects, noting each name a charge function reads (or the whole kind, for a scan)."""
-
-    __slots__ = ("_data", "_reads", "_kind")
-
-    def __init__(self, data: Mapping[str, Mapping[str, Any]], reads: set[Read], kind: str) -> None:
-        self._data, self._reads, self._kind = data, reads, kind
-
-    def __getitem__(self, key: str) -> Mapping[str, Any]:
-        self._reads.add(("obj", self._kind, key))
-        return self._data[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._reads.add(("obj", self._kind, key))
-        return self._data.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        self._reads.add(("obj", self._kind, key))
-        return key in self._data
-
-    def __iter__(self) -> Iterator[str]:
-        self._reads.add(("kind", self._kind, None))  # a scan: any change of this kind may change the answer
-        return iter(list(self._data))
-
-    def __len__(self) -> int:
-        self._reads.add(("kind", self._kind, None))
-        return len(self._data)
+def _minus(total: Fraction, amount: Fraction) -> Fraction:
+    """total - amount, without Fraction arithmetic when the amount is all of the total (the same object, as
+    _plus leaves it for the only charge)."""
+    return ZERO if total is amount else total - amount
 
 
-class _GeneratedReads(Mapping[Key, list[Mapping[str, Any]]]):
-    """The generated-claims index, noting each (pod, pod claim) a charge function looks up."""
-
-    __slots__ = ("_data", "_reads")
-
-    def __init__(self, data: Mapping[Key, list[Mapping[str, Any]]], reads: set[Read]) -> None:
-        self._data, self._reads = data, reads
-
-    def __getitem__(self, key: Key) -> list[Mapping[str, Any]]:
-        self._reads.add(("gen", key[0], key[1]))
-        return self._data[key]
-
-    def get(self, key: Key, default: Any = None) -> Any:
-        self._reads.add(("gen", key[0], key[1]))
-        return self._data.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        self._reads.add(("gen", key[0], key[1]))  # type: ignore[index]
-        return key in self._data
-
-    def __iter__(self) -> Iterator[Key]:
-        self._reads.add(("kind", RESOURCE_CLAIM, None))  # the index is made of claims
-        return iter(list(self._data))
-
-    def __len__(self) -> int:
-        self._reads.add(("kind", RESOURCE_CLAIM, None))
-        return len(self._data)
-
-
-class _View:
-    """What the charge functions see as `objects` (ProfileObjects' reading side), recording every read."""
-
-    __slots__ = ("objects", "reads")
-
-    def __init__(self, objects: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
-        self.objects = objects
-        self.reads: set[Read] = set()
-
-    def of(self, kind: str) -> Mapping[str, Mapping[str, Any]]:
-        return _ObjectReads(self.objects.get(kind, _NOTHING), self.reads, kind)
-
-    def get(self, kind: str, name: str) -> Mapping[str, Any] | None:
-        self.reads.add(("obj", kind, name))
-        return self.objects.get(kind, _NOTHING).get(name)
+def _same_cost(old: Charge, new: Charge) -> bool:
+    return (old.unbounded == new.unbounded and (old.gpus is new.gpus or old.gpus == new.gpus)
+            and (old.storage is new.storage or old.storage == new.storage))
 
 
 class _Spare:
@@ -163,8 +98,11 @@ class _Spare:
         if type(meta) is not dict or pod.get("spec") is not self.spec or pod.get("status") is not self.status \
                 or meta.get("name") != self.name or (not self.uid_blind and meta.get("uid") != self.uid):
             return False
-        return all(profile._found(read) == found if read[0] == "gen" else profile._found(read) is found
-                   for read, found in self.seen)
+        now = profile._found
+        for read, found in self.seen:  # a plain loop: a generator in all() costs more than the few reads compared
+            if (now(read) != found) if read[0] == "gen" else (now(read) is not found):
+                return False
+        return True
 
 
 class ProfileUsage:
@@ -246,38 +184,57 @@ class ProfileUsage:
         return touched
 
     def _recharge(self, key: Key) -> None:
-        self._forget(key)
         kind, name = key
         obj = self.objects[kind].get(name)
         if obj is None:
+            self._forget(key)
             return
+        self._settle(key, *self._compute(key, obj))
+
+    def _compute(self, key: Key, obj: Mapping[str, Any]) -> tuple[Charge, frozenset[Read]]:
+        """The charge of `obj` at `key` as the objects stand, and what it read (a fitting spare: its own)."""
         spare = self._spare
         if spare is not None and spare.key == key:
             self._spare = None  # one use: the pod it stood for is placed now, or something else is
             if spare.fits(obj, self):
-                self._account(key, spare.charge, spare.reads)
-                return
-        view = _View(self.objects)
+                return spare.charge, spare.reads
+        kind, name = key
+        view = RecordingView(self.objects)
         if kind == POD:
-            generated = _GeneratedReads(self.generated, view.reads)
+            generated = GeneratedReads(self.generated, view.reads)
             charge = pod_charge(view, name, obj, self.rules, generated)  # type: ignore[arg-type]
         elif kind == RESOURCE_CLAIM:
             charge = claim_charge(view, name, obj, self.rules)  # type: ignore[arg-type]
         else:
             charge = pvc_charge(name, obj, self.rules)
-        self._account(key, charge, frozenset(view.reads))
+        return charge, frozenset(view.reads)
+
+    def _settle(self, key: Key, charge: Charge, reads: frozenset[Read]) -> None:
+        """Account a recomputed charge. One that costs what the old one did and read the same objects (a pod
+        stored again after its admission, a status update) leaves the totals and the readers as they are."""
+        old = self.charges.get(key)
+        if old is not None and _same_cost(old, charge) and self._reads.get(key) == reads:
+            self.charges[key] = charge  # its notes may differ: the charge is the new one all the same
+            if charge.unbounded:
+                self.unbounded[key] = charge
+            return
+        self._forget(key)
+        self._account(key, charge, reads)
 
     def _found(self, read: Read) -> Any:
         """What a read finds now: the object (or None), or the generated claims as a tuple."""
         tag, first, second = read
         if tag == "obj":
-            return self.objects.get(first, _NOTHING).get(second)
+            return self.objects.get(first, NOTHING).get(second)
         return tuple(self.generated.get((first, second), ()))
 
     def _keep_spare(self, key: Key) -> None:
         """Remember the charge of the pod at `key` as it stands (laid over as the request), for _recharge."""
+        self._keep(key, self.objects[POD].get(key[1]), self.charges.get(key), self._reads.get(key))
+
+    def _keep(self, key: Key, obj: Mapping[str, Any] | None, charge: Charge | None,
+              reads: frozenset[Read] | None) -> None:
         self._spare = None
-        obj, charge, reads = self.objects[POD].get(key[1]), self.charges.get(key), self._reads.get(key)
         if obj is None or charge is None or reads is None:
             return
         seen = []
@@ -304,9 +261,9 @@ class ProfileUsage:
         # Fraction arithmetic is slow in Python: adding (or taking away) zero, the usual case, is skipped
         if totals:
             if charge.gpus:
-                self.gpus += charge.gpus
+                self.gpus = _plus(self.gpus, charge.gpus)
             if charge.storage:
-                self.storage += charge.storage
+                self.storage = _plus(self.storage, charge.storage)
         if charge.unbounded:
             self.unbounded[key] = charge
         self._reads[key] = reads
@@ -323,9 +280,9 @@ class ProfileUsage:
         if charge is not None:
             if totals:
                 if charge.gpus:
-                    self.gpus -= charge.gpus
+                    self.gpus = _minus(self.gpus, charge.gpus)
                 if charge.storage:
-                    self.storage -= charge.storage
+                    self.storage = _minus(self.storage, charge.storage)
             if charge.unbounded:
                 self.unbounded.pop(key, None)
         reads = self._reads.pop(key, None)
@@ -337,6 +294,44 @@ class ProfileUsage:
                     keys.discard(key)
                     if not keys:
                         del readers[read]
+
+    def project_pod(self, name: str, pod: Mapping[str, Any]) -> tuple[KnownUsage, KnownUsage] | None:
+        """(without, with): the usage without the pod at `name`, and with `pod` there, as `laid_over([(POD, name,
+        None)])` then `laid_over([(POD, name, pod)], journal, spare=True)` give them (a CREATE decided without
+        reservations in flight), without changing anything but the kept charge, as those leave it.
+
+        The shortcut of the usual decision: when no charge read that pod, or scanned the pods, a pod at `name`
+        costs its own charge and nothing else, so the totals move by that charge alone, and the charges are the
+        profile's with that one key changed. None otherwise (the caller lays the changes over)."""
+        key = (POD, name)
+        readers = self._readers
+        if readers.get(("obj", POD, name)) or readers.get(("kind", POD, None)):
+            return None
+        pods = self.objects[POD]
+        stored = pods.get(name)
+        old = self.charges.get(key)
+        if (stored is None) is not (old is None):
+            return None  # an object without a charge (or a charge without its object) is not this shortcut's case
+        pods[name] = pod  # as laid over: the charge (or a kept one's check) sees the pod at its name
+        try:
+            charge, reads = self._compute(key, pod)
+            self._keep(key, pod, charge, reads)
+        finally:
+            if stored is None:
+                del pods[name]
+            else:
+                pods[name] = stored
+        gpus, storage, unbounded = self.gpus, self.storage, tuple(self.unbounded.values())
+        if old is not None:
+            gpus = _minus(gpus, old.gpus) if old.gpus else gpus
+            storage = _minus(storage, old.storage) if old.storage else storage
+            if old.unbounded:
+                unbounded = tuple(c for k, c in self.unbounded.items() if k != key)
+        without = KnownUsage(Before(self.charges, {key: None}), gpus, storage, unbounded)
+        return without, KnownUsage(Before(self.charges, {key: charge}),
+                                   _plus(gpus, charge.gpus) if charge.gpus else gpus,
+                                   _plus(storage, charge.storage) if charge.storage else storage,
+                                   unbounded + (charge,) if charge.unbounded else unbounded)
 
     def laid_over(self, changes: list[tuple[str, str, Mapping[str, Any] | None]],
                   journal: dict[Key, Charge | None] | None = None, spare: bool = False) -> "_Overlay":
@@ -414,93 +409,3 @@ class Before(Mapping[Key, Charge]):
 
     def __len__(self) -> int:
         return len(self._merged())
-
-
-class _StateUsage:
-    """The profiles of one cluster state, and the objects its listener reported changed since."""
-
-    def __init__(self, rules: CountingRules) -> None:
-        self.rules = rules
-        self.profiles: dict[str, ProfileUsage] = {}
-        self._dirty: dict[str, set[Key]] = {}
-        self._reset = False
-        self._lock = threading.Lock()
-
-    def changed(self, kind: str, event: str, obj: Mapping[str, Any] | None) -> None:
-        """The state's listener (any thread): note what to re-read, nothing more."""
-        with self._lock:
-            if event == "RELIST" or obj is None:
-                self._reset = True
-                return
-            if kind not in COUNTED_KINDS:
-                return
-            meta = obj.get("metadata") or {}
-            dirty = self._dirty.get(str(meta.get("namespace", "")))
-            if dirty is not None:  # profiles not loaded yet read everything when they are
-                dirty.add((kind, str(meta.get("name", ""))))
-
-    def profile(self, state: Any, namespace: str) -> ProfileUsage:
-        """The profile's usage, brought up to date with the state (on the event loop)."""
-        with self._lock:
-            if self._reset:
-                self._reset, self.profiles = False, {}
-                self._dirty = {}
-            dirty = self._dirty.get(namespace)
-            if dirty is None:
-                self._dirty[namespace] = set()  # from now on, changes are noted (also during the load below)
-            else:
-                self._dirty[namespace] = set()
-        profile = self.profiles.get(namespace)
-        if profile is None or dirty is None:
-            profile = self.profiles[namespace] = ProfileUsage(namespace, self.rules)
-            profile.load({kind: state.list(kind, namespace) for kind in COUNTED_KINDS})
-            return profile
-        for kind, name in dirty:
-            profile.put(kind, name, state.get(kind, namespace, name))
-        profile.caught_up()
-        return profile
-
-
-class UsageIndex:
-    """Incremental usage per cluster state (weakly held) for one compiled quota policy's counting rules."""
-
-    def __init__(self, rules: CountingRules) -> None:
-        self.rules = rules
-        self._states: weakref.WeakKeyDictionary[Any, _StateUsage] = weakref.WeakKeyDictionary()
-
-    def loaded(self, state: Any, namespace: str) -> bool:
-        """Is this profile counted already (then bringing it up to date costs only what changed)?"""
-        usage = self._states.get(state) if _weakable(state) else None
-        return usage is not None and namespace in usage.profiles and not usage._reset
-
-    def profile(self, state: Any, namespace: str) -> ProfileUsage | None:
-        """None when the state cannot tell us what changed (then the caller recounts)."""
-        usage = self._states.get(state) if _weakable(state) else None
-        if usage is None:
-            subscribe: Callable[[Callable[..., None]], None] | None = getattr(state, "add_listener", None)
-            if subscribe is None or not _weakable(state):
-                return None
-            usage = self._states[state] = _StateUsage(self.rules)
-            subscribe(_weak_listener(usage))
-        return usage.profile(state, namespace)
-
-
-def _weakable(state: Any) -> bool:
-    try:
-        weakref.ref(state)
-    except TypeError:
-        return False
-    return True
-
-
-def _weak_listener(usage: _StateUsage) -> Callable[[str, str, Mapping[str, Any] | None], None]:
-    """The state must not keep a replaced policy's index alive: after a reload this listener goes quiet."""
-    ref = weakref.ref(usage)
-
-    def listener(kind: str, event: str, obj: Mapping[str, Any] | None) -> None:
-        target = ref()
-        if target is not None:
-            target.changed(kind, event, obj)
-
-    listener.expired = lambda: ref() is None  # type: ignore[attr-defined]  # states prune expired listeners
-    return listener

@@ -36,6 +36,7 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # the charge of an admitted pod once the state stores it with a uid. Keep in step with pod_charge.
 POD_UID_READ_FOR = frozenset({RESOURCE_CLAIM, PVC})
 LEGACY_MEMO_LIMIT = 50_000
+TEMPLATE_MEMO_LIMIT = 4_096  # each entry holds its template alive until the memo is cleared
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
 # KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -168,14 +169,23 @@ def _template_gpus(objects: ProfileObjects, template_name: str, rules: CountingR
         # checked later: creating the template (or the claim from it) is validated like any other write
         notes.append(f"claim template {template_name} not found: its GPUs count once it exists")
         return GpuAmount()
-    return claim_spec_gpus((template.get("spec") or {}).get("spec"), rules.device_classes)
+    memo = rules.template_memo
+    entry = memo.get(id(template))
+    if entry is not None and entry[0] is template:
+        return entry[1]  # type: ignore[no-any-return]
+    amount = claim_spec_gpus((template.get("spec") or {}).get("spec"), rules.device_classes)
+    if len(memo) >= TEMPLATE_MEMO_LIMIT:
+        memo.clear()  # crude but bounded; entries are cheap to recompute
+    memo[id(template)] = (template, amount)
+    return amount
 
 
 def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
     total = ZERO
     pod_name = str(_meta(pod).get("name", ""))
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        ephemeral = volume.get("ephemeral") if is_mapping(volume) else None
+        # a plain dict (every volume the API server sends) is told apart without the ABC check
+        ephemeral = volume.get("ephemeral") if type(volume) is dict or is_mapping(volume) else None
         if not ephemeral:  # most volumes (emptyDir, a PVC, a secret): nothing to look up
             continue
         template = ephemeral.get("volumeClaimTemplate")
@@ -212,7 +222,7 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
     # GpuAmount's sum, kept as its two parts: no intermediate amount per entry (a pod has one or two)
     gpus, unbounded = _legacy_gpus(pod, rules), False
     for entry in spec.get("resourceClaims") or []:
-        template_name = entry.get("resourceClaimTemplateName") if is_mapping(entry) else None
+        template_name = entry.get("resourceClaimTemplateName") if type(entry) is dict or is_mapping(entry) else None
         if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
             amount = _template_gpus(objects, str(template_name), rules, notes)
             if amount.gpus:
