@@ -91,10 +91,16 @@ def _whole(value: Any, where: str) -> int:
     return int(amount)
 
 
+def _count(value: Any, ref: ContainerRef, part: str, resource: str) -> int:
+    """_whole(value, where) with `where` worded only for a value that is no plain whole number."""
+    whole = plain_whole(value)
+    return whole if whole is not None else _whole(value, f"{ref.label}: {part}[{resource}]")
+
+
 def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> LegacyAmount:
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-    limit = _whole(limits[resource], f"{ref.label}: limits[{resource}]") if resource in limits else None
-    request = _whole(requests[resource], f"{ref.label}: requests[{resource}]") if resource in requests else None
+    limit = _count(limits[resource], ref, "limits", resource) if resource in limits else None
+    request = _count(requests[resource], ref, "requests", resource) if resource in requests else None
     if limit is not None and request is not None and limit != request:
         raise LegacyError(f"{ref.label}: {resource} has limit {limit} but request {request}; GPUs cannot be "
                           f"overcommitted, so set both to the same number (or set only the limit)")
