@@ -75,6 +75,20 @@ def _plain_env(container: Mapping[str, Any]) -> bool:
             and all(type(e) is dict and "valueFrom" not in e for e in env))
 
 
+def _mounts_volume(mounts: Any, volume: str) -> bool:
+    """any(is_mapping(m) and m.get("name") == volume for m in mounts), with the mounts of decoded JSON (a list of
+    dicts) looked at in one loop without a generator or a call per mount."""
+    if type(mounts) is list:
+        for mount in mounts:
+            if type(mount) is dict:
+                if mount.get("name") == volume:
+                    return True
+            elif is_mapping(mount) and mount.get("name") == volume:
+                return True
+        return False
+    return any(is_mapping(m) and m.get("name") == volume for m in mounts)
+
+
 def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, Any], refresher_list: str,
                          credentials_volume: str, secret: str) -> list[Conflict]:
     """Everything in the pod, other than our refresher, that could read the credentials."""
@@ -84,7 +98,7 @@ def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, An
         if key == refresher_list and name == refresher["name"]:
             continue  # the refresher itself: checked field by field when the pod brings its own
         mounts = container.get("volumeMounts") or []
-        if any(is_mapping(m) and m.get("name") == credentials_volume for m in mounts):
+        if _mounts_volume(mounts, credentials_volume):
             mounts = [m for m in mounts if is_mapping(m)]
             conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
                                       f"{credentials_volume!r}, which only the token refresher may", mounts,
