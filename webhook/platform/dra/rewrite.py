@@ -117,12 +117,15 @@ def _assign(uses: Sequence[LegacyUse], templates: Mapping[ContainerRef, dict[str
     """Containers that run side by side get claims of their own; regular init containers may borrow."""
     assigned: dict[ContainerRef, ClaimUse] = {}
     borrowable: dict[str, str] = {}  # template name -> claim of an app or regular init container
-    concurrent = [u for u in uses if not u.container.regular_init and u.container in templates]
-    sequential = [u for u in uses if u.container.regular_init and u.container in templates]
+    concurrent: list[LegacyUse] = []
+    sequential: list[LegacyUse] = []
+    for use in uses:  # in pod order within each: regular init containers last, when they may borrow
+        if use.container in templates:
+            (sequential if use.container.regular_init else concurrent).append(use)
     for use in concurrent + sequential:
         ref = use.container
         template = templates[ref]["metadata"]["name"]
-        if ref.regular_init and config.init_claims is InitClaims.REUSE and template in borrowable:
+        if config.init_claims is InitClaims.REUSE and template in borrowable and ref.regular_init:
             assigned[ref] = ClaimUse(ref, borrowable[template], template, reused=True)
             continue
         assigned[ref] = ClaimUse(ref, names.new(ref.name), template, reused=False)
