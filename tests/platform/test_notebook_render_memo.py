@@ -1,5 +1,5 @@
 """What rendering now makes once per policy gives what rendering it for every pod gave: the notebook's env
-entries whose values only the policy sets, the checks of a home volume without placeholders, the owner's
+entries whose values only the policy sets, the checks of a home volume and mount path without placeholders, the owner's
 values (their description worded only for an error), and the volumes a namespace's Pod Security level
 forbids (none at privileged)."""
 
@@ -16,7 +16,8 @@ from webhook.platform.notebook import render
 from webhook.platform.notebook.config import compile_spec
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.podsecurity import LEVELS, RESTRICTED_VOLUMES, forbidden_volumes
-from webhook.platform.notebook.render import InvalidOwner, _home_volume, _name, _notebook_env, _path, owner_values
+from webhook.platform.notebook.render import (InvalidOwner, _home_volume, _mount_path, _name, _notebook_env, _path,
+                                             owner_values)
 
 
 # --- the references, as they were ------------------------------------------------------------------------
@@ -60,8 +61,9 @@ def _outcome(fn, *args: Any) -> Any:
 
 
 # --- policies and owners -----------------------------------------------------------------------------------
-def _spec(notebook_env: list[dict[str, str]], volume: dict[str, Any], pattern: str):
+def _spec(notebook_env: list[dict[str, str]], volume: dict[str, Any], pattern: str, mount_path: str = "/eos"):
     raw = copy.deepcopy(DEFAULT)
+    raw["home"]["mountPath"] = raw["home"]["homePath"] = mount_path
     raw["tokenRefresher"]["notebookEnv"] = notebook_env
     raw["home"]["volume"] = volume
     raw["owner"]["userPattern"] = pattern
@@ -81,6 +83,8 @@ VOLUMES = st.sampled_from([
     {"csi": {"driver": "eos.csi.example.org", "volumeAttributes": {"path": "/eos/{user_initial}/{user}"}}},
     {"csi": {"driver": "eos.csi.example.org", "volumeAttributes": {"x": "y"}}},
 ])
+MOUNT_PATHS = st.sampled_from(["/eos", "/eos/{user}", "/a//b/", "/{{x}}", "/eos/.", "/home/{user_initial}/{user}/",
+                                "/x/../eos", "eos"])
 PATTERNS = st.sampled_from(["^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$", ".*", "^[a-z]+$"])
 OWNERS = st.one_of(st.sampled_from(["jdoe@example.org", "", "jdoe", "@example.org", "Jane Doe <j@x.org>", "../x@y.org",
                                     "a..b@example.org", "UPPER@example.org", "x/y@example.org"]),
@@ -90,10 +94,10 @@ IDENTITIES = st.one_of(st.none(), st.builds(Identity, st.sampled_from(["bob", ""
 
 
 @settings(max_examples=400, deadline=None)
-@given(ENVS, VOLUMES, PATTERNS, st.lists(st.tuples(OWNERS, IDENTITIES), min_size=1, max_size=4))
-def test_rendered_once_as_rendered_for_each_pod(env, volume, pattern, owners) -> None:
+@given(ENVS, VOLUMES, PATTERNS, MOUNT_PATHS, st.lists(st.tuples(OWNERS, IDENTITIES), min_size=1, max_size=4))
+def test_rendered_once_as_rendered_for_each_pod(env, volume, pattern, mount_path, owners) -> None:
     try:
-        spec = _spec(env, volume, pattern)
+        spec = _spec(env, volume, pattern, mount_path)
     except Exception:  # a policy the loader refuses (a placeholder where it is not allowed, a bad static path)
         return
     assert spec.home is not None and spec.refresher is not None
@@ -105,6 +109,8 @@ def test_rendered_once_as_rendered_for_each_pod(env, volume, pattern, owners) ->
             continue
         values = {**values, **render._derived(spec.refresher), "home": "/eos/user/j/jdoe"}
         for _ in range(2):
+            assert _outcome(_mount_path, spec.home, values, profile) == \
+                _outcome(lambda: _path(spec.home.mount_path.render(values), "home mount path", profile))
             got = _notebook_env(spec.refresher, values)
             assert got == [{"name": e.name, "value": e.value.render(values)} for e in spec.refresher.notebook_env]
             for entry in got:

@@ -77,7 +77,7 @@ def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None =
     if spec.refresher:
         values.update(_derived_once(spec.refresher))
     if spec.home:
-        mount_path = _path(spec.home.mount_path.render(values), "home mount path", profile)
+        mount_path = _mount_path(spec.home, values, profile)
         home_path = _path(spec.home.home_path.render(values), "home path", profile)
         values["home"] = home_path
         volumes.append(_home_volume(spec.home, values, profile))
@@ -110,6 +110,17 @@ def _derived_once(r: RefresherSpec) -> dict[str, str]:
 def _derived(r: RefresherSpec) -> dict[str, str]:
     return {"token_path": r.token_path, "token_dir": r.token_dir, "credentials_dir": r.credentials_dir,
             "refresh_margin_seconds": str(r.refresh_margin_seconds)}
+
+
+def _mount_path(home: HomeSpec, values: Mapping[str, str], profile: ProfileInfo) -> str:
+    """The home's mount path, checked; one without placeholders (the default /eos) is checked once per policy."""
+    made = home.memo.get("mount_path")
+    if made is not None:
+        return made
+    path = _path(home.mount_path.render(values), "home mount path", profile)
+    if not home.mount_path.names:
+        home.memo["mount_path"] = path  # the same for every owner, and it passed
+    return path
 
 
 def _notebook_env(r: RefresherSpec, values: Mapping[str, str]) -> list[dict[str, Any]]:
