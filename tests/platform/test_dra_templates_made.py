@@ -101,3 +101,57 @@ class _Text(str):
 def test_text_of_another_type_takes_the_general_path() -> None:
     assert plain_whole(_Text("1")) is None  # as before: only str itself is read plainly
     assert plain_whole(1) is None and plain_whole(True) is None
+
+
+# --- legacy_uses without a generator, against the walk it replaced ------------------------------------------
+def _legacy_uses_reference(pod: Any, cfg) -> list[LegacyUse]:
+    from webhook.platform.base import is_mapping
+    from webhook.platform.dra.legacy import _amount, _entries, _ref
+
+    uses = []
+    for field, index, container in _entries(pod):
+        resources = container.get("resources") or {}
+        if not is_mapping(resources):
+            continue
+        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+        mapped = sorted(k for k in keys if cfg.mapping_for(k) is not None)
+        if mapped:
+            ref = _ref(field, index, container)
+            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    return uses
+
+
+def _proxy(value: dict[str, Any]) -> Any:
+    from types import MappingProxyType
+
+    return MappingProxyType(value)
+
+
+_AMOUNTS_MAP = st.dictionaries(st.sampled_from(["cpu", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/x"]),
+                               st.sampled_from(["1", "2", "0", "500m", "x", 1, 1.5, None, "1e3", " 3"]), max_size=3)
+_RESOURCES = st.one_of(st.fixed_dictionaries({}, optional={"limits": st.one_of(_AMOUNTS_MAP, st.none()),
+                                                           "requests": st.one_of(_AMOUNTS_MAP, st.none())}),
+                       st.none(), st.just("text"), st.just([]), st.just({"limits": "odd"}))
+_ODD_CONTAINER = st.one_of(
+    st.fixed_dictionaries({"name": st.sampled_from(["a", "b"]), "resources": _RESOURCES},
+                          optional={"restartPolicy": st.just("Always")}),
+    st.just("odd"), st.none(), st.builds(_proxy, st.fixed_dictionaries({"name": st.just("p"), "resources": _RESOURCES})),
+    st.fixed_dictionaries({"name": st.just("m"), "resources": st.builds(_proxy, st.fixed_dictionaries(
+        {"limits": _AMOUNTS_MAP}))}))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(range(len(CONFIGS))), st.lists(_ODD_CONTAINER, max_size=3), st.lists(_ODD_CONTAINER, max_size=2),
+       st.booleans())
+def test_legacy_uses_as_walked_before(which: int, containers: list[Any], init: list[Any], spec_given: bool) -> None:
+    from webhook.platform.dra.legacy import legacy_uses
+
+    pod = {"spec": {"containers": containers, "initContainers": init}} if spec_given else {}
+
+    def outcome(find: Any) -> Any:
+        try:
+            return find(pod, CONFIGS[which])
+        except Exception as exc:
+            return type(exc), str(exc)
+
+    assert outcome(legacy_uses) == outcome(_legacy_uses_reference)
