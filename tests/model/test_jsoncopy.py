@@ -75,3 +75,63 @@ def test_nested_shared_subtree_becomes_separate_copies() -> None:
     value = {"x": shared, "y": shared}
     made = copier(value)()
     assert made == value and made["x"] is not made["y"] and made["x"]["a"] is not made["y"]["a"]
+
+
+# --- the compiled copier against the nested one, on what a display could get wrong -------------------------
+_texts = st.one_of(st.text(max_size=6), st.sampled_from(["'", '"', "\\", "\\'", "'''", "\n", "\x00", "\ud800", "é", "{x}",
+                                                         "True", "None", "_v0", "__builtins__", "make"]))
+_numbers = st.one_of(st.integers(), st.sampled_from([2**63 - 1, 2**63, -2**63, -(2**63) + 1, 10**40, -10**40, 0, -0]),
+                     st.floats(), st.sampled_from([float("nan"), float("inf"), -0.0]))
+_keys = st.one_of(_texts, st.integers(-3, 3), st.booleans(), st.none(), st.tuples(st.integers(0, 2)),
+                  st.builds(type("Key", (str,), {}), st.text(max_size=2)), st.floats(allow_nan=False))
+_hostile = st.recursive(st.one_of(_texts, _numbers, st.none(), st.booleans(), _odd),
+                        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
+                        max_leaves=40)
+
+
+def _same_or_both_nan(a: Any, b: Any) -> bool:
+    if type(a) is float and type(b) is float and a != a and b != b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(type(k) is type(j) for k, j in zip(a, b)) \
+            and all(_same_or_both_nan(a[k], b[k]) for k in a)
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(_same_or_both_nan(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_hostile)
+def test_a_compiled_copy_is_the_nested_copy(value: Any) -> None:
+    from webhook.model.jsoncopy import _nested
+
+    make, nested = copier(value), _nested(value)
+    first, second = make(), make()
+    for made in (first, second):
+        assert _same_or_both_nan(made, nested())
+        assert _shares_nothing(value, made)
+    assert _shares_nothing(first, second)
+
+
+def test_trees_too_deep_or_too_big_for_one_display_are_copied_all_the_same() -> None:
+    from webhook.model import jsoncopy
+
+    deep: Any = ["leaf"]
+    for _ in range(60):  # past the display's depth, short of the recursion limit
+        deep = {"x": [deep]}
+    wide = {f"k{i}": [i, {"v": str(i)}] for i in range(3000)}
+    for value in (deep, wide):
+        assert jsoncopy._compiled(value) is None
+        made = copier(value)()
+        assert made == value and _shares_nothing(value, made)
+    shallow = {"a": [1, {"b": 2.5}]}
+    assert jsoncopy._compiled(shallow) is not None
+
+
+def test_numbers_whose_repr_is_refused_or_inexact_are_shared_not_written() -> None:
+    huge, nan = 10**5000, float("nan")
+    made = copier({"n": [huge, -huge, nan, float("inf"), -0.0, 2**63, -2**63]})()
+    assert made["n"][0] is huge and made["n"][2] is nan and str(made["n"][4]) == "-0.0"
+    assert made["n"][1] == -huge and made["n"][3] == float("inf") and made["n"][5:] == [2**63, -2**63]

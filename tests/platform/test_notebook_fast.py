@@ -65,10 +65,25 @@ def test_merge_mount_as_before(mounts: list[dict[str, Any]], name: str, path: st
     assert containers[0] == containers[1] and logs[0] == logs[1]
 
 
+def _containers_reference(pod_spec):
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in pod_spec.get(key) or []:
+            if credentials.is_mapping(container):
+                yield key, container
+
+
+def _reads_secret_volume_reference(volume, secret) -> bool:
+    if (volume.get("secret") or {}).get("secretName") == secret:
+        return True
+    sources = (volume.get("projected") or {}).get("sources") or []
+    return any(credentials.is_mapping(s) and (s.get("secret") or {}).get("name") == secret for s in sources)
+
+
 def _conflicts_reference(pod_spec, refresher, refresher_list, credentials_volume, secret) -> list[Conflict]:
-    """credential_conflicts as it was: every env list and volume walked."""
+    """credential_conflicts as it was: every container through a generator, every env list and volume walked,
+    every projected source asked for its secret."""
     conflicts = []
-    for key, container in credentials._containers(pod_spec):
+    for key, container in _containers_reference(pod_spec):
         name = container.get("name")
         if key == refresher_list and name == refresher["name"]:
             continue
@@ -83,7 +98,7 @@ def _conflicts_reference(pod_spec, refresher, refresher_list, credentials_volume
                                       "no such reference", credentials.SETTING))
     for volume in pod_spec.get("volumes") or []:
         if credentials.is_mapping(volume) and volume.get("name") != credentials_volume \
-                and credentials._reads_secret_volume(volume, secret):
+                and _reads_secret_volume_reference(volume, secret):
             conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
                                       volume, "no such volume", credentials.SETTING))
     return conflicts
@@ -103,29 +118,37 @@ _ENV_FROM = st.one_of(st.none(), st.just([]), st.lists(st.one_of(
 _CONTAINER = st.fixed_dictionaries({"name": st.sampled_from(["nb", "oidc-token-refresher", "side"])}, optional={
     "env": st.one_of(st.lists(_ENV, max_size=3), st.none(), st.just({"A": "1"})),
     "envFrom": _ENV_FROM,
-    "volumeMounts": st.lists(st.fixed_dictionaries({"name": st.sampled_from(["oidc-credentials", "eos"]),
-                                                    "mountPath": st.just("/x")}), max_size=2)})
+    "volumeMounts": st.one_of(
+        st.lists(st.one_of(st.fixed_dictionaries({"name": st.sampled_from(["oidc-credentials", "eos"]),
+                                                  "mountPath": st.just("/x")}),
+                           st.just("odd"), st.none(), st.just({"mountPath": "/y"})), max_size=3),
+        st.just({"name": "oidc-credentials"}), st.none(), st.just(("tuple",)))})
 _VOLUME = st.one_of(
     st.just({"name": "dshm", "emptyDir": {"medium": "Memory"}}),
     st.fixed_dictionaries({"name": st.sampled_from(["oidc-credentials", "mine"]),
                            "secret": st.one_of(st.none(), st.fixed_dictionaries({"secretName": _SECRET_NAMES}))}),
     st.fixed_dictionaries({"name": st.just("proj"), "projected": st.one_of(st.none(), st.fixed_dictionaries({
-        "sources": st.lists(st.one_of(st.just({"configMap": {"name": "c"}}),
-                                      st.fixed_dictionaries({"secret": st.fixed_dictionaries({"name": _SECRET_NAMES})}),
-                                      st.just("odd")), max_size=3)}))}),
+        "sources": st.one_of(
+            st.lists(st.one_of(st.just({"configMap": {"name": "c"}}), st.just({"serviceAccountToken": {"path": "t"}}),
+                               st.fixed_dictionaries({"secret": st.fixed_dictionaries({"name": _SECRET_NAMES})}),
+                               st.sampled_from([{"secret": None}, {"secret": {}}, {"secret": "x"}, {"secret": []}]),
+                               st.just("odd"), st.just({})), max_size=3),
+            st.just({"secret": {"name": "oidc-jdoe"}}), st.just(({"secret": {"name": "oidc-jdoe"}},)),
+            st.just("sources"), st.none())}))}),
     st.just({"name": "s", "secret": None, "projected": None}), st.just("odd"), st.just({}))
 
 
-@settings(max_examples=2000, deadline=None)
-@given(st.lists(_CONTAINER, max_size=3), st.lists(_CONTAINER, max_size=2), st.lists(_VOLUME, max_size=4),
-       st.sampled_from(["initContainers", "containers"]))
-def test_credential_conflicts_as_before(containers, init, volumes, refresher_list) -> None:
-    pod_spec = {"containers": containers, "initContainers": init, "volumes": volumes}
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.one_of(_CONTAINER, st.just("odd")), max_size=3), st.lists(_CONTAINER, max_size=2),
+       st.lists(_CONTAINER, max_size=1), st.lists(_VOLUME, max_size=4), st.sampled_from(["initContainers", "containers"]),
+       st.sampled_from(["oidc-jdoe", ""]))  # a name, as _credential_conflicts gives (str of the Secret name)
+def test_credential_conflicts_as_before(containers, init, ephemeral, volumes, refresher_list, secret) -> None:
+    pod_spec = {"containers": containers, "initContainers": init, "ephemeralContainers": ephemeral, "volumes": volumes}
     refresher = {"name": "oidc-token-refresher"}
 
     def outcome(check):
         try:
-            return check(pod_spec, refresher, refresher_list, "oidc-credentials", "oidc-jdoe")
+            return check(pod_spec, refresher, refresher_list, "oidc-credentials", secret)
         except Exception as exc:  # an odd item fails as it did
             return type(exc), str(exc)
 

@@ -35,15 +35,21 @@ def diff(original: Any, mutated: Any, path: str = "") -> list[dict[str, Any]]:
 def _diff(original: Any, mutated: Any, path: str, ops: list[dict[str, Any]]) -> None:
     """Appends to `ops`. Children that are the very same object are skipped before their path is built:
     mutators copy on write, so most of a mutated pod is shared with the original."""
-    if _identical(original, mutated):
-        return  # most of a mutated pod is unchanged: compared in C, not walked in Python
+    if original is mutated:
+        return
+    kind = type(original)
+    # equal as JSON: most of a mutated pod is unchanged, compared in C, not walked in Python; `==` says no
+    # fast, and when it says yes the serialized forms must match too
+    if kind is type(mutated) and (kind is dict or kind is list) and original == mutated and _same_json(original, mutated):
+        return
     if isinstance(original, dict) and isinstance(mutated, dict):
         if not original.keys() <= mutated.keys():  # (decided in C) some key is gone: in the original's order
             for key in original:
                 if key not in mutated:
                     ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        get = original.get
         for key, value in mutated.items():
-            before = original.get(key, _ABSENT)
+            before = get(key, _ABSENT)
             if before is _ABSENT:
                 ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
                 continue
@@ -70,13 +76,8 @@ def _diff(original: Any, mutated: Any, path: str, ops: list[dict[str, Any]]) -> 
     ops.append({"op": "replace", "path": path, "value": mutated})
 
 
-def _identical(a: Any, b: Any) -> bool:
-    """Equal as JSON, decided without walking: `==` says no fast, and when it says yes, the serialized
-    forms must match too (1, 1.0 and true are == in Python but not the same JSON)."""
-    if a is b:
-        return True
-    if type(a) is not type(b) or type(a) not in (dict, list) or a != b:
-        return False
+def _same_json(a: Any, b: Any) -> bool:
+    """Of two == maps or lists of one type: are they the same JSON? (1, 1.0 and true are == in Python)"""
     try:
         return orjson.dumps(a) == orjson.dumps(b)
     except TypeError:  # not plain JSON (a YAML datetime): walk it

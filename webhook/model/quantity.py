@@ -131,11 +131,19 @@ def plainly_valid(value: object) -> bool:
     return type(value) is str and _plain_parts(value.strip()) is not None
 
 
+# "0" ... "255" as plain_whole reads them (digits, no suffix, no space): GPU counts are small, and a dict
+# lookup of the text costs less than the plain form's regex
+_SMALL_WHOLES = {str(n): n for n in range(256)}
+
+
 def plain_whole(value: object) -> int | None:
     """int(parse_quantity(value)) when `value` is text in the plain form standing for a whole number (a
     GPU count: "1", "8"), told without building a Fraction. None says nothing: parse it."""
     if type(value) is not str:
         return None
+    small = _SMALL_WHOLES.get(value)
+    if small is not None:
+        return small
     parts = _plain_parts(value.strip())
     if parts is None:
         return None

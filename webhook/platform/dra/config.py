@@ -160,6 +160,8 @@ class RewriteConfig:
     _exact: Mapping[str, DeviceMapping] = field(init=False, repr=False, compare=False)
     _prefixed: tuple[DeviceMapping, ...] = field(init=False, repr=False, compare=False)
     _prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)  # theirs: cpu, memory fail in C
+    # rewrite.template_for's templates made so far, by the amounts and choices they were made for (bounded)
+    templates_made: dict[Any, Any] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         exact: dict[str, DeviceMapping] = {}

@@ -91,10 +91,16 @@ def _whole(value: Any, where: str) -> int:
     return int(amount)
 
 
+def _count(value: Any, ref: ContainerRef, part: str, resource: str) -> int:
+    """_whole(value, where) with `where` worded only for a value that is no plain whole number."""
+    whole = plain_whole(value)
+    return whole if whole is not None else _whole(value, f"{ref.label}: {part}[{resource}]")
+
+
 def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> LegacyAmount:
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-    limit = _whole(limits[resource], f"{ref.label}: limits[{resource}]") if resource in limits else None
-    request = _whole(requests[resource], f"{ref.label}: requests[{resource}]") if resource in requests else None
+    limit = _count(limits[resource], ref, "limits", resource) if resource in limits else None
+    request = _count(requests[resource], ref, "requests", resource) if resource in requests else None
     if limit is not None and request is not None and limit != request:
         raise LegacyError(f"{ref.label}: {resource} has limit {limit} but request {request}; GPUs cannot be "
                           f"overcommitted, so set both to the same number (or set only the limit)")
@@ -104,13 +110,17 @@ def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> L
 def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse]:
     """Every container with at least one mapped legacy key, in pod order (init containers first)."""
     uses = []
-    for field, index, container in _entries(pod):
-        resources = container.get("resources") or {}
-        if not is_mapping(resources):
-            continue
-        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
-        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
-        if mapped:  # a reference only for the few containers that have GPUs
-            ref = _ref(field, index, container)
-            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    spec = pod.get("spec") or {}
+    for field in (INIT_CONTAINERS, CONTAINERS):  # _entries(pod), without a generator: every pod comes here
+        for index, container in enumerate(spec.get(field) or []):
+            if type(container) is not dict and not is_mapping(container):
+                continue
+            resources = container.get("resources") or {}
+            if type(resources) is not dict and not is_mapping(resources):
+                continue
+            keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+            mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
+            if mapped:  # a reference only for the few containers that have GPUs
+                ref = _ref(field, index, container)
+                uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
     return uses

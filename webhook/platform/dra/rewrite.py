@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from webhook.model.jsoncopy import copier
 from webhook.platform.dra.config import InitClaims, RewriteConfig
 from webhook.platform.dra.legacy import ContainerRef, LegacyUse
 from webhook.platform.dra.templates import DeviceRequest, build_template
@@ -62,6 +63,35 @@ def device_requests(use: LegacyUse, config: RewriteConfig, chosen: Sequence[str]
     return requests
 
 
+TEMPLATES_KEPT = 128  # distinct GPU amounts (and choices) whose templates a policy keeps made
+
+
+def template_for(use: LegacyUse, config: RewriteConfig, chosen: Sequence[str], namespace: str) -> dict[str, Any] | None:
+    """build_template(device_requests(use, config, chosen), namespace, config.templates), or None when the
+    container asks for no device.
+
+    The template is the same for every pod asking for the same amounts (one whole GPU, most of them; that
+    is why templates are named by their content and shared): its content and name, a hash of it, are
+    made once per policy and each pod gets a fresh copy. The amounts and choices are the pod's own, so
+    what is kept is bounded."""
+    key = (use.amounts, tuple(chosen))
+    made = config.templates_made.get(key, _UNMADE)
+    if made is _UNMADE:
+        requests = device_requests(use, config, chosen)
+        made = copier(build_template(requests, "", config.templates)) if requests else None
+        if len(config.templates_made) >= TEMPLATES_KEPT:
+            config.templates_made.clear()
+        config.templates_made[key] = made
+    if made is None:
+        return None
+    template: dict[str, Any] = made()
+    template["metadata"]["namespace"] = namespace  # in its place: built with "" there
+    return template
+
+
+_UNMADE = object()
+
+
 class _ClaimNames:
     """Pod claim names: DNS labels, unique in the pod, readable (prefix-container)."""
 
@@ -87,12 +117,15 @@ def _assign(uses: Sequence[LegacyUse], templates: Mapping[ContainerRef, dict[str
     """Containers that run side by side get claims of their own; regular init containers may borrow."""
     assigned: dict[ContainerRef, ClaimUse] = {}
     borrowable: dict[str, str] = {}  # template name -> claim of an app or regular init container
-    concurrent = [u for u in uses if not u.container.regular_init and u.container in templates]
-    sequential = [u for u in uses if u.container.regular_init and u.container in templates]
+    concurrent: list[LegacyUse] = []
+    sequential: list[LegacyUse] = []
+    for use in uses:  # in pod order within each: regular init containers last, when they may borrow
+        if use.container in templates:
+            (sequential if use.container.regular_init else concurrent).append(use)
     for use in concurrent + sequential:
         ref = use.container
         template = templates[ref]["metadata"]["name"]
-        if ref.regular_init and config.init_claims is InitClaims.REUSE and template in borrowable:
+        if config.init_claims is InitClaims.REUSE and template in borrowable and ref.regular_init:
             assigned[ref] = ClaimUse(ref, borrowable[template], template, reused=True)
             continue
         assigned[ref] = ClaimUse(ref, names.new(ref.name), template, reused=False)
@@ -107,7 +140,7 @@ def _strip_legacy(container: dict[str, Any], use: LegacyUse) -> dict[str, Any]:
     for part in ("limits", "requests"):
         if part in resources:
             values = resources[part] or {}
-            if type(values) is dict and values and not any(k in legacy for k in values):
+            if type(values) is dict and values and values.keys().isdisjoint(legacy):
                 continue  # nothing to take out: the map stays the very same (the patch diff skips it)
             kept = {k: v for k, v in values.items() if k not in legacy}
             if kept:
@@ -150,9 +183,9 @@ def plan_rewrite(pod: Mapping[str, Any], namespace: str, uses: Sequence[LegacyUs
                  chosen: Sequence[str] = ()) -> RewritePlan:
     templates: dict[ContainerRef, dict[str, Any]] = {}
     for use in uses:
-        requests = device_requests(use, config, chosen)
-        if requests:
-            templates[use.container] = build_template(requests, namespace, config.templates)
+        template = template_for(use, config, chosen, namespace)
+        if template is not None:
+            templates[use.container] = template
     existing = [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("resourceClaims") or []]
     assigned = _assign(uses, templates, config, _ClaimNames(config.claim_prefix, existing))
     # claims and templates listed in pod order (init containers first), whatever order they were assigned in

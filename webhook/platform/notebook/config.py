@@ -72,6 +72,8 @@ class HomeSpec:
     set_working_dir: bool
     workspace_path: str  # where Kubeflow mounts the workspace PVC (and sets workingDir)
     relocate_workspace_to: str | None  # None: leave the workspace mount where it is
+    # what rendering derives from this spec alone, computed on first use (render.py): lives and dies with the policy
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

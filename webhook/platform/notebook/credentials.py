@@ -12,7 +12,7 @@ else, so a pod is refused when
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from webhook.platform.notebook.merge import Conflict, covers
 from webhook.platform.base import is_mapping
@@ -44,17 +44,23 @@ def refresher_mismatch(existing: Mapping[str, Any], desired: Mapping[str, Any]) 
     return None
 
 
-def _containers(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for key in ("initContainers", "containers", "ephemeralContainers"):
-        for container in pod_spec.get(key) or []:
-            if is_mapping(container):
-                yield key, container
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
 def _reads_secret_volume(volume: Mapping[str, Any], secret: str) -> bool:
     if (volume.get("secret") or {}).get("secretName") == secret:
         return True
     sources = (volume.get("projected") or {}).get("sources") or []
+    if type(sources) is list and secret is not None:
+        # every pod projects its service account token (token, CA, namespace): a source that is a dict
+        # without a `secret` reads none (its (s.get("secret") or {}).get("name") is None, not the name)
+        for source in sources:
+            if type(source) is dict:
+                if "secret" in source and (source["secret"] or {}).get("name") == secret:
+                    return True
+            elif is_mapping(source) and (source.get("secret") or {}).get("name") == secret:
+                return True
+        return False
     return any(is_mapping(s) and (s.get("secret") or {}).get("name") == secret for s in sources)
 
 
@@ -75,24 +81,42 @@ def _plain_env(container: Mapping[str, Any]) -> bool:
             and all(type(e) is dict and "valueFrom" not in e for e in env))
 
 
+def _mounts_volume(mounts: Any, volume: str) -> bool:
+    """any(is_mapping(m) and m.get("name") == volume for m in mounts), with the mounts of decoded JSON (a list of
+    dicts) looked at in one loop without a generator or a call per mount."""
+    if type(mounts) is list:
+        for mount in mounts:
+            if type(mount) is dict:
+                if mount.get("name") == volume:
+                    return True
+            elif is_mapping(mount) and mount.get("name") == volume:
+                return True
+        return False
+    return any(is_mapping(m) and m.get("name") == volume for m in mounts)
+
+
 def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, Any], refresher_list: str,
                          credentials_volume: str, secret: str) -> list[Conflict]:
     """Everything in the pod, other than our refresher, that could read the credentials."""
     conflicts = []
-    for key, container in _containers(pod_spec):
-        name = container.get("name")
-        if key == refresher_list and name == refresher["name"]:
-            continue  # the refresher itself: checked field by field when the pod brings its own
-        mounts = container.get("volumeMounts") or []
-        if any(is_mapping(m) and m.get("name") == credentials_volume for m in mounts):
-            mounts = [m for m in mounts if is_mapping(m)]
-            conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
-                                      f"{credentials_volume!r}, which only the token refresher may", mounts,
-                                      "no such mount", SETTING))
-        if not _plain_env(container) and _env_reads_secret(container, secret):
-            conflicts.append(Conflict(f"container {name!r} in spec.{key} reads the credentials Secret {secret!r} "
-                                      "through env or envFrom", container.get("env") or container.get("envFrom"),
-                                      "no such reference", SETTING))
+    for key in CONTAINER_LISTS:
+        for container in pod_spec.get(key) or []:
+            if not is_mapping(container):
+                continue
+            name = container.get("name")
+            if key == refresher_list and name == refresher["name"]:
+                continue  # the refresher itself: checked field by field when the pod brings its own
+            mounts = container.get("volumeMounts") or []
+            if _mounts_volume(mounts, credentials_volume):
+                mounts = [m for m in mounts if is_mapping(m)]
+                conflicts.append(Conflict(f"container {name!r} in spec.{key} mounts the credentials volume "
+                                          f"{credentials_volume!r}, which only the token refresher may", mounts,
+                                          "no such mount", SETTING))
+            if not _plain_env(container) and _env_reads_secret(container, secret):
+                conflicts.append(Conflict(f"container {name!r} in spec.{key} reads the credentials Secret "
+                                          f"{secret!r} through env or envFrom",
+                                          container.get("env") or container.get("envFrom"), "no such reference",
+                                          SETTING))
     for volume in pod_spec.get("volumes") or []:
         if type(volume) is dict and "secret" not in volume and "projected" not in volume:
             continue  # neither a Secret nor projected (emptyDir, PVC, configMap...): it reads no Secret

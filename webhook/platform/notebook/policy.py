@@ -94,7 +94,9 @@ class NotebookInjection(Battery):
         if not result.changed:
             return MutationOutcome(obj, (passed(self.id, "inject", "already injected"),), warnings=warnings)
         message = f"injected for {desired.user} into {', '.join(result.containers)}"
-        return MutationOutcome(dict(result.pod), (passed(self.id, "inject", message),), warnings=warnings)
+        # the injected pod is a dict of the injection's own (inject copies on write): it needs no copy
+        pod = result.pod if type(result.pod) is dict else dict(result.pod)
+        return MutationOutcome(pod, (passed(self.id, "inject", message),), warnings=warnings)
 
 
 def conflict_message(conflicts: tuple[Conflict, ...]) -> str:

@@ -40,10 +40,13 @@ def owner_values(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | 
         if not profile.owner:
             raise InvalidOwner(f"namespace {profile.namespace} has no 'owner' annotation, so the notebook's owner "
                                f"(home directory, token credentials) is unknown; ask the platform team to fix the profile")
-        identity = Identity(profile.user, f"the owner annotation {profile.owner!r} of namespace {profile.namespace}")
-    user = identity.user
+        user = profile.user
+    else:
+        user = identity.user
     if not user or not spec.owner.user_pattern.fullmatch(user):
-        raise InvalidOwner(f"{identity.described} does not name a user (an e-mail whose local part matches "
+        described = identity.described if identity is not None else \
+            f"the owner annotation {profile.owner!r} of namespace {profile.namespace}"  # worded for the error only
+        raise InvalidOwner(f"{described} does not name a user (an e-mail whose local part matches "
                            f"{spec.owner.user_pattern.pattern}); ask the platform team to fix the profile")
     return {"user": user, "user_initial": user[:1], "namespace": profile.namespace}
 
@@ -74,7 +77,7 @@ def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None =
     if spec.refresher:
         values.update(_derived_once(spec.refresher))
     if spec.home:
-        mount_path = _path(spec.home.mount_path.render(values), "home mount path", profile)
+        mount_path = _mount_path(spec.home, values, profile)
         home_path = _path(spec.home.home_path.render(values), "home path", profile)
         values["home"] = home_path
         volumes.append(_home_volume(spec.home, values, profile))
@@ -91,7 +94,7 @@ def render(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | None =
         volumes[:0] = [{"name": r.token_volume, "emptyDir": {"medium": "Memory", "sizeLimit": r.token_size_limit}},
                        {"name": r.credentials_volume, "secret": secret}]
         mounts.insert(0, {"name": r.token_volume, "mountPath": r.token_dir, "readOnly": True})
-        env[:0] = [{"name": e.name, "value": e.value.render(values)} for e in r.notebook_env]
+        env[:0] = _notebook_env(r, values)
         sidecar = _sidecar_for(r, values, r.default_uid if uid is None else uid)
     return Desired(tuple(volumes), sidecar, tuple(env), tuple(mounts), home_path, values["user"])
 
@@ -109,13 +112,41 @@ def _derived(r: RefresherSpec) -> dict[str, str]:
             "refresh_margin_seconds": str(r.refresh_margin_seconds)}
 
 
+def _mount_path(home: HomeSpec, values: Mapping[str, str], profile: ProfileInfo) -> str:
+    """The home's mount path, checked; one without placeholders (the default /eos) is checked once per policy."""
+    made = home.memo.get("mount_path")
+    if made is not None:
+        return made
+    path = _path(home.mount_path.render(values), "home mount path", profile)
+    if not home.mount_path.names:
+        home.memo["mount_path"] = path  # the same for every owner, and it passed
+    return path
+
+
+def _notebook_env(r: RefresherSpec, values: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The notebook's env entries; when their values use only what the policy sets (the default policy's
+    FILE:{token_path}), rendered once per policy and each pod gets fresh entries of those values."""
+    if "notebook_env" not in r.memo:
+        same = all(e.value.names <= POLICY_PLACEHOLDERS for e in r.notebook_env)
+        r.memo["notebook_env"] = tuple((e.name, e.value.render(_derived(r))) for e in r.notebook_env) if same else None
+    rendered = r.memo["notebook_env"]
+    if rendered is None:
+        return [{"name": e.name, "value": e.value.render(values)} for e in r.notebook_env]
+    return [{"name": name, "value": value} for name, value in rendered]
+
+
 def _home_volume(home: HomeSpec, values: Mapping[str, str], profile: ProfileInfo) -> dict[str, Any]:
     source = home.volume.render(values)
+    if home.volume.static and home.memo.get("volume_checked"):
+        # no placeholder in it: the same source for every owner, whose path and name passed the checks below
+        return {"name": home.volume_name, **source}
     for kind, body in source.items():
         if "path" in body:
             _path(body["path"], f"{kind} path of the home volume", profile)
         if "claimName" in body:
             _name(body["claimName"], "home PersistentVolumeClaim name", profile)
+    if home.volume.static:
+        home.memo["volume_checked"] = True
     return {"name": home.volume_name, **source}
 
 

@@ -1,0 +1,157 @@
+"""Templates made once per policy and copied for each pod (rewrite.template_for) are exactly the templates
+built for each pod (templates.build_template), byte for byte and key for key, fresh for every pod; and the
+small GPU counts read without the quantity regex are read as the quantity parser reads them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings, strategies as st
+
+from tests.platform.test_dra_rewrite import config
+from webhook.model.quantity import parse_quantity, plain_whole
+from webhook.platform.dra import rewrite
+from webhook.platform.dra.legacy import ContainerRef, LegacyAmount, LegacyUse
+from webhook.platform.dra.rewrite import device_requests, template_for
+from webhook.platform.dra.templates import build_template
+
+_SHARING = {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}}
+CONFIGS = [
+    config(),
+    config(devices=[{"resourcePrefix": "nvidia.com/mig-", "deviceClassName": "mig.nvidia.com", "sharing": _SHARING},
+                    {"resourceName": "nvidia.com/gpu", "deviceClassName": "gpu.nvidia.com", "userChoices": True,
+                     "sharing": {"strategy": "TimeSlicing"}}]),
+    config(devices=[{"resourcePrefix": "amd.com/", "deviceClassName": "gpu.amd.com", "requestName": "amd-${profile}"},
+                    {"resourcePrefix": "nvidia.com/", "deviceClassName": "gpu.nvidia.com"}],
+           templates={"namePrefix": "t", "labels": {"team": "ml", "a/b": "~x\"y", "é": "ü"}}),
+]
+RESOURCES = st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb.me", "amd.com/mi300",
+                             "nvidia.com/a100"])
+AMOUNTS = st.lists(st.builds(LegacyAmount, RESOURCES, st.one_of(st.integers(0, 3), st.integers(0, 2**70))),
+                   min_size=1, max_size=3, unique_by=lambda a: a.resource).map(
+    lambda amounts: tuple(sorted(amounts, key=lambda a: a.resource)))
+CHOSEN = st.lists(st.sampled_from(["device.attributes['gpu.nvidia.com'].productName == 'A100'",
+                                   "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0", "x\\\"é"]),
+                  max_size=2)
+NAMESPACES = st.sampled_from(["jdoe", "ml-team", "", "a" * 63])
+
+
+def _mapped(cfg, amounts) -> tuple[LegacyAmount, ...]:
+    return tuple(a for a in amounts if cfg.mapping_for(a.resource) is not None)
+
+
+def _expected(use: LegacyUse, cfg, chosen, namespace: str) -> Any:
+    requests = device_requests(use, cfg, chosen)
+    return build_template(requests, namespace, cfg.templates) if requests else None
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(range(len(CONFIGS))), st.lists(st.tuples(AMOUNTS, CHOSEN, NAMESPACES), min_size=1, max_size=6))
+def test_a_template_made_once_is_the_template_built_for_each_pod(which: int, pods: list[Any]) -> None:
+    cfg = CONFIGS[which]
+    ref = ContainerRef("containers", 0, "nb")
+    for amounts, chosen, namespace in pods:
+        amounts = _mapped(cfg, amounts)
+        if not amounts:
+            continue
+        use = LegacyUse(ref, amounts)
+        for _ in range(2):  # made, then copied
+            got = template_for(use, cfg, chosen, namespace)
+            expected = _expected(use, cfg, chosen, namespace)
+            assert json.dumps(got) == json.dumps(expected)  # key order too (orjson stops at 64 bits)
+            assert got == expected
+            if got is not None:
+                assert list(got["metadata"]) == list(expected["metadata"])
+                got["metadata"]["labels"]["edited"] = "x"  # each pod's template is its own
+                got["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = -1
+                got["spec"]["metadata"]["labels"].clear()
+
+
+def test_what_is_kept_is_bounded() -> None:
+    cfg = config()
+    cfg.templates_made.clear()
+    ref = ContainerRef("containers", 0, "nb")
+    for count in range(3 * rewrite.TEMPLATES_KEPT):
+        use = LegacyUse(ref, (LegacyAmount("nvidia.com/gpu", count),))
+        assert template_for(use, cfg, (), "jdoe") == _expected(use, cfg, (), "jdoe")
+        assert len(cfg.templates_made) <= rewrite.TEMPLATES_KEPT
+
+
+def test_no_device_asked_for_makes_no_template() -> None:
+    cfg = config()
+    use = LegacyUse(ContainerRef("containers", 0, "nb"), (LegacyAmount("nvidia.com/gpu", 0),))
+    assert template_for(use, cfg, (), "jdoe") is None and template_for(use, cfg, (), "jdoe") is None
+
+
+def test_small_whole_counts_read_as_parsed() -> None:
+    for n in range(300):
+        for text in (str(n), f" {n}", f"{n} ", f"0{n}", f"{n}m", f"{n}k", f"{n}.0", f"+{n}"):
+            whole = plain_whole(text)
+            if whole is not None:
+                amount = parse_quantity(text)
+                assert amount.denominator == 1 and whole == int(amount) and type(whole) is int
+        assert plain_whole(str(n)) == n
+
+
+class _Text(str):
+    pass
+
+
+def test_text_of_another_type_takes_the_general_path() -> None:
+    assert plain_whole(_Text("1")) is None  # as before: only str itself is read plainly
+    assert plain_whole(1) is None and plain_whole(True) is None
+
+
+# --- legacy_uses without a generator, against the walk it replaced ------------------------------------------
+def _legacy_uses_reference(pod: Any, cfg) -> list[LegacyUse]:
+    from webhook.platform.base import is_mapping
+    from webhook.platform.dra.legacy import _amount, _entries, _ref
+
+    uses = []
+    for field, index, container in _entries(pod):
+        resources = container.get("resources") or {}
+        if not is_mapping(resources):
+            continue
+        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+        mapped = sorted(k for k in keys if cfg.mapping_for(k) is not None)
+        if mapped:
+            ref = _ref(field, index, container)
+            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    return uses
+
+
+def _proxy(value: dict[str, Any]) -> Any:
+    from types import MappingProxyType
+
+    return MappingProxyType(value)
+
+
+_AMOUNTS_MAP = st.dictionaries(st.sampled_from(["cpu", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/x"]),
+                               st.sampled_from(["1", "2", "0", "500m", "x", 1, 1.5, None, "1e3", " 3"]), max_size=3)
+_RESOURCES = st.one_of(st.fixed_dictionaries({}, optional={"limits": st.one_of(_AMOUNTS_MAP, st.none()),
+                                                           "requests": st.one_of(_AMOUNTS_MAP, st.none())}),
+                       st.none(), st.just("text"), st.just([]), st.just({"limits": "odd"}))
+_ODD_CONTAINER = st.one_of(
+    st.fixed_dictionaries({"name": st.sampled_from(["a", "b"]), "resources": _RESOURCES},
+                          optional={"restartPolicy": st.just("Always")}),
+    st.just("odd"), st.none(), st.builds(_proxy, st.fixed_dictionaries({"name": st.just("p"), "resources": _RESOURCES})),
+    st.fixed_dictionaries({"name": st.just("m"), "resources": st.builds(_proxy, st.fixed_dictionaries(
+        {"limits": _AMOUNTS_MAP}))}))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(range(len(CONFIGS))), st.lists(_ODD_CONTAINER, max_size=3), st.lists(_ODD_CONTAINER, max_size=2),
+       st.booleans())
+def test_legacy_uses_as_walked_before(which: int, containers: list[Any], init: list[Any], spec_given: bool) -> None:
+    from webhook.platform.dra.legacy import legacy_uses
+
+    pod = {"spec": {"containers": containers, "initContainers": init}} if spec_given else {}
+
+    def outcome(find: Any) -> Any:
+        try:
+            return find(pod, CONFIGS[which])
+        except Exception as exc:
+            return type(exc), str(exc)
+
+    assert outcome(legacy_uses) == outcome(_legacy_uses_reference)
