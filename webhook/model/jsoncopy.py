@@ -32,24 +32,12 @@ def clone(value: Any) -> Any:
 
 def copier(value: Any) -> Callable[[], Any]:
     """A function returning a fresh clone(value) at each call, for a value copied many times and never
-    edited (a policy's frozen sidecar, a static template tree). The walk is done once, here: the copy is
-    written out as one Python expression of dict and list displays (as dataclasses and namedtuple write
-    their methods), so each call builds every map and list in C without a call per map, texts and small
-    numbers being constants of the code; a tree too big or too deep for that is copied as _nested does."""
+    edited (a policy's frozen sidecar, a static template tree). The walk is done once, here: each call
+    copies every map and list in C (dict.copy keeps the key order) and then replaces only the entries that
+    are maps or lists themselves, without looking at the scalars again."""
     kind = type(value)
     if kind is dict or kind is list:
-        compiled = _compiled(value)
-        if compiled is not None:
-            return compiled
-    return _nested(value)
-
-
-def _nested(value: Any) -> Callable[[], Any]:
-    """copier's other way: each call copies every map and list in C (dict.copy keeps the key order) and
-    then replaces only the entries that are maps or lists themselves, without looking at the scalars again."""
-    kind = type(value)
-    if kind is dict or kind is list:
-        inner = tuple((key, _nested(item)) for key, item in (value.items() if kind is dict else enumerate(value))
+        inner = tuple((key, copier(item)) for key, item in (value.items() if kind is dict else enumerate(value))
                       if type(item) not in _SCALARS)
         if not inner:
             return value.copy
@@ -63,54 +51,6 @@ def _filled(out: Any, inner: tuple[tuple[Any, Callable[[], Any]], ...]) -> Any:
     for key, make in inner:
         out[key] = make()
     return out
-
-
-# what _compiled writes as a literal: its repr is Python source for an equal value of the same type (an int
-# only while short: a huge one's repr is refused, and a float's is not exact for nan and inf)
-_LITERAL_TYPES = frozenset((str, bool, type(None)))
-_LITERAL_INT = 2**63
-_MAX_NODES = 2000  # maps, lists and values in one compiled copy: a policy's trees hold a few dozen
-_MAX_DEPTH = 40  # nested displays: well within what the compiler takes
-
-
-class _TooBig(Exception):
-    pass
-
-
-def _compiled(value: Any) -> Callable[[], Any] | None:
-    """copier(value) as a compiled display of `value`, or None when it is too big or too deep for one."""
-    names: dict[str, Any] = {}
-    count = 0
-
-    def constant(item: Any) -> str:
-        kind = type(item)
-        if kind in _LITERAL_TYPES or (kind is int and -_LITERAL_INT < item < _LITERAL_INT):
-            return repr(item)
-        name = f"_v{len(names)}"
-        names[name] = item  # shared by every copy, as clone shares it: a float, a long int
-        return name
-
-    def display(item: Any, depth: int) -> str:
-        nonlocal count
-        count += 1
-        if count > _MAX_NODES or depth > _MAX_DEPTH:
-            raise _TooBig
-        kind = type(item)
-        if kind is dict:
-            return "{" + ", ".join(f"{constant(k)}: {display(v, depth + 1)}" for k, v in item.items()) + "}"
-        if kind is list:
-            return "[" + ", ".join(display(v, depth + 1) for v in item) + "]"
-        if kind in _SCALARS:
-            return constant(item)
-        return constant(_nested(item)) + "()"  # not JSON (a tuple, a YAML date): a deep copy at each call
-
-    try:
-        source = f"def make():\n    return {display(value, 0)}\n"
-    except _TooBig:
-        return None
-    exec(compile(source, "<jsoncopy.copier>", "exec"), names)
-    made: Callable[[], Any] = names["make"]
-    return made
 
 
 class Sharer:
