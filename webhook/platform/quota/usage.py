@@ -74,7 +74,8 @@ class Usage:
         return sum((c.storage for c in self.charges.values() if c.storage), ZERO)
 
     def charge(self, kind: str, name: str) -> Charge:
-        return self.charges.get((kind, name), Charge(kind, name))
+        found = self.charges.get((kind, name))  # the empty charge only when there is none (a default is built first)
+        return Charge(kind, name) if found is None else found
 
 
 def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
