@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
 from enum import Enum
+from typing import Any, Callable
 
 
 @dataclass(frozen=True, order=True)

@@ -51,17 +51,12 @@ def _reads_secret_volume(volume: Mapping[str, Any], secret: str) -> bool:
     if (volume.get("secret") or {}).get("secretName") == secret:
         return True
     sources = (volume.get("projected") or {}).get("sources") or []
-    if type(sources) is list and secret is not None:
-        # every pod projects its service account token (token, CA, namespace): a source that is a dict
-        # without a `secret` reads none (its (s.get("secret") or {}).get("name") is None, not the name)
-        for source in sources:
-            if type(source) is dict:
-                if "secret" in source and (source["secret"] or {}).get("name") == secret:
-                    return True
-            elif is_mapping(source) and (source.get("secret") or {}).get("name") == secret:
-                return True
-        return False
-    return any(is_mapping(s) and (s.get("secret") or {}).get("name") == secret for s in sources)
+    # one loop, no generator: every pod projects its service account token (token, CA, namespace), whose
+    # sources are dicts told apart without the Mapping ABC check
+    for source in sources:
+        if (type(source) is dict or is_mapping(source)) and (source.get("secret") or {}).get("name") == secret:
+            return True
+    return False
 
 
 def _env_reads_secret(container: Mapping[str, Any], secret: str) -> bool:
@@ -82,17 +77,12 @@ def _plain_env(container: Mapping[str, Any]) -> bool:
 
 
 def _mounts_volume(mounts: Any, volume: str) -> bool:
-    """any(is_mapping(m) and m.get("name") == volume for m in mounts), with the mounts of decoded JSON (a list of
-    dicts) looked at in one loop without a generator or a call per mount."""
-    if type(mounts) is list:
-        for mount in mounts:
-            if type(mount) is dict:
-                if mount.get("name") == volume:
-                    return True
-            elif is_mapping(mount) and mount.get("name") == volume:
-                return True
-        return False
-    return any(is_mapping(m) and m.get("name") == volume for m in mounts)
+    """Does any mount name `volume`? One loop, no generator: decoded JSON's mounts are dicts, told apart without
+    the Mapping ABC check."""
+    for mount in mounts:
+        if (type(mount) is dict or is_mapping(mount)) and mount.get("name") == volume:
+            return True
+    return False
 
 
 def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, Any], refresher_list: str,

@@ -7,8 +7,8 @@ Profile's `spec.resourceQuotaSpec.hard` (the keys the policy names), then the cl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Mapping
 
 from webhook.model.cluster import PROFILE, ClusterState
