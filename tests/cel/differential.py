@@ -45,16 +45,17 @@ def _documents(path: Path) -> Iterator[dict]:
         return
 
 
-def _walk(node: Any) -> Iterator[str]:
+def cel_texts(node: Any) -> Iterator[str]:
+    """Every non-empty CEL text (CEL_KEYS) anywhere in a policy document."""
     if isinstance(node, dict):
         for key, value in node.items():
             if key in CEL_KEYS and isinstance(value, str) and value.strip():
                 yield value
             else:
-                yield from _walk(value)
+                yield from cel_texts(value)
     elif isinstance(node, list):
         for item in node:
-            yield from _walk(item)
+            yield from cel_texts(item)
 
 
 def _env(doc: dict) -> str:
@@ -84,7 +85,7 @@ def corpus_policies(root: Path) -> list[Policy]:
                 for doc in _documents(f):
                     if doc.get("kind") in RESOURCE_KINDS or doc.get("kind") in ("Test", "Values"):
                         continue
-                    expressions = list(_walk(doc.get("spec")))
+                    expressions = list(cel_texts(doc.get("spec")))
                     if expressions:
                         policies.append(Policy(f"{f.relative_to(root)}:{doc.get('metadata', {}).get('name')}",
                                                _env(doc), _variables(doc), expressions, resources[:2]))
@@ -106,7 +107,7 @@ def repository_expressions() -> list[tuple[str, str]]:
     for base in ("policies", "tests", "examples"):
         for f in sorted((REPO / base).rglob("*.yaml")):
             for doc in _documents(f):
-                for expression in _walk(doc):
+                for expression in cel_texts(doc):
                     found.append(("dra" if "device." in expression else "admission", expression))
     return found
 

@@ -15,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.cel.differential import cel_texts
 from tests.cel_family.test_fused import CEL, CORPUS, engine
 from tests.cel_family.trimcheck import outcome
 from webhook.cel import Activation
@@ -145,18 +146,6 @@ def test_random_pods_get_the_same_value_trimmed(joined, pod, old):
         assert outcome(program, Activation(trimmed(values, trims))) == outcome(program, Activation(values))
 
 
-def _expressions(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("expression", "messageExpression", "condition") and isinstance(value, str):
-                yield value
-            else:
-                yield from _expressions(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _expressions(value)
-
-
 def _suites():
     """(every CEL text of a policy directory's CEL-family documents and Kyverno `cel` rules, its variables,
     the resources of its test suite)."""
@@ -169,7 +158,7 @@ def _suites():
                 continue
             for doc in docs:
                 if str(doc.get("apiVersion", "")).startswith(("policies.kyverno.io", "kyverno.io/", "admissionregistration")):
-                    texts += list(_expressions(doc))
+                    texts += list(cel_texts(doc))
                     spec = doc.get("spec") or {}
                     variables += [(v["name"], v["expression"]) for v in spec.get("variables") or []
                                   if isinstance(v, dict) and isinstance(v.get("name"), str)
