@@ -146,7 +146,7 @@ class CppProgram:
         shared activation and environment, as its conversion is."""
         if shared is None:
             return contains_nul(activation)
-        return shared.cached(self._nul_key, lambda: contains_nul(activation))
+        return shared.cached_with(self._nul_key, contains_nul, activation)
 
     def _exactly(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
         """The value on the exact runtime (cel-python), for evaluations that involve a NUL: the same
@@ -176,7 +176,7 @@ class CppProgram:
         conversion. Any error is a CelError without a polished message: for callers that keep `run` as
         their exact reference path and use this only for the common, error-free case (so a NUL is an
         error here: `run` evaluates it exactly)."""
-        if shared.cached(self._nul_key, lambda: contains_nul(activation)):
+        if shared.cached_with(self._nul_key, contains_nul, activation):
             raise CelError("a value holds a NUL character")
         seen = nul_results.seen
         converted = shared.cached(self._key, lambda: self._env.Activation(activation))
