@@ -14,11 +14,11 @@ import pytest
 from tests.support import review, running_server
 from webhook.cli import main
 
-NO_SHELL = """\
+_POLICY = """\
 apiVersion: policies.kyverno.io/v1
 kind: ValidatingPolicy
 metadata:
-  name: no-shell-in-annotations
+  name: {name}
 spec:
   validationActions: [Deny]
   matchConstraints:
@@ -27,6 +27,9 @@ spec:
       apiVersions: [v1]
       operations: [CREATE, UPDATE]
       resources: [pods]
+"""
+
+NO_SHELL = _POLICY.format(name="no-shell-in-annotations") + """\
   variables:
   - name: annotations
     expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"
@@ -35,19 +38,7 @@ spec:
     message: annotation values must not hold shell commands
 """
 
-TEAM_LABEL = """\
-apiVersion: policies.kyverno.io/v1
-kind: ValidatingPolicy
-metadata:
-  name: require-team-label
-spec:
-  validationActions: [Deny]
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: [v1]
-      operations: [CREATE, UPDATE]
-      resources: [pods]
+TEAM_LABEL = _POLICY.format(name="require-team-label") + """\
   validations:
   - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
     message: pods need a team label
