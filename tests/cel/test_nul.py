@@ -38,9 +38,10 @@ def _agree(text: str, values: dict) -> None:
     ("object.data.v.contains('rm -rf')", {"data": {"v": "ok\x00rm -rf"}}, True),
     ("object.data.v", {"data": {"v": "ok\x00rm -rf"}}, "ok\x00rm -rf"),
     ("'team' in object.metadata.labels", {"metadata": {"labels": {"team\x00x": "a"}}}, False),
-    ("object.metadata.labels", {"metadata": {"labels": {"team\x00x": "a", "team": "b"}}}, {"team\x00x": "a", "team": "b"}),
+    ("object.metadata.labels", {"metadata": {"labels": {"team\x00x": "a", "team": "b"}}},
+     {"team\x00x": "a", "team": "b"}),
     ("object.spec.x == 1", {"spec": {"x": 1}, "odd": {"": 1, "\x00": 2}}, True),
-    ("object.l.exists(s, s.endsWith('-rf'))", {"l": [["x"], "ok\x00rm -rf"][1:]}, True),
+    ("object.l.exists(s, s.endsWith('-rf'))", {"l": ["x", "ok\x00rm -rf"]}, True),
     ("size(object.b)", {"b": b"ok\x00rm"}, 5),
 ])
 def test_values_with_nul_read_exactly(text, obj, exact):
@@ -98,7 +99,8 @@ _VALUES = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | _TEXT,
                        max_leaves=10)
 _READS = ["object", "object.v", "size(object.v)", "object.v == 'a'", "object.v == 'a\\x00b'",
           "type(object.v) == map && 'a' in object.v", "type(object.v) == string && object.v.startsWith('a')",
-          "type(object.v) == string && object.v.contains('b')", "type(object.v) == string && object.v in ['a', 'b', 'a\\x00b']",
+          "type(object.v) == string && object.v.contains('b')",
+          "type(object.v) == string && object.v in ['a', 'b', 'a\\x00b']",
           "type(object.v) == string ? object.v.upperAscii() : ''",
           "type(object.v) == string ? variables.x + object.v : ''",
           "type(object.v) == map ? object.v.all(k, k.size() < 3) : true", "[object.v, variables.x]"]

@@ -141,13 +141,6 @@ class CppProgram:
                 self._fallback_source = None
         return self._fallback
 
-    def _reads_nul(self, activation: Mapping[str, Any], shared: Activation | None) -> bool:
-        """Whether the runtime would cut a value of the activation (webhook.cel.nul): asked once per
-        shared activation and environment, as its conversion is."""
-        if shared is None:
-            return contains_nul(activation)
-        return shared.cached_with(self._nul_key, contains_nul, activation)
-
     def _exactly(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
         """The value on the exact runtime (cel-python), for evaluations that involve a NUL: the same
         source compiled there on first need. An expression it cannot compile (optionals, `cel.bind`, the
@@ -196,7 +189,9 @@ class CppProgram:
         return self._expression.serialize()
 
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
-        if self._reads_nul(activation, shared):
+        # a NUL the runtime would cut (webhook.cel.nul): asked once per shared activation and environment,
+        # as its conversion is
+        if contains_nul(activation) if shared is None else shared.cached_with(self._nul_key, contains_nul, activation):
             return self._exactly(activation, shared)
         seen, made = nul_results.seen, _generated()
         try:
