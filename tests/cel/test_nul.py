@@ -60,14 +60,30 @@ def test_nul_made_by_the_program_or_our_functions_reads_exactly(text):
     _agree(text, {"object": {"s": "OK\x00RM"}})
 
 
-def test_an_expression_the_exact_runtime_cannot_run_is_an_error_not_a_cut_value():
-    """Optionals: cel-python has none. On NUL input the default runtime refuses rather than misread."""
+def test_nul_in_string_values_reads_exactly_with_every_feature_of_the_default_runtime():
+    """Optionals, cel.bind: cel-python has neither; NULs in string values are read whole on the default runtime."""
     program = CPP.compile("object.data.?v.orValue('') == 'ok'")
     assert program.evaluate({"object": {"data": {"v": "ok"}}}) is True
+    assert program.evaluate({"object": {"data": {"v": "ok\x00rm -rf"}}}) is False
+    assert CPP.compile("cel.bind(v, object.data.v, v + '!')").evaluate(
+        {"object": {"data": {"v": "ok\x00rm"}}}) == "ok\x00rm!"
+    assert CPP.compile("object.l.map(s, s.split('\\x00')[1]).join(',')").evaluate(
+        {"object": {"l": ["a\x00b", "c\x00d"]}}) == "b,d"
+    # but one of our functions returning a string with a NUL needs the exact runtime, which has no optionals
     with pytest.raises(CelError, match="NUL"):
-        program.evaluate({"object": {"data": {"v": "ok\x00rm -rf"}}})
-    # values built inside the runtime are exact there: no error without NUL input
+        CPP.compile("object.?l.orValue([]).join('|')").evaluate({"object": {"l": ["a\x00b", "c"]}})
+    assert CPP.compile("object.l.join('|')").evaluate({"object": {"l": ["a\x00b", "c"]}}) == "a\x00b|c"
+    # values built inside the runtime are exact there
     assert CPP.compile("string(base64.decode('b2sAcm0=')).contains('rm')").evaluate({"object": {}}) is True
+
+
+def test_a_nul_key_in_an_expression_the_exact_runtime_cannot_run_is_an_error_not_a_cut_value():
+    program = CPP.compile("object.metadata.?labels.orValue({}).exists(k, k == 'team')")
+    assert program.evaluate({"object": {"metadata": {"labels": {"team": "a"}}}}) is True
+    with pytest.raises(CelError, match="NUL"):
+        program.evaluate({"object": {"metadata": {"labels": {"team\x00x": "a"}}}})
+    with pytest.raises(CelError, match="NUL"):
+        program.evaluate({"object": {"metadata": {"labels": {"x": "a"}}, "b": b"\x00"}})
 
 
 def test_the_strict_path_refuses_so_its_callers_take_the_exact_one():
@@ -79,11 +95,13 @@ def test_the_strict_path_refuses_so_its_callers_take_the_exact_one():
     with pytest.raises(CelError):  # a NUL one of our functions returned
         CPP.compile_bound("object.s.upperAscii() == 'OK'", [], strict=True).evaluate_strict(
             Activation({"object": {"s": "ok\x00rm"}}))
-    # a folded program (cel.bind: not on the exact runtime) refuses too: callers evaluate variables one by one
+    # a folded program (cel.bind): exact on NUL values, refused on a NUL key (callers then evaluate the
+    # variables one by one, each on the exact runtime)
     bound = CPP.compile_bound("variables.v == 'ok'", [("v", "object.data.v")])
     assert bound is not None
+    assert bound.evaluate(Activation({"object": {"data": {"v": "ok\x00rm"}}})) is False
     with pytest.raises(CelError, match="NUL"):
-        bound.evaluate(Activation({"object": {"data": {"v": "ok\x00rm"}}}))
+        bound.evaluate(Activation({"object": {"data": {"v": "ok"}, "keys": {"\x00": 1}}}))
 
 
 def test_detection_sees_every_place_a_nul_can_hide():
@@ -103,7 +121,11 @@ _READS = ["object", "object.v", "size(object.v)", "object.v == 'a'", "object.v =
           "type(object.v) == string && object.v in ['a', 'b', 'a\\x00b']",
           "type(object.v) == string ? object.v.upperAscii() : ''",
           "type(object.v) == string ? variables.x + object.v : ''",
-          "type(object.v) == map ? object.v.all(k, k.size() < 3) : true", "[object.v, variables.x]"]
+          "type(object.v) == map ? object.v.all(k, k.size() < 3) : true", "[object.v, variables.x]",
+          "type(object.v) == string ? object.v.split('-') : []", "type(object.v) == string ? object.v.indexOf('b') : 0",
+          "type(object.v) == string ? '%s/%s'.format([object.v, variables.x]) : ''",
+          "type(object.v) == list ? object.v.filter(x, type(x) == string).map(x, x.lowerAscii() == 'a') : []",
+          "type(object.v) == map ? object.v.filter(k, type(object.v[k]) == string && object.v[k].endsWith('b')) : []"]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -22,7 +22,7 @@ from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext, Overload, fn
-from webhook.cel.nul import contains_nul, result_has_nul
+from webhook.cel.nul import Unwrappable, contains_nul, result_has_nul, unwrap, wrap_strings
 from webhook.cel.nul import results as nul_results
 from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_scalars, route_string_conversions,
                                 tokenize)
@@ -46,7 +46,7 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
 
     def call(*args: Any) -> Any:
         try:
-            result = check_size(impl(*args))
+            result = check_size(impl(*(unwrap(args) if nul_results.wrapping else args)))
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(with_name(name, exc)) from None
         if result_has_nul(result):  # the runtime will cut it: the evaluation is redone exactly (nul.py)
@@ -103,13 +103,14 @@ _RETRY_ON = ("_?._", "_[?_]", "Applying SELECT to non-message type", "string(map
 
 
 class CppProgram:
-    __slots__ = ("_expression", "_env", "_key", "_nul_key", "_fallback_source", "_fallback", "_spec", "_source",
-                 "_twin")
+    __slots__ = ("_expression", "_env", "_key", "_nul_key", "_wrapped_key", "_fallback_source", "_fallback", "_spec",
+                 "_source", "_twin")
 
     def __init__(self, expression: Any, env: Any, fallback_source: str | None, spec: EnvSpec, source: str) -> None:
         self._expression, self._env = expression, env
         self._key = ("cel-expr-python", id(env))
         self._nul_key = ("nul", id(env))
+        self._wrapped_key = ("nul-wrapped", id(env))
         self._fallback_source = fallback_source
         self._fallback: Any = None
         self._spec, self._source = spec, source   # for the exact twin (`_exactly`)
@@ -192,14 +193,18 @@ class CppProgram:
         # a NUL the runtime would cut (webhook.cel.nul): asked once per shared activation and environment,
         # as its conversion is
         if contains_nul(activation) if shared is None else shared.cached_with(self._nul_key, contains_nul, activation):
-            return self._exactly(activation, shared)
+            return self._uncut(activation, shared)
+        return self._run(activation, activation, shared)
+
+    def _run(self, data: Mapping[str, Any], activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        """`data`: what the runtime reads, `activation` or its copy with wrapped strings (`_uncut`)."""
         seen, made = nul_results.seen, _generated()
         try:
-            value = self._attempt(self._expression, activation, shared)
+            value = self._attempt(self._expression, data, shared)
             if value.type() == _ERROR and any(m in _error_text(value) for m in _RETRY_ON):
                 faithful = self._faithful()
                 if faithful is not None:
-                    value = self._attempt(faithful, activation, shared)
+                    value = self._attempt(faithful, data, shared)
         except RuntimeError as exc:  # e.g. the iteration budget
             if nul_results.seen != seen:
                 return self._redo(activation, shared, made)
@@ -210,6 +215,28 @@ class CppProgram:
             raise CelError(_clean(_error_text(value)))
         result = _python(value)
         return result if type(result) in _SCALARS else plain(result)
+
+    def _uncut(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        """An activation holding a NUL, read whole. NULs in string values only (what Kubernetes lets in:
+        annotation values, ConfigMap data, env values): this runtime on the values with those strings
+        wrapped (webhook.cel.nul.wrap_strings), as fast as ever and with every feature. A NUL in a key or
+        in bytes: the exact runtime (`_exactly`)."""
+        data = _wrapped(activation) if shared is None else shared.cached_with(self._wrapped_key, _wrapped, activation)
+        if data is False:
+            return self._exactly(activation, shared)
+        nul_results.wrapping += 1
+        try:
+            return unwrap(self._run(data, activation, shared))
+        finally:
+            nul_results.wrapping -= 1
+
+
+def _wrapped(activation: Mapping[str, Any]) -> Any:
+    """wrap_strings, or False (not None: Activation caches a false value) where it cannot help."""
+    try:
+        return wrap_strings(activation)
+    except Unwrappable:
+        return False
 
 
 _NO_CONTEXT = EvalContext()

@@ -13,6 +13,7 @@ import datetime
 from typing import Any, Mapping
 
 import orjson
+from google.protobuf.wrappers_pb2 import StringValue
 
 _ESCAPED = b"\\u0000"   # how orjson writes a NUL (a text holding a backslash and `u0000` reads alike: the walk decides)
 _SCALARS = (int, float, bool, type(None))
@@ -73,10 +74,51 @@ class _Results:
     it before and after: a change means the runtime saw a cut value (another thread's evaluation may
     change it too; that costs an exact evaluation, never a wrong answer)."""
 
-    __slots__ = ("seen",)
+    __slots__ = ("seen", "wrapping")
 
     def __init__(self) -> None:
         self.seen = 0
+        self.wrapping = 0   # evaluations running on wrapped values (wrap_strings): our functions unwrap their arguments
 
 
 results = _Results()
+
+
+class Unwrappable(Exception):
+    """A NUL in a map key or a bytes value: only the exact runtime reads those."""
+
+
+def wrap_strings(value: Any) -> Any:
+    """A copy of `value` whose strings holding a NUL are `google.protobuf.StringValue` messages: the C++
+    runtime takes those whole and unwraps them into plain strings for its own operators, so the program
+    reads the NUL. Our functions get them back as messages (`unwrap` undoes it). Raises Unwrappable where
+    no wrapper helps (a key, bytes)."""
+    kind = type(value)
+    if kind is str:
+        return StringValue(value=value) if "\0" in value else value
+    if kind in _SCALARS:
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if _walk(key):
+                raise Unwrappable()
+            out[key] = wrap_strings(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [wrap_strings(item) for item in value]
+    if _walk(value):  # bytes, str subclasses
+        raise Unwrappable()
+    return value
+
+
+def unwrap(value: Any) -> Any:
+    """`wrap_strings` undone, at any depth."""
+    kind = type(value)
+    if kind is StringValue:
+        return value.value
+    if kind is list or kind is tuple:
+        return [unwrap(item) for item in value]
+    if kind is dict:
+        return {key: unwrap(item) for key, item in value.items()}
+    return value
