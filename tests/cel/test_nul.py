@@ -86,12 +86,13 @@ def test_a_nul_key_in_an_expression_the_exact_runtime_cannot_run_is_an_error_not
         program.evaluate({"object": {"metadata": {"labels": {"x": "a"}}, "b": b"\x00"}})
 
 
-def test_the_strict_path_refuses_so_its_callers_take_the_exact_one():
+def test_the_strict_path_reads_nul_values_and_refuses_the_rest_so_its_callers_take_the_exact_one():
     strict = CPP.compile_bound("object.data.v == 'ok'", [], strict=True)
     assert strict is not None
     assert strict.evaluate_strict(Activation({"object": {"data": {"v": "ok"}}})) is True
+    assert strict.evaluate_strict(Activation({"object": {"data": {"v": "ok\x00rm"}}})) is False  # wrapped
     with pytest.raises(CelError):
-        strict.evaluate_strict(Activation({"object": {"data": {"v": "ok\x00rm"}}}))
+        strict.evaluate_strict(Activation({"object": {"data": {"v": "ok"}, "keys": {"ok\x00": 1}}}))
     with pytest.raises(CelError):  # a NUL one of our functions returned
         CPP.compile_bound("object.s.upperAscii() == 'OK'", [], strict=True).evaluate_strict(
             Activation({"object": {"s": "ok\x00rm"}}))

@@ -143,8 +143,8 @@ class CppProgram:
         return self._fallback
 
     def _exactly(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
-        """The value on the exact runtime (cel-python), for evaluations that involve a NUL: the same
-        source compiled there on first need. An expression it cannot compile (optionals, `cel.bind`, the
+        """The value on the exact runtime (cel-python), for a NUL that wrapping cannot carry (a key, bytes,
+        a result of our functions): the same source compiled there on first need. An expression it cannot compile (optionals, `cel.bind`, the
         math/base64 extensions) is an error then, never a value read from cut strings."""
         twin = self._twin
         if twin is None:
@@ -168,12 +168,22 @@ class CppProgram:
     def run_strict(self, activation: Mapping[str, Any], shared: Activation) -> Any:
         """The plain form once on the shared activation: no retry in the faithful form, no protobuf
         conversion. Any error is a CelError without a polished message: for callers that keep `run` as
-        their exact reference path and use this only for the common, error-free case (so a NUL is an
-        error here: `run` evaluates it exactly)."""
-        if shared.cached_with(self._nul_key, contains_nul, activation):
-            raise CelError("a value holds a NUL character")
+        their exact reference path and use this only for the common, error-free case. NULs in string
+        values are read wrapped, as in `_uncut`; any other NUL is an error here (`run` reads it exactly)."""
+        if not shared.cached_with(self._nul_key, contains_nul, activation):
+            return self._strict(activation, shared)
+        data = shared.cached_with(self._wrapped_key, _wrapped, activation)
+        if data is False:
+            raise CelError("a key or bytes value holds a NUL character")
+        nul_results.wrapping += 1
+        try:
+            return unwrap(self._strict(data, shared))
+        finally:
+            nul_results.wrapping -= 1
+
+    def _strict(self, data: Mapping[str, Any], shared: Activation) -> Any:
         seen = nul_results.seen
-        converted = shared.cached(self._key, lambda: self._env.Activation(activation))
+        converted = shared.cached(self._key, lambda: self._env.Activation(data))
         try:
             value = self._expression.eval(converted)
         except RuntimeError as exc:  # e.g. the iteration budget

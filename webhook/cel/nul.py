@@ -4,7 +4,8 @@ cel-expr-python 0.1.3 cuts a string, bytes value or map key at its first NUL whe
 value: an activation's values and the results of functions written in Python (tests/cel/test_runtime_nul.py
 pins it). Values built inside the runtime (literals, `+`, `base64.decode`) and the runtime's results keep
 theirs. So backend_cpp asks `contains_nul` of what it hands over and `results.seen` of what our functions
-returned, and evaluates on the exact runtime when either says yes.
+returned; on a NUL it reads the values with their strings wrapped (`wrap_strings`) or evaluates on the
+exact runtime (docs/cel.md, NUL characters).
 """
 
 from __future__ import annotations
