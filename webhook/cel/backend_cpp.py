@@ -144,8 +144,9 @@ class CppProgram:
 
     def _exactly(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
         """The value on the exact runtime (cel-python), for a NUL that wrapping cannot carry (a key, bytes,
-        a result of our functions): the same source compiled there on first need. An expression it cannot compile (optionals, `cel.bind`, the
-        math/base64 extensions) is an error then, never a value read from cut strings."""
+        a result of our functions): the same source compiled there on first need. An expression it cannot
+        compile (optionals, `cel.bind`, the math/base64 extensions) is an error then, never a value read
+        from cut strings."""
         twin = self._twin
         if twin is None:
             try:
