@@ -24,6 +24,13 @@ class Activation:
             found = self._cache[key] = build()
         return found
 
+    def cached_with(self, key: Hashable, build: Callable[[Any], Any], arg: Any) -> Any:
+        """`cached(key, lambda: build(arg))` without making the lambda on every call (hot paths)."""
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = build(arg)
+        return found
+
     def replace(self, key: Hashable, value: Any) -> Any:
         self._cache[key] = value
         return value

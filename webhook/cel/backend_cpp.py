@@ -21,7 +21,9 @@ from webhook.cel import nullrefs
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
-from webhook.cel.functions import Overload, fn
+from webhook.cel.functions import CURRENT, EvalContext, Overload, fn
+from webhook.cel.nul import Unwrappable, contains_nul, result_has_nul, unwrap, wrap_strings
+from webhook.cel.nul import results as nul_results
 from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_scalars, route_string_conversions,
                                 tokenize)
 from webhook.cel.values import KINDS, check_size, opaque_type, plain, with_name
@@ -44,9 +46,12 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
 
     def call(*args: Any) -> Any:
         try:
-            return check_size(impl(*args))
+            result = check_size(impl(*(unwrap(args) if nul_results.wrapping else args)))
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(with_name(name, exc)) from None
+        if result_has_nul(result):  # the runtime will cut it: the evaluation is redone exactly (nul.py)
+            nul_results.seen += 1
+        return result
     return call
 
 
@@ -98,13 +103,18 @@ _RETRY_ON = ("_?._", "_[?_]", "Applying SELECT to non-message type", "string(map
 
 
 class CppProgram:
-    __slots__ = ("_expression", "_env", "_key", "_fallback_source", "_fallback")
+    __slots__ = ("_expression", "_env", "_key", "_nul_key", "_wrapped_key", "_fallback_source", "_fallback", "_spec",
+                 "_source", "_twin")
 
-    def __init__(self, expression: Any, env: Any, fallback_source: str | None) -> None:
+    def __init__(self, expression: Any, env: Any, fallback_source: str | None, spec: EnvSpec, source: str) -> None:
         self._expression, self._env = expression, env
         self._key = ("cel-expr-python", id(env))
+        self._nul_key = ("nul", id(env))
+        self._wrapped_key = ("nul-wrapped", id(env))
         self._fallback_source = fallback_source
         self._fallback: Any = None
+        self._spec, self._source = spec, source   # for the exact twin (`_exactly`)
+        self._twin: Any = None
 
     def _eval(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None,
               protos: bool = False) -> Any:
@@ -132,15 +142,55 @@ class CppProgram:
                 self._fallback_source = None
         return self._fallback
 
+    def _exactly(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        """The value on the exact runtime (cel-python), for a NUL that wrapping cannot carry (a key, bytes,
+        a result of our functions): the same source compiled there on first need. An expression it cannot
+        compile (optionals, `cel.bind`, the math/base64 extensions) is an error then, never a value read
+        from cut strings."""
+        twin = self._twin
+        if twin is None:
+            try:
+                twin = _exact_backend().compile(self._spec, self._source)
+            except CelError as exc:
+                twin = str(exc)
+            self._twin = twin
+        if isinstance(twin, str):
+            raise CelError(f"a value holds a NUL character, which only the exact runtime reads, and it cannot "
+                           f"run this expression ({twin})")
+        return twin.run(activation, shared)
+
+    def _redo(self, activation: Mapping[str, Any], shared: Activation | None, made: int) -> Any:
+        """`_exactly` after the runtime ran: what it generated (generator.Apply) is generated again there."""
+        generated = CURRENT.get(_NO_CONTEXT).generated
+        if generated is not None:
+            del generated[made:]
+        return self._exactly(activation, shared)
+
     def run_strict(self, activation: Mapping[str, Any], shared: Activation) -> Any:
         """The plain form once on the shared activation: no retry in the faithful form, no protobuf
         conversion. Any error is a CelError without a polished message: for callers that keep `run` as
-        their exact reference path and use this only for the common, error-free case."""
-        converted = shared.cached(self._key, lambda: self._env.Activation(activation))
+        their exact reference path and use this only for the common, error-free case. NULs in string
+        values are read wrapped, as in `_uncut`; any other NUL is an error here (`run` reads it exactly)."""
+        if not shared.cached_with(self._nul_key, contains_nul, activation):
+            return self._strict(activation, shared)
+        data = shared.cached_with(self._wrapped_key, _wrapped, activation)
+        if data is False:
+            raise CelError("a key or bytes value holds a NUL character")
+        nul_results.wrapping += 1
+        try:
+            return unwrap(self._strict(data, shared))
+        finally:
+            nul_results.wrapping -= 1
+
+    def _strict(self, data: Mapping[str, Any], shared: Activation) -> Any:
+        seen = nul_results.seen
+        converted = shared.cached(self._key, lambda: self._env.Activation(data))
         try:
             value = self._expression.eval(converted)
         except RuntimeError as exc:  # e.g. the iteration budget
             raise CelError(str(exc)) from None
+        if nul_results.seen != seen:
+            raise CelError("a function's result holds a NUL character")
         if value.type() == _ERROR:
             raise CelError("evaluation error")
         result = _python(value)
@@ -151,18 +201,72 @@ class CppProgram:
         return self._expression.serialize()
 
     def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any:
+        # a NUL the runtime would cut (webhook.cel.nul): asked once per shared activation and environment,
+        # as its conversion is
+        if contains_nul(activation) if shared is None else shared.cached_with(self._nul_key, contains_nul, activation):
+            return self._uncut(activation, shared)
+        return self._run(activation, activation, shared)
+
+    def _run(self, data: Mapping[str, Any], activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        """`data`: what the runtime reads, `activation` or its copy with wrapped strings (`_uncut`)."""
+        seen, made = nul_results.seen, _generated()
         try:
-            value = self._attempt(self._expression, activation, shared)
+            value = self._attempt(self._expression, data, shared)
             if value.type() == _ERROR and any(m in _error_text(value) for m in _RETRY_ON):
                 faithful = self._faithful()
                 if faithful is not None:
-                    value = self._attempt(faithful, activation, shared)
+                    value = self._attempt(faithful, data, shared)
         except RuntimeError as exc:  # e.g. the iteration budget
+            if nul_results.seen != seen:
+                return self._redo(activation, shared, made)
             raise CelError(_clean(str(exc))) from None
+        if nul_results.seen != seen:  # one of our functions returned a value the runtime cut
+            return self._redo(activation, shared, made)
         if value.type() == _ERROR:
             raise CelError(_clean(_error_text(value)))
         result = _python(value)
         return result if type(result) in _SCALARS else plain(result)
+
+    def _uncut(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
+        """An activation holding a NUL, read whole. NULs in string values only (what Kubernetes lets in:
+        annotation values, ConfigMap data, env values): this runtime on the values with those strings
+        wrapped (webhook.cel.nul.wrap_strings), as fast as ever and with every feature. A NUL in a key or
+        in bytes: the exact runtime (`_exactly`)."""
+        data = _wrapped(activation) if shared is None else shared.cached_with(self._wrapped_key, _wrapped, activation)
+        if data is False:
+            return self._exactly(activation, shared)
+        nul_results.wrapping += 1
+        try:
+            return unwrap(self._run(data, activation, shared))
+        finally:
+            nul_results.wrapping -= 1
+
+
+def _wrapped(activation: Mapping[str, Any]) -> Any:
+    """wrap_strings, or False (not None: Activation caches a false value) where it cannot help."""
+    try:
+        return wrap_strings(activation)
+    except Unwrappable:
+        return False
+
+
+_NO_CONTEXT = EvalContext()
+
+
+def _generated() -> int:
+    """How many objects this evaluation's context has generated so far (see `_redo`)."""
+    generated = CURRENT.get(_NO_CONTEXT).generated
+    return 0 if generated is None else len(generated)
+
+
+_exact: list[Any] = []   # the cel-python backend of the exact twins, built on first need
+
+
+def _exact_backend() -> Any:
+    if not _exact:
+        from webhook.cel.backend_py import PyBackend
+        _exact.append(PyBackend())
+    return _exact[0]
 
 
 _lost_per_null = 0  # references to None plain_value() loses per null (webhook.cel.nullrefs), set with the first env
@@ -217,7 +321,7 @@ class CppBackend:
         """The plain form alone, for programs only ever run by `run_strict` (which never retries)."""
         try:
             plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
-            return CppProgram(self._env(spec).compile(plain_text), self._env(spec), None)
+            return CppProgram(self._env(spec).compile(plain_text), self._env(spec), None, spec, source)
         except ValueError as exc:
             raise CelError(str(exc)) from None
         except RuntimeError as exc:
@@ -238,12 +342,13 @@ class CppBackend:
             raise CelError(str(exc)) from None
         env = self._env(spec)
         try:
-            return CppProgram(env.compile(plain_text), env, faithful if faithful != plain_text else None)
+            return CppProgram(env.compile(plain_text), env, faithful if faithful != plain_text else None,
+                              spec, source)
         except RuntimeError as exc:
             if "'string' applied to" not in str(exc):
                 raise CelError(_compile_message(str(exc))) from None
         try:
-            return CppProgram(env.compile(faithful), env, None)
+            return CppProgram(env.compile(faithful), env, None, spec, source)
         except RuntimeError as exc:
             raise CelError(_compile_message(str(exc))) from None
 

@@ -240,6 +240,10 @@ def _nested_error(value: Any) -> celpy.CELEvalError | None:
     return None
 
 
+def _converted(activation: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: to_cel(v) for k, v in activation.items()}
+
+
 class PyProgram:
     __slots__ = ("_program", "_namespaces")
 
@@ -247,8 +251,13 @@ class PyProgram:
         self._program, self._namespaces = program, namespaces
 
     def run(self, activation: Mapping[str, Any], shared: Any = None) -> Any:
+        """`shared` (an Activation): the values are converted once for all the expressions of a request,
+        about half of a simple expression's cost here (~110 us for a pod)."""
         _SPENT.steps = 0
-        data = {k: to_cel(v) for k, v in activation.items()}
+        if shared is None:
+            data = _converted(activation)
+        else:  # per environment, as its namespaces are: the key is theirs
+            data = dict(shared.cached(("cel-python", id(self._namespaces)), lambda: _converted(activation)))
         data.update(self._namespaces)
         try:
             result = self._program.evaluate(data)
