@@ -4,6 +4,7 @@ logs and metrics cost of it.
 
     python load-tests/bench_request.py                 # every suite case, the suite's policies and state
     python load-tests/bench_request.py --profile gpu-validate
+    python load-tests/bench_request.py --compare OTHER_TREE   # alternate OTHER_TREE's webhook/ and this tree's
 
 Each case is the suite's own review (`workload.py`), posted to the handler `serve` runs (decode, engine,
 metrics, log, encode) as an aiohttp request whose body has arrived; TLS and HTTP parsing are left out:
@@ -11,6 +12,9 @@ they cost quartermaster what they cost the no-op responder. Observability is tim
 handler produced: `Metrics.admission` + `Metrics.rule_results` + `log_admission` (at the default level,
 info, with the handler's folding of repeated Audit warnings), as a share of the handler's own time.
 Process CPU time, best of several rounds: on a shared machine only the best round means anything.
+`--compare DIR` runs the same cases under DIR's `webhook` package (e.g. `git worktree add /tmp/base 8029031`)
+and under this tree's in alternation, in subprocesses, and prints both side by side (best of all runs).
+`--profile` times only the handler calls (the mocked requests are built before the profiler starts).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import base64
 import cProfile
 import json
 import logging
+import os
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +39,8 @@ import jsonpatch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import REPO, namespace, notebook_pod, plain_pod, policies_dir, review, write_state  # noqa: E402
 
-sys.path.insert(0, str(REPO))
+TREE = Path(os.environ.get("BENCH_TREE", REPO)).resolve()  # whose webhook package is measured (--compare)
+sys.path.insert(0, str(TREE))
 from aiohttp import streams, web  # noqa: E402
 from aiohttp.test_utils import make_mocked_request  # noqa: E402
 
@@ -41,6 +48,8 @@ from webhook.app import Quartermaster, Settings  # noqa: E402
 from webhook.model.review import parse_review  # noqa: E402
 from webhook.observability.logs import JsonFormatter, RepeatWindow, log_admission  # noqa: E402
 from webhook.server.app import build_app  # noqa: E402
+
+assert Path(sys.modules["webhook"].__file__ or "").resolve().is_relative_to(TREE), "webhook imported from elsewhere"
 
 PROFILE = "user000"
 
@@ -112,10 +121,12 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
     for h in logging.getLogger().handlers:
         h.setFormatter(JsonFormatter())
     cases = await _bodies(handlers["/mutate"], app)
-    print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}; CPU us per admission, "
-          f"best of {args.rounds} rounds of {args.count}")
-    print("| case | handler us | no-op handler us | above the no-op us | logs + metrics us | share of the handler |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    rows: dict[str, dict[str, float]] = {}
+    if not args.json:
+        print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}; CPU us per "
+              f"admission, best of {args.rounds} rounds of {args.count}")
+        print("| case | handler us | no-op handler us | above the no-op us | logs + metrics us | share of the handler |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
     loop = asyncio.get_running_loop()
     for name, (endpoint, body) in cases.items():
         if args.profile and name != args.profile:
@@ -125,16 +136,21 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
         async def timed(count: int, handler: Any = handler, endpoint: str = endpoint, body: bytes = body) -> float:
             best = float("inf")
             for _ in range(args.rounds):
+                # aiohttp's mocked requests (~90 us each, and as noisy) are built before the clock starts
+                requests = [_request(app, endpoint, body) for _ in range(count)]
                 started = time.process_time()
-                for _ in range(count):
-                    await handler(_request(app, endpoint, body))
+                for http in requests:
+                    await handler(http)
                 best = min(best, (time.process_time() - started) / count * 1e6)
+                del requests
             return best
 
         if args.profile:
+            requests = [_request(app, endpoint, body) for _ in range(args.count * args.rounds)]
             profiler = cProfile.Profile()
             profiler.enable()
-            await timed(args.count)
+            for http in requests:
+                await handler(http)
             profiler.disable()
             pstats.Stats(profiler).sort_stats(args.sort).print_stats(45)
             continue
@@ -150,8 +166,36 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
                 metrics.rule_results(request, verdict.results)
                 log_admission(log, endpoint, request, verdict, 0.001, repeats)
         obs_us = _cpu_us(observe, args.count, args.rounds)
-        print(f"| {name} | {handler_us:.0f} | {noop_us:.0f} | {handler_us - noop_us:.0f} | {obs_us:.1f} | "
-              f"{obs_us / handler_us:.1%} |")
+        rows[name] = {"handler": handler_us, "noop": noop_us, "above": handler_us - noop_us, "obs": obs_us}
+        if not args.json:
+            print(f"| {name} | {handler_us:.0f} | {noop_us:.0f} | {handler_us - noop_us:.0f} | {obs_us:.1f} | "
+                  f"{obs_us / handler_us:.1%} |")
+    if args.json:
+        print(json.dumps(rows))
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Alternate the other tree and this one, each in a fresh process; best of every run of each."""
+    trees = {"other": args.compare.resolve(), "this": REPO}
+    runs: dict[str, list[dict[str, dict[str, float]]]] = {"other": [], "this": []}
+    command = [sys.executable, __file__, "--json", "--rounds", str(args.rounds), "--count", str(args.count)]
+    if args.defaults_only:
+        command.append("--defaults-only")
+    for _ in range(args.alternations):
+        for label, tree in trees.items():
+            done = subprocess.run(command, env={**os.environ, "BENCH_TREE": str(tree)}, check=True,
+                                  capture_output=True, text=True)
+            runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"CPU us per admission (each side: best of {args.alternations} runs x {args.rounds} rounds of "
+          f"{args.count}); above the no-op: the best handler less the best no-op of every run of both sides")
+    print("| case | handler other | handler this | saved | above the no-op other | above the no-op this |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for case in runs["this"][0]:
+        before, after = (min(r[case]["handler"] for r in runs[side]) for side in ("other", "this"))
+        noop = min(r[case]["noop"] for side in runs.values() for r in side)
+        print(f"| {case} | {before:.1f} | {after:.1f} | {before - after:.1f} | {before - noop:.1f} | "
+              f"{after - noop:.1f} |")
+    print(f"other = {trees['other']}, this = {trees['this']}")
 
 
 def main() -> int:
@@ -161,7 +205,13 @@ def main() -> int:
     parser.add_argument("--defaults-only", action="store_true", help="without the pod-security ValidatingPolicies")
     parser.add_argument("--sort", default="cumulative", help="cProfile order: cumulative, tottime")
     parser.add_argument("--profile", metavar="CASE", help="cProfile one case: plain-mutate, plain-validate, gpu-mutate, gpu-validate")
+    parser.add_argument("--compare", type=Path, metavar="OTHER_TREE", help="another source tree to alternate with this one")
+    parser.add_argument("--alternations", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="one JSON line of the numbers (for --compare)")
     args = parser.parse_args()
+    if args.compare:
+        compare(args)
+        return 0
     with tempfile.TemporaryDirectory() as name:
         asyncio.run(main_async(args, Path(name)))
     return 0

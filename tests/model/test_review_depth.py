@@ -12,6 +12,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from webhook.model import review as review_module
 from webhook.model.errors import MalformedReview
@@ -114,3 +116,16 @@ def test_parse_review_answers_do_not_depend_on_the_shortcut(monkeypatch):
     assert [_answer(raw) for raw in _bodies()] == fast
     assert any(a.startswith("malformed: request.object is nested deeper") for a in fast)
     assert any(a.startswith("ok") for a in fast)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=400) | st.text(alphabet="{[]}\"a:,", max_size=300).map(str.encode))
+def test_shallow_body_counts_the_brackets_of_bytes_and_bytearrays_alike(raw):
+    """One translate() pass counts what the two count() calls counted: '{' and '[' bytes, whatever the rest."""
+    expected = raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH
+    assert shallow_body(raw) is expected and shallow_body(bytearray(raw)) is expected
+    assert shallow_body(raw.decode("latin-1")) is expected  # the text branch counts the same characters
+    brackets = raw.count(b"{") + raw.count(b"[")
+    if brackets <= MAX_DEPTH:  # just at the limit, then one past it
+        at_limit = raw + b"{" * (MAX_DEPTH - brackets)
+        assert shallow_body(at_limit) and not shallow_body(at_limit + b"[")

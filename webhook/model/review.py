@@ -164,6 +164,7 @@ def _decode(body: bytes) -> Any:
 
 
 _CONTAINERS = (dict, list)
+_ALL_BUT_BRACKETS = bytes(b for b in range(256) if b not in b"{[")
 
 
 def _too_deep(node: dict[str, Any] | list[Any], levels_left: int) -> bool:
@@ -190,7 +191,9 @@ def shallow_body(body: bytes | bytearray | str) -> bool:
     and UTF-32 the character still holds a byte 0x7B or 0x5B; brackets inside strings only make
     the count larger, never smaller.) False says nothing: walk them."""
     if isinstance(body, (bytes, bytearray)):
-        return body.count(b"{") + body.count(b"[") <= MAX_DEPTH
+        # what is left once every other byte value is deleted: the brackets, counted in one pass over the
+        # body instead of one per bracket (about half the time of the two count() calls)
+        return len(body.translate(None, _ALL_BUT_BRACKETS)) <= MAX_DEPTH
     if isinstance(body, str):
         return body.count("{") + body.count("[") <= MAX_DEPTH
     return False
@@ -267,6 +270,93 @@ def _check_identity(obj: Mapping[str, Any] | None, where: str, kind: str, namesp
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode an AdmissionReview body; every way it can be wrong raises MalformedReview with a reason."""
     doc = _decode(body)
+    request = _usual_request(doc, body)
+    return request if request is not None else _request_of(doc, body)
+
+
+def _usual_request(doc: Any, body: bytes) -> AdmissionRequest | None:
+    """`_request_of(doc, body)` for a review whose request fields all have the types the API server sends,
+    checked in one pass without a call per field (~1 us of every admission); None at the first field that
+    is anything else (absent where the reference defaults it, null, another type), and the reference then
+    accepts or refuses it with its reasons. Exact: every field test here implies the reference's for that
+    field, so the object checks below raise only where the reference would raise the same (it runs them
+    after the same field checks); and the request is built from the same values
+    (tests/model/test_review_usual.py compares both on random reviews)."""
+    if type(doc) is not dict or doc.get("kind") != "AdmissionReview" or doc.get("apiVersion") != API_VERSION:
+        return None
+    req = doc.get("request")
+    if type(req) is not dict:
+        return None
+    get = req.get
+    uid, gvk, operation, resource, user = get("uid"), get("kind"), get("operation"), get("resource"), get("userInfo")
+    if type(uid) is not str or not uid or type(gvk) is not dict or type(operation) is not str \
+            or operation not in OPERATIONS or type(resource) is not dict or type(user) is not dict:
+        return None
+    group, version, kind = gvk.get("group", ""), gvk.get("version"), gvk.get("kind")
+    plural, resource_group, resource_version = resource.get("resource", ""), resource.get("group", ""), \
+        resource.get("version")
+    if type(group) is not str or type(version) is not str or type(kind) is not str or not version or not kind \
+            or type(plural) is not str or type(resource_group) is not str \
+            or not (resource_version is None or type(resource_version) is str):
+        return None
+    dry_run, obj, old, options = get("dryRun", False), get("object"), get("oldObject"), get("options")
+    namespace, name, sub_resource = get("namespace", ""), get("name", ""), get("subResource", "")
+    if not (dry_run is False or dry_run is True) or not (obj is None or type(obj) is dict) \
+            or not (old is None or type(old) is dict) or not (options is None or type(options) is dict) \
+            or (obj is None and operation != "DELETE") or type(namespace) is not str or type(name) is not str \
+            or type(sub_resource) is not str:
+        return None
+    username, groups, user_uid, extra = user.get("username", ""), user.get("groups"), user.get("uid", ""), \
+        user.get("extra")
+    if type(username) is not str or type(user_uid) is not str or not (groups is None or type(groups) is list) \
+            or not (extra is None or type(extra) is dict):
+        return None
+    if groups and not _strings(groups):
+        return None
+    if extra:
+        for values in extra.values():
+            if type(values) is not list or not _strings(values):
+                return None
+    kind_of = GroupVersionKind(group, version, kind)
+    request_kind = get("requestKind")
+    if request_kind == gvk:  # as the API server sends it when no conversion happened: the same value
+        request_kind = kind_of
+    elif request_kind is not None:
+        return None
+    request_resource = get("requestResource")
+    if request_resource is not None:
+        if type(request_resource) is not dict:
+            return None
+        rr_group, rr_version, rr_resource = request_resource.get("group", ""), request_resource.get("version", ""), \
+            request_resource.get("resource", "")
+        if type(rr_group) is not str or type(rr_version) is not str or type(rr_resource) is not str:
+            return None
+        request_resource = GroupVersionResource(rr_group, rr_version, rr_resource)
+    request_sub_resource = get("requestSubResource")
+    if type(request_sub_resource) is not str:
+        request_sub_resource = None  # as the reference reads it: a string, or nothing
+    # every field is as the reference accepts it: the object checks raise what (and where) it would
+    shallow = shallow_body(body)
+    _check_object(obj, "request.object", shallow)
+    _check_object(old, "request.oldObject", shallow)
+    _check_identity(obj, "request.object", kind, namespace, name)
+    _check_identity(old, "request.oldObject", kind, namespace, name)
+    problem = shape_problem(kind, obj, "request.object") if obj is not None else None
+    if problem is None and old is not None:
+        problem = shape_problem(kind, old, "request.oldObject")
+    if problem is not None:
+        raise MalformedReview(problem)
+    return AdmissionRequest(
+        uid=uid, kind=kind_of, resource=plural, sub_resource=sub_resource, namespace=namespace, name=name,
+        operation=operation, object=obj, old_object=old, dry_run=dry_run,
+        user=UserInfo(username, tuple(groups) if groups else (), user_uid,
+                      {key: tuple(values) for key, values in extra.items()} if extra else {}),
+        request_kind=request_kind, request_resource=request_resource, request_sub_resource=request_sub_resource,
+        options=options, resource_group_version=(resource_group, resource_version) if resource_version else None)
+
+
+def _request_of(doc: Any, body: bytes) -> AdmissionRequest:
+    """The reference: each field checked in turn, refused with a reason naming it."""
     if not isinstance(doc, dict):
         raise MalformedReview("body must be a JSON object (an AdmissionReview)")
     if doc.get("kind") != "AdmissionReview":
