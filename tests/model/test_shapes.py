@@ -73,3 +73,13 @@ def test_a_wrong_quantity_deep_in_a_real_pod_is_named():
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = [1]
     assert shape_problem("Pod", pod, "request.object") == \
         "request.object.spec.containers[0].resources.limits[nvidia.com/gpu] must be a scalar, got list"
+
+
+def test_a_boolean_quantity_is_not_a_scalar_and_null_ones_are_absent():
+    """Quantity maps are checked by the wildcard checker: bool is an int to isinstance, never a quantity here."""
+    for limits, expected in (({"cpu": True}, "request.object.spec.containers[0].resources.limits[cpu] must be a "
+                                             "scalar, got bool"),
+                             ({"cpu": None, "memory": 1, "x": 1.5, "y": "1Gi"}, None)):
+        pod = {"spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]}}
+        assert _CHECKERS["Pod"](pod) == (expected is None)
+        assert shape_problem("Pod", pod, "request.object") == expected

@@ -65,33 +65,89 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
+def _leaf_types(shape: Any) -> tuple[type, ...] | None:
+    """The types a leaf shape accepts besides None (a scalar also refuses bool), or None for an object or
+    list shape."""
+    return None if isinstance(shape, (Mapping, list)) else _TYPES[shape]
+
+
 def _checker(shape: Any) -> Check:
     """A predicate that is True exactly when `_problem` finds nothing: the same walk without building a
-    field path per node, which is most of `_problem`'s cost on a well-formed object (every admission)."""
+    field path per node, which is most of `_problem`'s cost on a well-formed object (every admission).
+    Leaves (most fields: names, images, lists of objects) are checked inline by their parent, not by a
+    call each: a pod has a few dozen of them and the calls were most of what remained."""
     if isinstance(shape, list):
-        item = _checker(shape[0])
-        return lambda value: value is None or isinstance(value, list) and all(map(item, value))
+        leaf = _leaf_types(shape[0])
+        if leaf is not None:
+            scalar = leaf is _TYPES[SCALAR]
+
+            def check_leaves(value: Any) -> bool:
+                if value is None:
+                    return True
+                if not isinstance(value, list):
+                    return False
+                for item in value:
+                    if item is not None and (not isinstance(item, leaf) or scalar and item.__class__ is bool):
+                        return False
+                return True
+            return check_leaves
+        item_check = _checker(shape[0])
+        return lambda value: value is None or isinstance(value, list) and all(map(item_check, value))
     if isinstance(shape, Mapping):
-        wildcard = _checker(shape["*"]) if "*" in shape else None
-        fields = {key: _checker(sub) for key, sub in shape.items() if key != "*"}
-        if wildcard is not None and fields:
-            raise ValueError("a shape is either {'*': shape} or named fields, not both")
+        if "*" in shape:
+            if len(shape) > 1:
+                raise ValueError("a shape is either {'*': shape} or named fields, not both")
+            return _wildcard(shape["*"])
+        # per field: (name, leaf types or None, sub-checker or None)
+        plan = tuple((key, _leaf_types(sub), None if _leaf_types(sub) is not None else _checker(sub))
+                     for key, sub in shape.items())
+        scalar_types = _TYPES[SCALAR]
 
         def check(value: Any) -> bool:
             if value is None:
                 return True
             if not isinstance(value, dict):
                 return False
-            for key, item in value.items():  # the fields present only: an absent one is never wrong
-                ok = wildcard if wildcard is not None else fields.get(key)
-                if ok is not None and not ok(item):
+            # the shape's fields looked up (fewer than a pod's or a container's keys): absent or null is never wrong
+            get = value.get
+            for key, leaf, sub in plan:
+                item = get(key)
+                if item is None:
+                    continue
+                if leaf is not None:
+                    if not isinstance(item, leaf) or leaf is scalar_types and item.__class__ is bool:
+                        return False
+                elif not sub(item):  # type: ignore[misc]
                     return False
             return True
         return check
+    types = _TYPES[shape]
     if shape == SCALAR:
         return lambda value: value is None or _is_scalar(value)
-    types = _TYPES[shape]
     return lambda value: value is None or isinstance(value, types)
+
+
+def _wildcard(shape: Any) -> Check:
+    """{'*': shape}: every value of an object (a map of quantities) has that shape."""
+    leaf = _leaf_types(shape)
+    sub = None if leaf is not None else _checker(shape)
+    scalar = leaf is _TYPES[SCALAR]
+
+    def check(value: Any) -> bool:
+        if value is None:
+            return True
+        if not isinstance(value, dict):
+            return False
+        for item in value.values():
+            if item is None:
+                continue
+            if leaf is not None:
+                if not isinstance(item, leaf) or scalar and item.__class__ is bool:
+                    return False
+            elif not sub(item):  # type: ignore[misc]
+                return False
+        return True
+    return check
 
 
 _CHECKERS: Mapping[str, Check] = {kind: _checker(shape) for kind, shape in SHAPES.items()}

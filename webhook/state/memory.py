@@ -7,8 +7,10 @@ policies may read a Secret's metadata, never its content.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import multiprocessing
+import os
 import secrets
 import signal
 import threading
@@ -188,7 +190,8 @@ class InMemoryClusterState:
         meta = stored.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
-        meta.setdefault("uid", str(uuid.uuid4()))
+        if "uid" not in meta:
+            meta["uid"] = new_uid()
         if "creationTimestamp" not in meta:
             meta["creationTimestamp"] = _now_text()
         if locked:
@@ -206,6 +209,27 @@ class InMemoryClusterState:
         if self._listeners:
             self._notify(key.kind, event, stored)
         return stored
+
+
+class _Uids:
+    """Object uids as the API server makes them (random RFC 4122 version-4 UUIDs), at a tenth of the cost of
+    str(uuid.uuid4()) (2 us, every admitted /validate): the first 74 random bits are drawn once per process,
+    the last 48 count on from a random start. Unique within a process for 2**48 objects, across processes
+    (replicas, restarts) as random as the draw; a forked child draws its own (os.register_at_fork)."""
+
+    def __init__(self) -> None:
+        self.draw()
+
+    def draw(self) -> None:
+        first = str(uuid.uuid4())  # xxxxxxxx-xxxx-4xxx-Vxxx-nnnnnnnnnnnn: version and variant stay as drawn
+        self.prefix, self.counter = first[:24], itertools.count(int(first[24:], 16))
+
+    def __call__(self) -> str:
+        return f"{self.prefix}{next(self.counter) & 0xFFFF_FFFF_FFFF:012x}"
+
+
+new_uid = _Uids()
+os.register_at_fork(after_in_child=new_uid.draw)
 
 
 _STAMP: tuple[int, str] = (-1, "")  # (second, its text): most writes fall in the second of the one before
