@@ -43,7 +43,15 @@ OPERATIONS = frozenset({"CREATE", "UPDATE"})
 
 def _subject_object(request: AdmissionRequest, obj: Mapping[str, Any]) -> tuple[Subject, dict[str, Any]]:
     """The object with the kind, namespace and name the counting and the reservation key need."""
-    meta = dict(obj.get("metadata") or {})
+    meta = obj.get("metadata")
+    kind = request.kind.kind
+    if type(obj) is dict and type(meta) is dict and "apiVersion" in obj and obj.get("kind") == kind:
+        name = meta.get("name")
+        if type(name) is str and name and meta.get("namespace") == request.namespace:
+            # already so (the API server's object): the copies below would be equal, key for key and in order,
+            # and request objects are never changed (model.review), so the object itself serves
+            return Subject(kind, name, request.operation), obj
+    meta = dict(meta or {})
     name = str(meta.get("name") or request.name or "")
     if not name:  # validating admission sees generated names; this only guards odd callers
         name = f"{meta.get('generateName', '')}<{request.uid}>"
