@@ -57,8 +57,8 @@ def _object(rng: random.Random) -> Any:
                 continue
             meta: dict[str, Any] = {}
             for field in rng.sample(["name", "namespace", "labels", "generateName"], rng.randint(0, 4)):
-                meta[field] = {"name": rng.choice(["nb", "nb", "", 5, None]), "labels": {"a": "b"}, "generateName": "nb-",
-                               "namespace": rng.choice(["jdoe", "jdoe", "other", ""])}[field]
+                meta[field] = {"name": rng.choice(["nb", "nb", "", 5, None]), "labels": {"a": "b"},
+                               "generateName": "nb-", "namespace": rng.choice(["jdoe", "jdoe", "other", ""])}[field]
             obj[key] = meta if rng.random() < 0.9 else MappingProxyType(meta)
         else:
             obj[key] = {"containers": []}
