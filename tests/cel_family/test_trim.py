@@ -79,8 +79,11 @@ _LEAVES = st.none() | st.booleans() | st.integers(-2, 70_000) | st.floats(allow_
     | st.sampled_from(["ALL", "NET_BIND_SERVICE", "SYS_ADMIN", "RuntimeDefault", "Localhost", "Unconfined", "Default",
                        "container_t", "kernel.shm_rmid_forced", ""])
 # keys without NUL: the strict path refuses an activation with a NUL in a key (only cel-python reads those,
-# docs/cel.md, NUL characters), even one no program reads, where the trimmed activation leaves it out
-_KEYS = st.sampled_from(_WORDS) | st.text(st.characters(blacklist_characters="\x00"), max_size=3)
+# docs/cel.md, NUL characters), even one no program reads, where the trimmed activation leaves it out. Nor lone
+# surrogates: the runtime cannot convert them (the whole activation is an error, and the failure policy decides)
+# where a trimmed one leaves them out; the API server never sends one (Go's JSON decoder makes them U+FFFD)
+_KEYS = st.sampled_from(_WORDS) | st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)),
+                                          max_size=3)
 _JSON = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3)
                      | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=25)
 
