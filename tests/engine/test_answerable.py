@@ -1,4 +1,4 @@
-"""Which policies a batch may answer for is read once per snapshot (AdmissionEngine._answerable): a member that
+"""Which policies a batch may answer for is read once per snapshot (PolicySnapshot.answerable): a member that
 did not compile, or a policy outside any batch, is asked itself even when a batch's answers name it; a new
 snapshot is read afresh; an admission with nothing generated keeps its verdict, one with generates gets them."""
 

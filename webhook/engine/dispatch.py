@@ -22,7 +22,7 @@ from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Pha
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
-from webhook.policy.snapshot import PolicyStore
+from webhook.policy.snapshot import PolicyStore, batch_may_answer
 from webhook.reports.sink import ResultSink
 
 log = logging.getLogger(__name__)
@@ -130,13 +130,9 @@ def _answered(batches: Sequence[PolicyBatch], request: AdmissionRequest,
 def _collect(outcome: ValidationOutcome, out: _Collected) -> None:
     out.results.extend(outcome.results)
     if outcome.warnings or outcome.rollbacks or outcome.generates:
-        _collect_more(outcome, out)
-
-
-def _collect_more(outcome: ValidationOutcome, out: _Collected) -> None:
-    out.warnings.extend(outcome.warnings)
-    out.rollbacks.extend(outcome.rollbacks)
-    out.generates.extend(outcome.generates)
+        out.warnings.extend(outcome.warnings)
+        out.rollbacks.extend(outcome.rollbacks)
+        out.generates.extend(outcome.generates)
 
 
 class AdmissionEngine:
@@ -151,7 +147,6 @@ class AdmissionEngine:
         # told of every admitted DELETE: quota reservations for the object end there (see ReservationLedgers)
         self.on_deleted = on_deleted
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
-        self._answerable_memo: tuple[Sequence[CompiledPolicy], tuple[bool, ...]] | None = None
 
     def _context(self, request: AdmissionRequest, background: bool = False) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
@@ -285,15 +280,13 @@ class AdmissionEngine:
         answered = _answered(snapshot.batches, request, ctx) if synced and snapshot.batches else None
         if answered:
             # in load order as ever: a member its batch answered for costs a lookup, the others their turn
-            results = out.results
-            for policy, member in zip(todo, self._answerable(todo)):
+            members = tuple(map(batch_may_answer, todo)) if background else snapshot.answerable
+            for policy, member in zip(todo, members):
                 answer = answered.get(policy, _ASK) if member else _ASK
                 if answer is _ASK:
                     await each_within(deadline, (policy,), step, timed_out)
                 elif answer is not None:
-                    results.extend(answer.results)  # _collect, without a call per answered member
-                    if answer.warnings or answer.rollbacks or answer.generates:
-                        _collect_more(answer, out)
+                    _collect(answer, out)
         else:
             await each_within(deadline, todo, step, timed_out)
         try:
@@ -312,17 +305,6 @@ class AdmissionEngine:
         if not out.generates:  # nothing to generate (most admissions): the verdict as it is, not a copy of it
             return verdict
         return replace(verdict, generated=await self._generate(request, out.generates, deadline))
-
-    def _answerable(self, policies: Sequence[CompiledPolicy]) -> tuple[bool, ...]:
-        """Per policy: may a batch answer for it (a member of a batch, `batch`, that compiled)? What the
-        snapshot's `batches` were built from, so fixed with the snapshot: remembered for its phase's tuple."""
-        memo = self._answerable_memo
-        if memo is not None and memo[0] is policies:
-            return memo[1]
-        flags = tuple(getattr(p, "batch", None) is not None and p.error is None for p in policies)
-        if isinstance(policies, tuple):  # a snapshot's (a background scan's own list is not kept)
-            self._answerable_memo = (policies, flags)
-        return flags
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
                         deadline: float) -> tuple[Mapping[str, Any], ...]:

@@ -17,12 +17,16 @@ class PolicySnapshot:
     _by_phase: Mapping[Phase, tuple[CompiledPolicy, ...]] = field(default_factory=dict, repr=False)
     # the distinct batches (model.policy.PolicyBatch) of the validating policies, in load order
     batches: tuple[PolicyBatch, ...] = ()
+    # per validating policy, in the order of policies_for(Phase.VALIDATE): may its batch answer for it?
+    answerable: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "") -> "PolicySnapshot":
         by_phase = {phase: tuple(p for p in policies if phase in p.phases) for phase in Phase}
-        batches = {id(b): b for p in by_phase[Phase.VALIDATE] if (b := getattr(p, "batch", None)) is not None}
-        return cls(tuple(policies), generation, fingerprint, by_phase, tuple(batches.values()))
+        validating = by_phase[Phase.VALIDATE]
+        batches = {id(b): b for p in validating if (b := getattr(p, "batch", None)) is not None}
+        return cls(tuple(policies), generation, fingerprint, by_phase, tuple(batches.values()),
+                   tuple(map(batch_may_answer, validating)))
 
     def policies_for(self, phase: Phase) -> tuple[CompiledPolicy, ...]:
         """The policies taking part in `phase`, in load order (a policy in both phases is in both)."""
@@ -40,6 +44,12 @@ class PolicySnapshot:
     def annotations(self) -> Mapping[PolicyId, Mapping[str, str]]:
         """metadata.annotations by full policy identity (reports read severity, category, events)."""
         return {p.id: p.annotations for p in self.policies}
+
+
+def batch_may_answer(policy: CompiledPolicy) -> bool:
+    """May a batch answer for this policy: a member of one (`batch`) that compiled? A policy that did not is
+    asked itself, and reports its compile error, whatever its batch's answers name."""
+    return getattr(policy, "batch", None) is not None and policy.error is None
 
 
 @dataclass(frozen=True)
