@@ -77,27 +77,12 @@ def _checker(shape: Any) -> Check:
     Leaves (most fields: names, images, lists of objects) are checked inline by their parent, not by a
     call each: a pod has a few dozen of them and the calls were most of what remained."""
     if isinstance(shape, list):
-        leaf = _leaf_types(shape[0])
-        if leaf is not None:
-            scalar = leaf is _TYPES[SCALAR]
-
-            def check_leaves(value: Any) -> bool:
-                if value is None:
-                    return True
-                if not isinstance(value, list):
-                    return False
-                for item in value:
-                    if item is not None and (not isinstance(item, leaf) or scalar and item.__class__ is bool):
-                        return False
-                return True
-            return check_leaves
-        item_check = _checker(shape[0])
-        return lambda value: value is None or isinstance(value, list) and all(map(item_check, value))
+        return _each(list, shape[0])
     if isinstance(shape, Mapping):
         if "*" in shape:
             if len(shape) > 1:
                 raise ValueError("a shape is either {'*': shape} or named fields, not both")
-            return _wildcard(shape["*"])
+            return _each(dict, shape["*"])
         # per field: (name, leaf types or None, sub-checker or None)
         plan = tuple((key, _leaf_types(sub), None if _leaf_types(sub) is not None else _checker(sub))
                      for key, sub in shape.items())
@@ -127,18 +112,20 @@ def _checker(shape: Any) -> Check:
     return lambda value: value is None or isinstance(value, types)
 
 
-def _wildcard(shape: Any) -> Check:
-    """{'*': shape}: every value of an object (a map of quantities) has that shape."""
+def _each(container: type, shape: Any) -> Check:
+    """A list whose every item has `shape` (container list), or an object whose every value has it
+    ({'*': shape}, container dict: a map of quantities)."""
     leaf = _leaf_types(shape)
     sub = None if leaf is not None else _checker(shape)
     scalar = leaf is _TYPES[SCALAR]
+    of_object = container is dict
 
     def check(value: Any) -> bool:
         if value is None:
             return True
-        if not isinstance(value, dict):
+        if not isinstance(value, container):
             return False
-        for item in value.values():
+        for item in value.values() if of_object else value:
             if item is None:
                 continue
             if leaf is not None:
