@@ -31,8 +31,13 @@ class LabelSelector:
     everything: bool = True
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
+        requirements = self.requirements
+        if not requirements:
+            return True
         labels = labels or {}
-        return all(r.matches(labels) for r in self.requirements)
+        if len(requirements) == 1:  # most selectors (a battery's, a policy's matchLabels): no generator
+            return requirements[0].matches(labels)
+        return all(r.matches(labels) for r in requirements)
 
 
 MATCH_ALL = LabelSelector()

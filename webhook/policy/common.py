@@ -4,8 +4,8 @@ failure policy and mode. Any family may use them; none has to."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.model.cluster import CLUSTER_SCOPED
@@ -13,7 +13,7 @@ from webhook.model.errors import PolicyCompileError
 from webhook.model.policy import Condition, EvalContext, FailurePolicy
 from webhook.model.results import Action
 from webhook.model.review import AdmissionRequest
-from webhook.model.selectors import MATCH_ALL, LabelSelector, Requirement, parse_selector
+from webhook.model.selectors import MATCH_ALL, LabelSelector, parse_selector
 
 # --- schema fragments (JSON Schema 2020-12; also the CRD openAPIV3Schema in the Helm chart) -------
 LABEL_SELECTOR_SCHEMA: dict[str, Any] = {
@@ -90,9 +90,6 @@ def document_schema(api_version: str, kind: str, spec_properties: Mapping[str, A
 
 
 # --- matching ----------------------------------------------------------------------------------------
-LabelsMatch = Callable[[Mapping[str, str] | None], bool]
-
-
 @dataclass(frozen=True)
 class MatchSpec:
     """Cheap checks first: kind and operation, then selectors, then CEL conditions. No subresources."""
@@ -104,18 +101,6 @@ class MatchSpec:
     namespaces: frozenset[str] = frozenset()  # empty: any
     exclude_namespaces: frozenset[str] = frozenset()
     conditions: tuple[Condition, ...] = ()
-    # derived from the fields above once (the spec is frozen): /mutate and /validate ask each battery's
-    # spec on every review
-    _any_kind: bool = field(init=False, repr=False, compare=False)
-    _by_name: bool = field(init=False, repr=False, compare=False)
-    _namespace_labels_match: LabelsMatch = field(init=False, repr=False, compare=False)
-    _object_labels_match: LabelsMatch = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_any_kind", "*" in self.kinds)
-        object.__setattr__(self, "_by_name", bool(self.namespaces or self.exclude_namespaces))
-        object.__setattr__(self, "_namespace_labels_match", _selector_predicate(self.namespace_selector))
-        object.__setattr__(self, "_object_labels_match", _selector_predicate(self.object_selector))
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
         """A condition that cannot be evaluated raises: the dispatcher applies the failure policy."""
@@ -131,18 +116,18 @@ class MatchSpec:
         if request.sub_resource:
             return False
         kind = request.kind.kind
-        if not self._any_kind and kind not in self.kinds:
+        if "*" not in self.kinds and kind not in self.kinds:
             return False
         if request.operation not in self.operations:
             return False
         subject = obj if obj is not None else (request.old_object or {})
         if kind not in CLUSTER_SCOPED:  # namespaced kinds (pods, claims): the common case first
             ns_labels = ((namespace or {}).get("metadata") or {}).get("labels")
-            if self._by_name and not self.matches_namespace_name(request.namespace):
+            if not self.matches_namespace_name(request.namespace):
                 return False
-            if not self._namespace_labels_match(ns_labels):
+            if not self.namespace_selector.matches(ns_labels):
                 return False
-            return self._object_labels_match((subject.get("metadata") or {}).get("labels"))
+            return self.object_selector.matches((subject.get("metadata") or {}).get("labels"))
         if kind == "Namespace":
             ns_name = (subject.get("metadata") or {}).get("name", "")
             ns_labels = (subject.get("metadata") or {}).get("labels")
@@ -156,30 +141,6 @@ class MatchSpec:
 
     def matches_namespace_name(self, name: str) -> bool:
         return (not self.namespaces or name in self.namespaces) and name not in self.exclude_namespaces
-
-
-def _selector_predicate(selector: LabelSelector) -> LabelsMatch:
-    """`selector.matches`, made once per spec: a selector of one requirement (what batteries use) as the
-    same operations in one closure, without a generator and a method call per requirement; any other
-    selector (several requirements, NotIn, a subclass) is its own `matches`."""
-    if type(selector) is not LabelSelector or len(selector.requirements) > 1:
-        return selector.matches
-    if not selector.requirements:
-        return _everything
-    requirement: Requirement = selector.requirements[0]
-    key, operator, values = requirement.key, requirement.operator, requirement.values
-    if operator == "In":
-        return lambda labels: key in (labels := labels or {}) and labels[key] in values
-    if operator == "Exists":
-        return lambda labels: key in (labels or {})
-    if operator == "DoesNotExist":
-        return lambda labels: key not in (labels or {})
-    return selector.matches  # NotIn
-
-
-def _everything(labels: Mapping[str, str] | None) -> bool:
-    """LabelSelector.matches without requirements: all of none."""
-    return True
 
 
 class SpecMatched:
