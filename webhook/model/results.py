@@ -124,8 +124,8 @@ def passed(policy: PolicyId, rule: str, message: str = "") -> RuleResult:
     return RuleResult(policy, rule, Outcome.PASS, message)
 
 
-def failed(policy: PolicyId, rule: str, message: str, action: Action = Action.ENFORCE) -> RuleResult:
-    return RuleResult(policy, rule, Outcome.FAIL, message, action)
+def failed(policy: PolicyId, rule: str, message: str, action: Action = Action.ENFORCE, summary: str = "") -> RuleResult:
+    return RuleResult(policy, rule, Outcome.FAIL, message, action, summary=summary)
 
 
 def skipped(policy: PolicyId, rule: str, message: str = "") -> RuleResult:

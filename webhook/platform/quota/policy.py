@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
-from webhook.model.results import Action, Outcome, RuleResult, failed, skipped
+from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
@@ -167,10 +167,9 @@ class ProfileQuotaPolicy(Battery):
         return self._outcome_results(decision.outcomes)
 
     def _outcome_results(self, outcomes: tuple[RuleOutcome, ...]) -> tuple[RuleResult, ...]:
-        # what failed(...) and passed(...) build, made in one step (a replace() makes a failure twice); a list
-        # made into a tuple costs less than a generator for one or two outcomes
-        return tuple([RuleResult(self.id, o.rule, Outcome.FAIL, o.message, self.action, summary=o.summary)
-                      if o.exceeded else RuleResult(self.id, o.rule, Outcome.PASS, o.message) for o in outcomes])
+        # a list made into a tuple costs less than a generator for one or two outcomes
+        return tuple([failed(self.id, o.rule, o.message, self.action, summary=o.summary) if o.exceeded
+                      else passed(self.id, o.rule, o.message) for o in outcomes])
 
 
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
