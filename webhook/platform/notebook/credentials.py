@@ -51,10 +51,9 @@ def _reads_secret_volume(volume: Mapping[str, Any], secret: str) -> bool:
     if (volume.get("secret") or {}).get("secretName") == secret:
         return True
     sources = (volume.get("projected") or {}).get("sources") or []
-    # one loop, no generator: every pod projects its service account token (token, CA, namespace), whose
-    # sources are dicts told apart without the Mapping ABC check
+    # one loop, no generator: every pod projects its service account token (token, CA, namespace)
     for source in sources:
-        if (type(source) is dict or is_mapping(source)) and (source.get("secret") or {}).get("name") == secret:
+        if is_mapping(source) and (source.get("secret") or {}).get("name") == secret:
             return True
     return False
 
@@ -77,10 +76,9 @@ def _plain_env(container: Mapping[str, Any]) -> bool:
 
 
 def _mounts_volume(mounts: Any, volume: str) -> bool:
-    """Does any mount name `volume`? One loop, no generator: decoded JSON's mounts are dicts, told apart without
-    the Mapping ABC check."""
+    """Does any mount name `volume`? One loop, no generator."""
     for mount in mounts:
-        if (type(mount) is dict or is_mapping(mount)) and mount.get("name") == volume:
+        if is_mapping(mount) and mount.get("name") == volume:
             return True
     return False
 

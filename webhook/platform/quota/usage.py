@@ -185,8 +185,7 @@ def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: C
     total = ZERO
     pod_name = str(_meta(pod).get("name", ""))
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        # a plain dict (every volume the API server sends) is told apart without the ABC check
-        ephemeral = volume.get("ephemeral") if type(volume) is dict or is_mapping(volume) else None
+        ephemeral = volume.get("ephemeral") if is_mapping(volume) else None
         if not ephemeral:  # most volumes (emptyDir, a PVC, a secret): nothing to look up
             continue
         template = ephemeral.get("volumeClaimTemplate")
@@ -223,7 +222,7 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
     # GpuAmount's sum, kept as its two parts: no intermediate amount per entry (a pod has one or two)
     gpus, unbounded = _legacy_gpus(pod, rules), False
     for entry in spec.get("resourceClaims") or []:
-        template_name = entry.get("resourceClaimTemplateName") if type(entry) is dict or is_mapping(entry) else None
+        template_name = entry.get("resourceClaimTemplateName") if is_mapping(entry) else None
         if template_name and not _claim_generated(objects, generated, pod, str(entry.get("name", ""))):
             amount = _template_gpus(objects, str(template_name), rules, notes)
             if amount.gpus:
