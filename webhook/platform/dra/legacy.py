@@ -110,17 +110,13 @@ def _amount(ref: ContainerRef, resource: str, resources: Mapping[str, Any]) -> L
 def legacy_uses(pod: Mapping[str, Any], config: RewriteConfig) -> list[LegacyUse]:
     """Every container with at least one mapped legacy key, in pod order (init containers first)."""
     uses = []
-    spec = pod.get("spec") or {}
-    for field in (INIT_CONTAINERS, CONTAINERS):  # _entries(pod), without a generator: every pod comes here
-        for index, container in enumerate(spec.get(field) or []):
-            if type(container) is not dict and not is_mapping(container):
-                continue
-            resources = container.get("resources") or {}
-            if type(resources) is not dict and not is_mapping(resources):
-                continue
-            keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
-            mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
-            if mapped:  # a reference only for the few containers that have GPUs
-                ref = _ref(field, index, container)
-                uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
+    for field, index, container in _entries(pod):
+        resources = container.get("resources") or {}
+        if not is_mapping(resources):
+            continue
+        keys = {k for part in ("limits", "requests") for k in (resources.get(part) or {})}
+        mapped = sorted(k for k in keys if config.mapping_for(k) is not None)
+        if mapped:  # a reference only for the few containers that have GPUs
+            ref = _ref(field, index, container)
+            uses.append(LegacyUse(ref, tuple(_amount(ref, k, resources) for k in mapped)))
     return uses

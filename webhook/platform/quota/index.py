@@ -69,14 +69,9 @@ class UsageIndex:
         self.rules = rules
         self._states: weakref.WeakKeyDictionary[Any, _StateUsage] = weakref.WeakKeyDictionary()
 
-    def loaded(self, state: Any, namespace: str) -> bool:
-        """Is this profile counted already (then bringing it up to date costs only what changed)?"""
-        usage = self._states.get(state) if _weakable(state) else None
-        return usage is not None and namespace in usage.profiles and not usage._reset
-
     def current(self, state: Any, namespace: str) -> ProfileUsage | None:
-        """The profile brought up to date, when it is counted already (`loaded`, then `profile`, in one lookup);
-        None when it is not (the caller counts it off the event loop)."""
+        """The profile brought up to date when it is counted already (bringing it up to date costs only what
+        changed); None when it is not (the caller counts it off the event loop, with `profile`)."""
         usage = self._states.get(state) if _weakable(state) else None
         if usage is None or namespace not in usage.profiles or usage._reset:
             return None
