@@ -190,3 +190,43 @@ async def test_admission_false_runs_only_in_background_scans(tmp_path):
     assert (await admit_offline(qm.engine, pod(privileged=True))).allowed
     scanned = await admit_offline(qm.engine, pod(privileged=True), user=SCAN_USER, dry_run=True)
     assert [r.outcome for r in scanned.results] == [Outcome.FAIL]
+
+
+USER_INFO = """
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: scoped-users}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: scope
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: "{{request.userInfo.uid}} has scopes {{request.userInfo.extra.scopes}}"
+      deny:
+        conditions:
+          any:
+          - {key: "{{request.userInfo.extra.scopes || `[]`}}", operator: AnyIn, value: [admin]}
+"""
+
+
+async def test_user_info_is_the_api_servers_uid_extra_and_groups_with_empty_fields_left_out(tmp_path):
+    import json
+
+    from webhook.families.kyverno.context import RequestData, Subject, base_document
+    from webhook.model.review import parse_review
+    from tests.support import review
+
+    qm = build(tmp_path, USER_INFO)
+    body = review(pod(), username="jdoe@example.org")
+    body["request"]["userInfo"].update(uid="u-1", extra={"scopes": ["read", "admin"]})
+    denied = await qm.engine.validate(parse_review(json.dumps(body).encode()))
+    assert not denied.allowed and "u-1 has scopes [\"read\",\"admin\"]" in denied.message, denied.message
+    body["request"]["userInfo"]["extra"] = {"scopes": ["read"]}
+    assert (await qm.engine.validate(parse_review(json.dumps(body).encode()))).allowed
+    # authentication/v1 UserInfo is marshalled with omitempty: a user without groups has no `groups` (null, not [])
+    user = base_document(RequestData("CREATE", pod(), None, Subject()))["request"]["userInfo"]
+    assert user == {}
+    full = Subject("jdoe", ("a",), uid="u-2", extra={"k": ("v",)})
+    assert base_document(RequestData("CREATE", pod(), None, full))["request"]["userInfo"] == {
+        "username": "jdoe", "uid": "u-2", "groups": ["a"], "extra": {"k": ["v"]}}

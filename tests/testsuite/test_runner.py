@@ -184,3 +184,47 @@ def test_http_global_context_and_cluster_resources_answer_lookups(tmp_path, caps
     code, out = _run(capsys, str(suite))
     assert out.rstrip().splitlines()[-1] == "2 passed, 0 failed", out
     assert code == 0
+
+
+GROUP_NAMES = """\
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: team-namespaces}
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: prefix
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    validate:
+      message: "names must start with one of {{request.userInfo.groups}}"
+      deny:
+        conditions:
+          any:
+          - key: "{{request.object.metadata.name}}"
+            operator: AnyNotIn
+            value: "{{ request.userInfo.groups[?contains(@, ':') == `false`][].join('-', [@, '*']) }}"
+"""
+
+
+def test_without_a_userinfo_file_the_request_has_no_user_as_in_the_kyverno_cli(tmp_path, capsys):
+    """`kyverno test` leaves request.userInfo empty when the suite names no userinfo file: `groups` is then
+    null (not a list with system:authenticated), and the condition's value is null, so nothing is denied."""
+    suite = tmp_path / "s"
+    suite.mkdir()
+    (suite / "policy.yaml").write_text(GROUP_NAMES)
+    (suite / "resources.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team1-test}\n")
+    (suite / "user.yaml").write_text("apiVersion: cli.kyverno.io/v1alpha1\nkind: UserInfo\nmetadata: {name: u}\n"
+                                     "userInfo: {username: jdoe, groups: [team2, 'system:authenticated']}\n")
+    test = {"apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Test", "metadata": {"name": "no-user"},
+            "policies": ["policy.yaml"], "resources": ["resources.yaml"],
+            "results": [{"policy": "team-namespaces", "rule": "prefix", "kind": "Namespace",
+                         "resources": ["team1-test"], "result": "pass"}]}
+    (suite / "kyverno-test.yaml").write_text(json.dumps(test))
+    code, out = _run(capsys, str(suite))
+    assert code == 0 and out.rstrip().splitlines()[-1] == "1 passed, 0 failed", out
+    # with a user whose group is team2, team1-test is not one of team2-*: denied
+    test["userinfo"] = "user.yaml"
+    (suite / "kyverno-test.yaml").write_text(json.dumps(test))
+    code, out = _run(capsys, str(suite), "--detailed-results")
+    assert code == 1 and "names must start with one of" in out and "team2" in out, out

@@ -142,9 +142,10 @@ def _documents(suite: Suite, names: Sequence[str]) -> list[Document]:
 
 
 def _user(suite: Suite) -> UserInfo:
+    """The suite's userinfo file's user; without one, none (empty, as `kyverno test` leaves it)."""
     info = fold(load_userinfo(suite).get("userinfo"))
     if not info:
-        return UserInfo("kyverno-cli", ("system:authenticated",))
+        return UserInfo()
     extra = {str(k): tuple(str(i) for i in v or []) for k, v in (info.get("extra") or {}).items()}
     return UserInfo(str(info.get("username", "")), tuple(str(g) for g in info.get("groups") or []),
                     str(info.get("uid", "") or ""), extra)

@@ -28,6 +28,8 @@ class Subject:
     groups: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     cluster_roles: tuple[str, ...] = ()
+    uid: str = ""
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -50,13 +52,27 @@ class RequestData:
         return (self.old_object if self.operation == "DELETE" else self.object) or {}
 
 
+def _user_info(subject: Subject) -> dict[str, Any]:
+    """As the API server marshals authentication/v1 UserInfo: empty fields are left out (omitempty)."""
+    info: dict[str, Any] = {}
+    if subject.username:
+        info["username"] = subject.username
+    if subject.uid:
+        info["uid"] = subject.uid
+    if subject.groups:
+        info["groups"] = list(subject.groups)
+    if subject.extra:
+        info["extra"] = {key: list(values) for key, values in subject.extra.items()}
+    return info
+
+
 def base_document(request: RequestData, overrides: Mapping[str, Any] | None = None) -> dict:
     subject = request.subject
     doc: dict[str, Any] = {
         "request": {
             # read-only here: JMESPath never mutates, mutation works on its own copy
             "operation": request.operation, "object": request.object, "oldObject": request.old_object,
-            "userInfo": {"username": subject.username, "groups": list(subject.groups)},
+            "userInfo": _user_info(subject),
             "roles": list(subject.roles), "clusterRoles": list(subject.cluster_roles),
             "namespace": request.namespace, "name": request.name, "kind": dict(request.kind),
             "subResource": request.subresource, "dryRun": request.dry_run,

@@ -76,7 +76,7 @@ class KyvernoCompiledPolicy:
             operation=operation, object=None if operation == "DELETE" else obj,
             # a test that only says "request.operation: UPDATE" compares the resource with itself, as kyverno test does
             old_object=request.old_object or (obj if operation in ("UPDATE", "DELETE") else None),
-            subject=Subject(user.username, tuple(user.groups), roles, cluster_roles),
+            subject=Subject(user.username, tuple(user.groups), roles, cluster_roles, user.uid, user.extra),
             kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
             name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
         rule_values = (lambda rule: self._values(ctx, request, rule)) if hasattr(ctx.lookups, "values_for") else None
