@@ -145,6 +145,7 @@ class Quartermaster:
     async def serve(self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
         """Serve until `stop` is set or SIGTERM/SIGINT arrives; finish in-flight reviews before exiting."""
         from webhook.server.app import build_app
+        from webhook.server.collector import CollectorKeeper
         from webhook.server.eventloop import loop_name
         from webhook.server.listener import Listener
 
@@ -165,8 +166,11 @@ class Quartermaster:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
+        # what arrives later (the informers' first list, admitted objects) is frozen by the keeper
+        keeper = CollectorKeeper(synced=lambda: bool(getattr(self.state, "synced", True)))
         tasks = [asyncio.create_task(self.source.watch(self.settings.policy_poll_seconds), name="policy-watch"),
-                 asyncio.create_task(reloader.watch(self.settings.cert_poll_seconds), name="cert-watch")]
+                 asyncio.create_task(reloader.watch(self.settings.cert_poll_seconds), name="cert-watch"),
+                 asyncio.create_task(keeper.watch(), name="collector-keeper")]
         if self.live is not None:
             await self.live.start()
         if ready:
