@@ -114,3 +114,48 @@ async def test_serve_keeps_an_unbound_admission_policy_inert():
     store.publish(PolicySnapshot.of(compiled, 1))
     result = await admit_offline(AdmissionEngine(store, InMemoryClusterState([])), _deployment("large", 9))
     assert result.allowed and result.results == () and result.object == _deployment("large", 9)
+
+
+BOUND_VAP = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replicas-from-params}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:  # no operations: the API server would never match it; kyverno test does not look
+    - {apiGroups: [apps], apiVersions: [v1], resources: [deployments]}
+  validations:
+  - expression: "object.spec.replicas <= int(params.items[0].data.max) + int(params.items[1].data.max)"
+    messageExpression: "'too many replicas: ' + string(size(params.items)) + ' limits'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replicas-from-params}
+spec:
+  policyName: replicas-from-params
+  validationActions: [Deny]
+  paramRef:
+    namespace: default
+    selector: {matchLabels: {role: limit}}
+"""
+
+
+def test_bound_policies_as_the_kyverno_cli_reads_them(tmp_path, capsys):
+    """Only the binding selects (the policy's own constraints are not checked), and the objects the paramRef
+    selector finds are one `params` value {items: [...]} in paramResources order."""
+    suite = _suite(tmp_path / "s", BOUND_VAP, [
+        {"isValidatingAdmissionPolicy": True, "policy": "replicas-from-params", "kind": "Deployment",
+         "resources": ["small"], "result": "pass"},
+        {"isValidatingAdmissionPolicy": True, "policy": "replicas-from-params", "kind": "Deployment",
+         "resources": ["large"], "result": "fail"},
+    ])
+    limits = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"limit-{n}", "namespace": "default",
+                                                                      "labels": {"role": "limit"}}, "data": {"max": n}}
+              for n in ("1", "2")]
+    (suite / "params.yaml").write_text(yaml.safe_dump_all(limits))
+    test = json.loads((suite / "kyverno-test.yaml").read_text())
+    (suite / "kyverno-test.yaml").write_text(json.dumps({**test, "paramResources": ["params.yaml"]}))
+    code, out = _run(capsys, suite)
+    assert out.rstrip().splitlines()[-1] == "2 passed, 0 failed", out
+    assert "too many replicas: 2 limits" in out

@@ -27,7 +27,7 @@ from webhook.testsuite.check import Observed, PolicyInfo
 from webhook.testsuite.context import SuiteContext, cluster_resources, suite_context
 from webhook.testsuite.load import load_context, load_userinfo, read_objects
 from webhook.testsuite.model import Suite, SuiteError, fold
-from webhook.testsuite.unbound import bind_unbound
+from webhook.testsuite.admission import as_kyverno_cli
 
 _COMPILER: CelCompiler | None = None  # one compile cache for every suite of a run
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
@@ -183,9 +183,9 @@ class SuiteWorld:
         compiled, errors = loader.compile_documents(documents)
         if errors:
             raise SuiteError("policies refused: " + "; ".join(str(e) for e in errors[:3]))
-        compiled = bind_unbound(compiled)
         self.policies = [PolicyInfo(p.id.kind, p.id.name, bool(getattr(p, "excluded_when_unmatched", True)))
                          for p in compiled]
+        compiled = as_kyverno_cli(compiled)
         store = PolicyStore()
         store.publish(PolicySnapshot.of(compiled, 1))
         context_objects, images = load_context(suite)

@@ -251,6 +251,9 @@ class Binding:
     # the Kyverno CLI's stand-in for a policy without any binding (webhook.testsuite only, never `serve`):
     # it selects what the policy selects and evaluates with `params` null
     stand_in: bool = False
+    # `kyverno test` again: the objects a paramRef selector finds are one `params` object {items: [...]},
+    # not one evaluation each as in the API server
+    params_list: bool = False
 
 
 @dataclass(eq=False)
@@ -286,7 +289,8 @@ class ValidatingAdmissionPolicy(CelPolicy):
         from webhook.families.cel.params import NoParams, resolve_params
 
         try:
-            params = [None] if binding.stand_in else resolve_params(self.param_kind, binding.param_ref, request, ctx)
+            params = [None] if binding.stand_in else resolve_params(
+                self.param_kind, binding.param_ref, request, ctx, binding.params_list)
         except NoParams as exc:
             if exc.allow:
                 return []
