@@ -159,3 +159,4 @@ def test_bound_policies_as_the_kyverno_cli_reads_them(tmp_path, capsys):
     code, out = _run(capsys, suite)
     assert out.rstrip().splitlines()[-1] == "2 passed, 0 failed", out
     assert "too many replicas: 2 limits" in out
+

@@ -18,7 +18,7 @@ from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
 from webhook.engine.offline import offline_request
 from webhook.model.lookups import LookupRefused
-from webhook.model.review import UserInfo
+from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
 from webhook.policy.documents import Document, DocumentError, read_documents
 from webhook.policy.loader import PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
@@ -26,7 +26,7 @@ from webhook.state.memory import InMemoryClusterState
 from webhook.testsuite.check import Observed, PolicyInfo
 from webhook.testsuite.context import SuiteContext, cluster_resources, suite_context
 from webhook.testsuite.load import load_context, load_userinfo, read_objects
-from webhook.testsuite.model import Suite, SuiteError, fold
+from webhook.testsuite.model import Subresource, Suite, SuiteError, fold
 from webhook.testsuite.admission import as_kyverno_cli
 
 _COMPILER: CelCompiler | None = None  # one compile cache for every suite of a run
@@ -175,6 +175,15 @@ def _strip(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _as_subresource(request: AdmissionRequest, subresources: Sequence[Subresource]) -> AdmissionRequest:
+    """A resource the values declare a subresource goes in as the parent's (kind and resource), with the
+    subresource named, as the Kyverno CLI sends it."""
+    for sub in subresources:
+        if sub.api_version == request.kind.api_version and sub.kind == request.kind.kind:
+            return replace(request, kind=GroupVersionKind(*sub.parent), resource=sub.resource, sub_resource=sub.name)
+    return request
+
+
 class SuiteWorld:
     def __init__(self, suite: Suite, resources: list[dict[str, Any]]) -> None:
         registry = build_registry()
@@ -200,12 +209,14 @@ class SuiteWorld:
                                     {_name(o): o for o in objects + resources if o.get("kind") == "Secret"})
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
         self.user = _user(suite)
+        self.subresources = suite.values.subresources
 
     async def admit(self, resource: Mapping[str, Any], operation: str) -> Observed:
         resource = copy.deepcopy(dict(resource))
         new = None if operation == "DELETE" else resource
         old = copy.deepcopy(resource) if operation in ("UPDATE", "DELETE") else None
-        request = offline_request(new, operation=operation, old=old, user=self.user)
+        request = _as_subresource(offline_request(new, operation=operation, old=old, user=self.user),
+                                  self.subresources)
         mutated = await self.engine.mutate(request)
         final = dict(mutated.object) if mutated.object is not None else None
         verdict = await self.engine.validate(request if final is None else replace(request, object=final))
