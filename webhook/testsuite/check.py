@@ -6,6 +6,8 @@
   sharing one name means each).
 - Policy kinds without rules (ValidatingPolicy, MutatingPolicy, ... , ValidatingAdmissionPolicy) are
   checked whatever `rule` says; for the others `rule` matches `rule`, `autogen-rule`, `autogen-cronjob-rule`.
+- A policy the loader refused (an unsupported kind, a field it does not honour) fails its own results with
+  the reason; the suite's other policies run, as the Kyverno CLI skips a policy it cannot load.
 - A policy that ran on the resource but produced no result for it "excluded" the resource: that is a
   pass (reason Excluded), unless the policy says otherwise (`excluded_when_unmatched = False`: the
   Kyverno CLI reports CEL policies with one plain resource rule as not found instead).
@@ -56,6 +58,7 @@ class PolicyInfo:
     kind: str
     name: str
     excluded_when_unmatched: bool = True
+    refused: str = ""  # why the loader refused it: its results fail with this, the suite's others run
 
 
 def resource_key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -99,6 +102,12 @@ class Checker:
         self.read_expected = read_expected
 
     def check(self, expected: ExpectedResult, observed: Mapping[tuple[str, str, str, str], Observed]) -> list[Row]:
+        named = [p for p in self.policies if p.name == expected.policy_name]
+        if named and all(p.refused for p in named):
+            why = named[0].refused
+            reason = f"Policy refused: {why[:120]}{'...' if len(why) > 120 else ''}"
+            return [Row(expected.policy, expected.rule, name, False, reason, why, expected.result)
+                    for name in expected.resources or ("*",)]
         keys, missing = _candidates(expected, list(observed))
         rows = [Row(expected.policy, expected.rule, name, False, "Not found",
                     f"no resource {name!r} in the suite's resources", expected.result) for name in missing]

@@ -17,6 +17,7 @@ from webhook.app import build_registry
 from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
 from webhook.engine.offline import offline_request
+from webhook.model.errors import PolicyLoadError
 from webhook.model.lookups import LookupRefused
 from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
 from webhook.policy.documents import Document, DocumentError, read_documents
@@ -175,6 +176,23 @@ def _strip(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _refused(suite: Suite, documents: Sequence[Document], exceptions: set[tuple[str, int]],
+             errors: Sequence[PolicyLoadError]) -> list[PolicyInfo]:
+    """Refused policy documents that a result names: those results fail with the reason, the rest of the
+    suite runs. Any other refusal (an exception, a document no result names) fails the whole suite."""
+    by_place = {(d.file, d.index): d for d in documents}
+    named = {r.policy_name for r in suite.results}
+    refused = []
+    for error in errors:
+        doc = by_place.get((error.file, error.document))
+        data = doc.data if doc is not None and isinstance(doc.data, Mapping) else {}
+        name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data.get("metadata"), Mapping) else ""
+        if doc is None or name not in named or (error.file, error.document) in exceptions:
+            raise SuiteError("policies refused: " + "; ".join(str(e) for e in errors[:3]))
+        refused.append(PolicyInfo(str(data.get("kind", "")), name, refused=str(error)))
+    return refused
+
+
 def _as_subresource(request: AdmissionRequest, subresources: Sequence[Subresource]) -> AdmissionRequest:
     """A resource the values declare a subresource goes in as the parent's (kind and resource), with the
     subresource named, as the Kyverno CLI sends it."""
@@ -188,12 +206,12 @@ class SuiteWorld:
     def __init__(self, suite: Suite, resources: list[dict[str, Any]]) -> None:
         registry = build_registry()
         loader = PolicyLoader(registry, _compiler())
-        documents = _documents(suite, suite.policies + suite.exceptions)
+        exceptions = _documents(suite, suite.exceptions)
+        documents = _documents(suite, suite.policies) + exceptions
         compiled, errors = loader.compile_documents(documents)
-        if errors:
-            raise SuiteError("policies refused: " + "; ".join(str(e) for e in errors[:3]))
+        refused = _refused(suite, documents, {(d.file, d.index) for d in exceptions}, errors)
         self.policies = [PolicyInfo(p.id.kind, p.id.name, bool(getattr(p, "excluded_when_unmatched", True)))
-                         for p in compiled]
+                         for p in compiled] + refused
         compiled = as_kyverno_cli(compiled)
         store = PolicyStore()
         store.publish(PolicySnapshot.of(compiled, 1))
