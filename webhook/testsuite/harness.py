@@ -239,7 +239,7 @@ class SuiteWorld:
         final = dict(mutated.object) if mutated.object is not None else None
         verdict = await self.engine.validate(request if final is None else replace(request, object=final))
         return Observed(resource, list(mutated.verdict.results) + list(verdict.results), final,
-                        [_strip(g) for g in verdict.generated])
+                        [_strip(g) for g in verdict.generated], steps=list(mutated.steps))
 
 
 async def build_world(suite: Suite, resources: list[dict[str, Any]]) -> SuiteWorld:
