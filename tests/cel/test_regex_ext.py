@@ -1,4 +1,5 @@
-"""cel-go's regex extension (`regex.replace`, `regex.extractAll`): in Kyverno's environment only, on both backends."""
+"""cel-go's regex extension (`regex.replace`, `regex.extract`, `regex.extractAll`): in Kyverno's environment only,
+on both backends (`regex.extract` returns an optional: on the runtime that has optionals)."""
 
 import pytest
 
@@ -42,3 +43,22 @@ def test_not_in_the_kubernetes_environment(compiler):
     """The API server's CEL has no `regex` namespace: a ValidatingAdmissionPolicy using it does not compile."""
     with pytest.raises(CelError):
         compiler.compile("regex.replace('a', 'a', 'b')", env="admission")
+
+
+@pytest.mark.parametrize("expression,expected", [
+    ("regex.extract('k=12; k=3', 'k=(\\\\d+)').orValue('none')", "12"),
+    ("regex.extract('k=12', '[a-z]=[0-9]').value()", "k=1"),
+    ("regex.extract('K=12', 'k=(\\\\d+)').hasValue()", False),
+    ("regex.extract('k=', 'k=(\\\\d*)').hasValue()", False),        # an empty group is none
+    ("['a1', 'b'].map(s, regex.extract(s, '[0-9]').orValue('-'))", ["1", "-"]),
+    ("regex.extract(regex.replace('a-b', '-', '='), '=(.)') == optional.of('b')", True),
+    ("'regex.extract(x)' + regex.extract('a', 'a').orValue('')", "regex.extract(x)a"),  # strings stay as written
+])
+def test_regex_extract(cpp, expression, expected):
+    assert cpp.compile(expression, env="kyverno").evaluate({}) == expected
+
+
+def test_regex_extract_errors_and_the_reference_runtime(compiler):
+    with pytest.raises(CelError, match="more than one capturing group" if compiler.backend == "cel-expr-python"
+                       else "not supported by the cel-python backend"):
+        compiler.compile("regex.extract('ab', '(a)(b)').orValue('')", env="kyverno").evaluate({})

@@ -169,10 +169,26 @@ def regex_replace(text: str, pattern: str, replacement: str, count: int = -1) ->
     return "".join(out)
 
 
-def regex_extract_all(text: str, pattern: str) -> list[str]:
+def _single_group(pattern: str) -> re.Pattern[str]:
     compiled = _regex(pattern)
     if compiled.groups > 1:
         raise ValueError(f"regular expression has more than one capturing group: {pattern!r}")
+    return compiled
+
+
+def regex_extract(text: str, pattern: str) -> list[str]:
+    """`regex.extract` as a list of at most one element (the optional it stands for): the first match, or
+    its group; none when nothing matches or the group is empty."""
+    compiled = _single_group(pattern)
+    match = compiled.search(text)
+    if match is None:
+        return []
+    found = match.group(1) if compiled.groups else match.group(0)
+    return [found] if found or not compiled.groups else []
+
+
+def regex_extract_all(text: str, pattern: str) -> list[str]:
+    compiled = _single_group(pattern)
     matches = _go_matches(compiled, text)
     if compiled.groups == 0:
         return [m.group(0) for m in matches]
@@ -204,10 +220,11 @@ REGEX = Library("regex", (
     method("findAll", ["string", "string", "int"], "list", find_all),
 ))
 
-# cel-go's ext.Regex. `regex.extract` (an optional result) is not here: a Python function cannot return
-# an optional to either runtime.
+# cel-go's ext.Regex; `regex.extract` returns an optional, which a Python function cannot: its calls are
+# routed through `__qm_regex_extract` (a list of at most one element), so it needs optional syntax
 REGEX_EXT = Library("regex-ext", (
     fn("regex.replace", ["string", "string", "string"], "string", regex_replace),
     fn("regex.replace", ["string", "string", "string", "int"], "string", regex_replace),
     fn("regex.extractAll", ["string", "string"], "list", regex_extract_all),
-))
+    fn("__qm_regex_extract", ["string", "string"], "list", regex_extract),
+), optional_results=(("regex.extract", "__qm_regex_extract"),))
