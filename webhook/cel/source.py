@@ -149,11 +149,7 @@ def rewrite_constructions(source: str, tokens: list[Token]) -> str:
             edits.append((tok.start, tok.end, repr(tok.text)))
         if not (expect_field and tok.text == "?"):
             expect_field = False
-    out, last = [], 0
-    for start, end, text in sorted(edits):
-        out.append(source[last:start] + text)
-        last = end
-    return "".join(out) + source[last:]
+    return _edit(source, edits)
 
 
 def add_iteration_ticks(source: str, tokens: list[Token], tick: str) -> str:
@@ -298,6 +294,15 @@ def _matching_close(tokens: list[Token], open_index: int) -> int:
     raise ValueError("unbalanced brackets")
 
 
+def _edit(source: str, edits: list[tuple[int, int, str]]) -> str:
+    """`source` with each (start, end) span replaced by its text; spans do not overlap."""
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out.append(source[last:start] + text)
+        last = end
+    return "".join(out) + source[last:]
+
+
 def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> str:
     """`string(x)` -> `cel.bind(__qm_sN, x, type(__qm_sN) == map ? text_fn(dyn(__qm_sN)) : string(dyn(__qm_sN)))`.
 
@@ -313,11 +318,7 @@ def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> 
         edits.append((tokens[i].start, tokens[i + 1].end, f"cel.bind({var}, "))
         edits.append((tokens[close].start, tokens[close].end,
                       f", type({var}) == map ? {text_fn}(dyn({var})) : string(dyn({var})))"))
-    out, last = [], 0
-    for start, end, text in sorted(edits):
-        out.append(source[last:start] + text)
-        last = end
-    return "".join(out) + source[last:]
+    return _edit(source, edits)
 
 
 def route_optional_results(source: str, tokens: list[Token], routes: Mapping[str, str]) -> str:
@@ -334,8 +335,4 @@ def route_optional_results(source: str, tokens: list[Token], routes: Mapping[str
             close = _matching_close(tokens, i + 3)
             edits.append((tokens[i].start, tokens[i + 3].end, f"{impl}("))
             edits.append((tokens[close].start, tokens[close].end, ")[?0]"))
-    out, last = [], 0
-    for start, end, text in sorted(edits):
-        out.append(source[last:start] + text)
-        last = end
-    return "".join(out) + source[last:]
+    return _edit(source, edits)
