@@ -228,3 +228,19 @@ def test_without_a_userinfo_file_the_request_has_no_user_as_in_the_kyverno_cli(t
     (suite / "kyverno-test.yaml").write_text(json.dumps(test))
     code, out = _run(capsys, str(suite), "--detailed-results")
     assert code == 1 and "names must start with one of" in out and "team2" in out, out
+
+
+def test_a_refused_policy_fails_its_own_results_and_the_others_run(tmp_path, capsys):
+    """As `kyverno test` skips a policy it cannot load: the suite's other policies are still checked."""
+    suite = _suite(tmp_path / "s", [
+        {"policy": "require-team", "kind": "Pod", "resources": ["bad"], "result": "fail"},
+        {"policy": "mystery", "kind": "Pod", "resources": ["bad"], "result": "pass"},
+    ])
+    (suite / "policy.yaml").write_text(POLICY + "---\napiVersion: example.org/v1\nkind: Mystery\nmetadata: {name: mystery}\n")
+    code, out = _run(capsys, str(suite), "--detailed-results")
+    assert code == 1 and out.rstrip().splitlines()[-1] == "1 passed, 1 failed", out
+    assert "Policy refused" in out and "unknown policy kind example.org/v1 Mystery" in out
+    # a refused document no result names still fails the whole suite: nothing says what it would have changed
+    (suite / "policy.yaml").write_text(POLICY + "---\napiVersion: example.org/v1\nkind: Mystery\nmetadata: {name: other}\n")
+    code, out = _run(capsys, str(suite))
+    assert code == 1 and out.rstrip().splitlines()[-1] == "0 passed, 2 failed", out

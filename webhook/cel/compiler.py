@@ -124,6 +124,13 @@ class CelProgram:
         return result
 
 
+def _route_optional_results(text: str, spec: EnvSpec) -> str:
+    routes = {name: impl for lib in spec.libraries for name, impl in lib.optional_results}
+    if not routes or not any(name.rpartition(".")[2] in text for name in routes):
+        return text
+    return source.route_optional_results(text, source.tokenize(text), routes)
+
+
 class CelCompiler:
     """One cache per process: the same (backend, env, expression) compiles once."""
 
@@ -171,6 +178,7 @@ class CelCompiler:
 
     def _program(self, expression: str, text: str, tokens: list[Any], spec: EnvSpec, strict: bool = False) -> CelProgram:
         text = source.rewrite_constructions(text, tokens) if spec.constructions else text
+        text = _route_optional_results(text, spec)
         backend = _backend(self.backend)
         compiled = backend.compile_plain(spec, text) if strict else backend.compile(spec, text)
         return CelProgram(expression, spec.name, self.backend, frozenset(), False, spec, compiled)
@@ -200,6 +208,7 @@ class CelCompiler:
             text = rewrite_or_value(expression, tokens)
             text_tokens = source.tokenize(text) if text != expression else tokens
         text = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
+        text = _route_optional_results(text, spec)
         try:
             compiled = _backend(self.backend).compile(spec, text)
         except CelError as exc:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from webhook.cel.functions import Library
 from webhook.cel.lib_admission import AUTHORIZER, AUTHZ, JSONPATCH
 from webhook.cel.lib_kyverno import KYVERNO
-from webhook.cel.lib_lists import LISTS, REGEX, SETS
+from webhook.cel.lib_lists import LISTS, REGEX, REGEX_EXT, SETS
 from webhook.cel.lib_net import CIDR, IP, URLS
 from webhook.cel.lib_quantity import QUANTITY, SEMVER
 from webhook.cel.lib_strings import STRINGS
@@ -31,7 +31,8 @@ _DEFAULTS = (("authorizer", AUTHORIZER),)
 ENVS: dict[str, EnvSpec] = {
     "admission": EnvSpec("admission", _ADMISSION_VARS, _KUBERNETES, defaults=_DEFAULTS),
     "mutating": EnvSpec("mutating", _ADMISSION_VARS, _KUBERNETES, constructions=True, defaults=_DEFAULTS),
-    "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _KUBERNETES + (KYVERNO,),
+    # Kyverno's environment adds cel-go's regex extension to the Kubernetes libraries (pkg/cel/compiler/env.go)
+    "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _KUBERNETES + (REGEX_EXT, KYVERNO),
                        constructions=True, defaults=_DEFAULTS, or_value_compat=True),
     "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER), typed_device=True),
 }

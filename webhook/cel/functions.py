@@ -25,6 +25,9 @@ class Overload:
 class Library:
     name: str
     overloads: tuple[Overload, ...]
+    # functions whose result is an optional: (CEL name, the overload returning a list of at most one
+    # element that stands in for it; calls are rewritten, webhook.cel.source.route_optional_results)
+    optional_results: tuple[tuple[str, str], ...] = ()
 
 
 def fn(name: str, params: Iterable[str], result: str, impl: Callable[..., Any]) -> Overload:

@@ -1,4 +1,5 @@
-"""Kubernetes lists, sets and regex libraries, and cel-go's list extension (slice, flatten, sort...)."""
+"""Kubernetes lists, sets and regex libraries, cel-go's list extension (slice, flatten, sort...) and cel-go's
+regex extension (`regex.replace`, `regex.extractAll`), which Kyverno adds to its CEL environment."""
 
 from __future__ import annotations
 
@@ -119,6 +120,81 @@ def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     return found if limit < 0 else found[:limit]
 
 
+def _go_matches(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """Go's FindAll: an empty match abutting the previous match is skipped (Python's finditer keeps it)."""
+    found: list[re.Match[str]] = []
+    for match in pattern.finditer(text):
+        if found and match.start() == match.end() == found[-1].end():
+            continue
+        found.append(match)
+    return found
+
+
+def _expand(match: re.Match[str], replacement: str, groups: int) -> str:
+    """cel-go's replacement syntax: `\\N` (one digit) is group N, `\\\\` a backslash, any other escape an error."""
+    out: list[str] = []
+    chars = iter(replacement)
+    for ch in chars:
+        if ch != "\\":
+            out.append(ch)
+            continue
+        nxt = next(chars, None)
+        if nxt is None:
+            raise ValueError(f"invalid replacement string: {replacement!r} \\ not allowed at end")
+        if nxt == "\\":
+            out.append(nxt)
+            continue
+        if not ("0" <= nxt <= "9"):
+            raise ValueError(f"invalid replacement string: {replacement!r} \\ must be followed by a digit or \\")
+        if int(nxt) > groups:
+            raise ValueError(f"replacement string references group {nxt} but regex has only {groups} group(s)")
+        out.append(match.group(int(nxt)) or "")
+    return "".join(out)
+
+
+def regex_replace(text: str, pattern: str, replacement: str, count: int = -1) -> str:
+    if count == 0:  # cel-go returns before compiling the pattern
+        return text
+    compiled = _regex(pattern)
+    matches = _go_matches(compiled, text)
+    if count > 0:
+        matches = matches[:count]
+    out: list[str] = []
+    last = 0
+    for match in matches:
+        out.append(text[last:match.start()])
+        out.append(_expand(match, replacement, compiled.groups))
+        last = match.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _single_group(pattern: str) -> re.Pattern[str]:
+    compiled = _regex(pattern)
+    if compiled.groups > 1:
+        raise ValueError(f"regular expression has more than one capturing group: {pattern!r}")
+    return compiled
+
+
+def regex_extract(text: str, pattern: str) -> list[str]:
+    """`regex.extract` as a list of at most one element (the optional it stands for): the first match, or
+    its group; none when nothing matches or the group is empty."""
+    compiled = _single_group(pattern)
+    match = compiled.search(text)
+    if match is None:
+        return []
+    found = match.group(1) if compiled.groups else match.group(0)
+    return [found] if found or not compiled.groups else []
+
+
+def regex_extract_all(text: str, pattern: str) -> list[str]:
+    compiled = _single_group(pattern)
+    matches = _go_matches(compiled, text)
+    if compiled.groups == 0:
+        return [m.group(0) for m in matches]
+    return [m.group(1) for m in matches if m.group(1)]
+
+
 LISTS = Library("lists", (
     method("isSorted", ["list"], "bool", is_sorted),
     method("sum", ["list"], "dyn", list_sum),
@@ -143,3 +219,12 @@ REGEX = Library("regex", (
     method("findAll", ["string", "string"], "list", find_all),
     method("findAll", ["string", "string", "int"], "list", find_all),
 ))
+
+# cel-go's ext.Regex; `regex.extract` returns an optional, which a Python function cannot: its calls are
+# routed through `__qm_regex_extract` (a list of at most one element), so it needs optional syntax
+REGEX_EXT = Library("regex-ext", (
+    fn("regex.replace", ["string", "string", "string"], "string", regex_replace),
+    fn("regex.replace", ["string", "string", "string", "int"], "string", regex_replace),
+    fn("regex.extractAll", ["string", "string"], "list", regex_extract_all),
+    fn("__qm_regex_extract", ["string", "string"], "list", regex_extract),
+), optional_results=(("regex.extract", "__qm_regex_extract"),))

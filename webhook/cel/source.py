@@ -5,13 +5,15 @@
   `JSONPatch{op: 'add', ...}`) into map literals, so both runtimes return plain dicts;
 - `comprehension_depth` and `bind_count` for the compile-time limits;
 - `add_iteration_ticks`: a budget call in every comprehension body (for the pure-Python backend, whose
-  loops cannot otherwise be bounded; the C++ runtime has its own iteration budget).
+  loops cannot otherwise be bounded; the C++ runtime has its own iteration budget);
+- `route_optional_results`: calls of functions whose result is an optional, routed through a list.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+|//[^\n]*)
@@ -147,11 +149,7 @@ def rewrite_constructions(source: str, tokens: list[Token]) -> str:
             edits.append((tok.start, tok.end, repr(tok.text)))
         if not (expect_field and tok.text == "?"):
             expect_field = False
-    out, last = [], 0
-    for start, end, text in sorted(edits):
-        out.append(source[last:start] + text)
-        last = end
-    return "".join(out) + source[last:]
+    return _edit(source, edits)
 
 
 def add_iteration_ticks(source: str, tokens: list[Token], tick: str) -> str:
@@ -296,6 +294,15 @@ def _matching_close(tokens: list[Token], open_index: int) -> int:
     raise ValueError("unbalanced brackets")
 
 
+def _edit(source: str, edits: list[tuple[int, int, str]]) -> str:
+    """`source` with each (start, end) span replaced by its text; spans do not overlap."""
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out.append(source[last:start] + text)
+        last = end
+    return "".join(out) + source[last:]
+
+
 def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> str:
     """`string(x)` -> `cel.bind(__qm_sN, x, type(__qm_sN) == map ? text_fn(dyn(__qm_sN)) : string(dyn(__qm_sN)))`.
 
@@ -311,8 +318,21 @@ def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> 
         edits.append((tokens[i].start, tokens[i + 1].end, f"cel.bind({var}, "))
         edits.append((tokens[close].start, tokens[close].end,
                       f", type({var}) == map ? {text_fn}(dyn({var})) : string(dyn({var})))"))
-    out, last = [], 0
-    for start, end, text in sorted(edits):
-        out.append(source[last:start] + text)
-        last = end
-    return "".join(out) + source[last:]
+    return _edit(source, edits)
+
+
+def route_optional_results(source: str, tokens: list[Token], routes: Mapping[str, str]) -> str:
+    """`ns.fn(args)` -> `impl(args)[?0]` for each `ns.fn` -> `impl` of `routes`.
+
+    Why: a function written in Python cannot hand either runtime an optional; `impl` returns a list of
+    zero or one element and `[?0]` turns it into the optional (none, or of its element)."""
+    edits: list[tuple[int, int, str]] = []
+    for i in range(len(tokens) - 3):
+        if tokens[i].kind != "ident" or not _is_root(tokens, i) or tokens[i + 1].text != "." or tokens[i + 3].text != "(":
+            continue
+        impl = routes.get(f"{tokens[i].text}.{tokens[i + 2].text}")
+        if impl is not None:
+            close = _matching_close(tokens, i + 3)
+            edits.append((tokens[i].start, tokens[i + 3].end, f"{impl}("))
+            edits.append((tokens[close].start, tokens[close].end, ")[?0]"))
+    return _edit(source, edits)

@@ -38,6 +38,8 @@ class MutateResult:
     verdict: Verdict
     object: Mapping[str, Any] | None  # the mutated object (the original when denied or unchanged)
     created: tuple[Mapping[str, Any], ...] = ()  # what the mutation needed created, for `apply` to print
+    # each policy that ran and the object after it, denied or not (`test` compares per policy, as kyverno test)
+    steps: tuple[tuple[CompiledPolicy, Mapping[str, Any]], ...] = ()
 
 
 @dataclass
@@ -208,12 +210,12 @@ class AdmissionEngine:
             await each_within(deadline, list(applied), again, lambda ran, exc: timed_out(ran[0], exc))
         verdict = self._verdict(request, out)
         if not verdict.allowed:
-            return MutateResult(verdict, request.object)
+            return MutateResult(verdict, request.object, steps=tuple(applied))
         failed_create = await self._create(request, out.creates, deadline)
         if failed_create is not None:
-            return MutateResult(failed_create, request.object)
+            return MutateResult(failed_create, request.object, steps=tuple(applied))
         patch = tuple(jsonpatch.diff(request.object, obj))
-        return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates))
+        return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates), tuple(applied))
 
     async def _mutate_with(self, policy: CompiledPolicy, request: AdmissionRequest, obj: dict[str, Any],
                            ctx: EvalContext, out: _Collected) -> dict[str, Any]:

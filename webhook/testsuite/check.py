@@ -6,10 +6,13 @@
   sharing one name means each).
 - Policy kinds without rules (ValidatingPolicy, MutatingPolicy, ... , ValidatingAdmissionPolicy) are
   checked whatever `rule` says; for the others `rule` matches `rule`, `autogen-rule`, `autogen-cronjob-rule`.
+- A policy the loader refused (an unsupported kind, a field it does not honour) fails its own results with
+  the reason; the suite's other policies run, as the Kyverno CLI skips a policy it cannot load.
 - A policy that ran on the resource but produced no result for it "excluded" the resource: that is a
   pass (reason Excluded), unless the policy says otherwise (`excluded_when_unmatched = False`: the
   Kyverno CLI reports CEL policies with one plain resource rule as not found instead).
-- `patchedResources` is compared with the object after all mutations; a file that does not hold the
+- `patchedResources` is compared with the object as mutated up to and including the row's policy (after
+  all MutatingPolicies for one of them, which Kyverno applies together); a file that does not hold the
   resource skips the row (unless `failOnMissingResources`), as in the Kyverno CLI.
 """
 
@@ -49,6 +52,8 @@ class Observed:
     patched: Mapping[str, Any] | None = None
     generated: list[Mapping[str, Any]] = field(default_factory=list)
     error: str = ""
+    # each mutating policy that ran, in order, and the object after it (engine MutateResult.steps)
+    steps: list[tuple[Any, Mapping[str, Any]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class PolicyInfo:
     kind: str
     name: str
     excluded_when_unmatched: bool = True
+    refused: str = ""  # why the loader refused it: its results fail with this, the suite's others run
 
 
 def resource_key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -99,6 +105,12 @@ class Checker:
         self.read_expected = read_expected
 
     def check(self, expected: ExpectedResult, observed: Mapping[tuple[str, str, str, str], Observed]) -> list[Row]:
+        named = [p for p in self.policies if p.name == expected.policy_name]
+        if named and all(p.refused for p in named):
+            why = named[0].refused
+            reason = f"Policy refused: {why[:120]}{'...' if len(why) > 120 else ''}"
+            return [Row(expected.policy, expected.rule, name, False, reason, why, expected.result)
+                    for name in expected.resources or ("*",)]
         keys, missing = _candidates(expected, list(observed))
         rows = [Row(expected.policy, expected.rule, name, False, "Not found",
                     f"no resource {name!r} in the suite's resources", expected.result) for name in missing]
@@ -147,7 +159,7 @@ class Checker:
 
     def _compare_resources(self, expected: ExpectedResult, rule: str, key: tuple, obs: Observed) -> Row | None:
         if expected.patched_resource:
-            actual = obs.patched if obs.patched is not None else obs.resource
+            actual = _patched_by(expected.policy_name, obs)
             found = self._find(expected.patched_resource, actual)
             if isinstance(found, str):
                 if "not found in" in found and not expected.fail_on_missing:
@@ -189,6 +201,21 @@ class Checker:
             if resource_key(obj) == wanted:
                 return obj
         return f"resource {describe(wanted)} not found in {name}"
+
+
+def _patched_by(policy: str, obs: Observed) -> Mapping[str, Any]:
+    """The object `kyverno test` compares with a policy's patchedResource: the resource as mutated up to and
+    including that policy (one after the other, so a later policy's change or error does not show), and for
+    MutatingPolicies, which Kyverno applies together, after all of them. The final object otherwise."""
+    ran = [(p.id, obj) for p, obj in obs.steps]
+    mine = [pid for pid, _ in ran if pid.name == policy]
+    if mine:
+        together = mine[-1].kind in _APPLIED_TOGETHER
+        return [obj for pid, obj in ran if (pid.kind in _APPLIED_TOGETHER if together else pid.name == policy)][-1]
+    return obs.patched if obs.patched is not None else obs.resource
+
+
+_APPLIED_TOGETHER = frozenset({"MutatingPolicy", "NamespacedMutatingPolicy"})
 
 
 def _generated_by(obj: Mapping[str, Any], policy: str, rule: str = "") -> bool:

@@ -17,8 +17,9 @@ from webhook.app import build_registry
 from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
 from webhook.engine.offline import offline_request
+from webhook.model.errors import PolicyLoadError
 from webhook.model.lookups import LookupRefused
-from webhook.model.review import UserInfo
+from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
 from webhook.policy.documents import Document, DocumentError, read_documents
 from webhook.policy.loader import PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
@@ -26,7 +27,8 @@ from webhook.state.memory import InMemoryClusterState
 from webhook.testsuite.check import Observed, PolicyInfo
 from webhook.testsuite.context import SuiteContext, cluster_resources, suite_context
 from webhook.testsuite.load import load_context, load_userinfo, read_objects
-from webhook.testsuite.model import Suite, SuiteError, fold
+from webhook.testsuite.model import Subresource, Suite, SuiteError, fold
+from webhook.testsuite.admission import as_kyverno_cli
 
 _COMPILER: CelCompiler | None = None  # one compile cache for every suite of a run
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
@@ -174,16 +176,43 @@ def _strip(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _refused(suite: Suite, documents: Sequence[Document], exceptions: set[tuple[str, int]],
+             errors: Sequence[PolicyLoadError]) -> list[PolicyInfo]:
+    """Refused policy documents that a result names: those results fail with the reason, the rest of the
+    suite runs. Any other refusal (an exception, a document no result names) fails the whole suite."""
+    by_place = {(d.file, d.index): d for d in documents}
+    named = {r.policy_name for r in suite.results}
+    refused = []
+    for error in errors:
+        doc = by_place.get((error.file, error.document))
+        data = doc.data if doc is not None and isinstance(doc.data, Mapping) else {}
+        name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data.get("metadata"), Mapping) else ""
+        if doc is None or name not in named or (error.file, error.document) in exceptions:
+            raise SuiteError("policies refused: " + "; ".join(str(e) for e in errors[:3]))
+        refused.append(PolicyInfo(str(data.get("kind", "")), name, refused=str(error)))
+    return refused
+
+
+def _as_subresource(request: AdmissionRequest, subresources: Sequence[Subresource]) -> AdmissionRequest:
+    """A resource the values declare a subresource goes in as the parent's (kind and resource), with the
+    subresource named, as the Kyverno CLI sends it."""
+    for sub in subresources:
+        if sub.api_version == request.kind.api_version and sub.kind == request.kind.kind:
+            return replace(request, kind=GroupVersionKind(*sub.parent), resource=sub.resource, sub_resource=sub.name)
+    return request
+
+
 class SuiteWorld:
     def __init__(self, suite: Suite, resources: list[dict[str, Any]]) -> None:
         registry = build_registry()
         loader = PolicyLoader(registry, _compiler())
-        documents = _documents(suite, suite.policies + suite.exceptions)
+        exceptions = _documents(suite, suite.exceptions)
+        documents = _documents(suite, suite.policies) + exceptions
         compiled, errors = loader.compile_documents(documents)
-        if errors:
-            raise SuiteError("policies refused: " + "; ".join(str(e) for e in errors[:3]))
+        refused = _refused(suite, documents, {(d.file, d.index) for d in exceptions}, errors)
         self.policies = [PolicyInfo(p.id.kind, p.id.name, bool(getattr(p, "excluded_when_unmatched", True)))
-                         for p in compiled]
+                         for p in compiled] + refused
+        compiled = as_kyverno_cli(compiled)
         store = PolicyStore()
         store.publish(PolicySnapshot.of(compiled, 1))
         context_objects, images = load_context(suite)
@@ -198,17 +227,19 @@ class SuiteWorld:
                                     {_name(o): o for o in objects + resources if o.get("kind") == "Secret"})
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
         self.user = _user(suite)
+        self.subresources = suite.values.subresources
 
     async def admit(self, resource: Mapping[str, Any], operation: str) -> Observed:
         resource = copy.deepcopy(dict(resource))
         new = None if operation == "DELETE" else resource
         old = copy.deepcopy(resource) if operation in ("UPDATE", "DELETE") else None
-        request = offline_request(new, operation=operation, old=old, user=self.user)
+        request = _as_subresource(offline_request(new, operation=operation, old=old, user=self.user),
+                                  self.subresources)
         mutated = await self.engine.mutate(request)
         final = dict(mutated.object) if mutated.object is not None else None
         verdict = await self.engine.validate(request if final is None else replace(request, object=final))
         return Observed(resource, list(mutated.verdict.results) + list(verdict.results), final,
-                        [_strip(g) for g in verdict.generated])
+                        [_strip(g) for g in verdict.generated], steps=list(mutated.steps))
 
 
 async def build_world(suite: Suite, resources: list[dict[str, Any]]) -> SuiteWorld:

@@ -75,6 +75,30 @@ class ExpectedResult:
 
 
 @dataclass(frozen=True)
+class Subresource:
+    """A values `subresources` entry: objects of `api_version`/`kind` are sent as `parent`'s subresource
+    (a Binding as pods/binding, a Scale as deployments/scale), with the parent's kind, as the Kyverno CLI does."""
+
+    api_version: str
+    kind: str
+    parent: tuple[str, str, str]  # group, version, kind
+    resource: str                 # the parent's plural
+    name: str                     # the subresource's own name ("binding" of "pods/binding")
+
+    @classmethod
+    def parse(cls, raw: Any) -> "Subresource | None":
+        entry = fold(raw)
+        sub, parent = fold(entry.get("subresource")), fold(entry.get("parentresource"))
+        resource, _, name = str(sub.get("name", "")).partition("/")
+        if not name or not sub.get("kind") or not parent.get("kind"):
+            return None
+        group = str(sub.get("group", "") or "")
+        api_version = f"{group}/{sub.get('version', '')}" if group else str(sub.get("version", ""))
+        return cls(api_version, str(sub["kind"]), (str(parent.get("group", "") or ""), str(parent.get("version", "")),
+                                                   str(parent["kind"])), str(parent.get("name") or resource), name)
+
+
+@dataclass(frozen=True)
 class Values:
     """What a suite says about the world its resources live in (Kyverno's `Value`)."""
 
@@ -82,6 +106,7 @@ class Values:
     policies: tuple[Mapping[str, Any], ...] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     namespaces: tuple[Mapping[str, Any], ...] = ()
+    subresources: tuple[Subresource, ...] = ()
 
     @classmethod
     def parse(cls, raw: Any) -> "Values":
@@ -97,7 +122,9 @@ class Values:
                 namespaces.append(ns)
                 name = str((ns.get("metadata") or {}).get("name", ""))
                 labels[name] = dict((ns.get("metadata") or {}).get("labels") or {})
-        return cls(dict(data.get("globalvalues") or {}), tuple(data.get("policies") or ()), labels, tuple(namespaces))
+        subresources = tuple(s for s in (Subresource.parse(e) for e in data.get("subresources") or []) if s)
+        return cls(dict(data.get("globalvalues") or {}), tuple(data.get("policies") or ()), labels, tuple(namespaces),
+                   subresources)
 
     def namespace(self, name: str) -> Mapping[str, Any] | None:
         """The Namespace object a policy sees as namespaceObject, as the Kyverno CLI builds it."""

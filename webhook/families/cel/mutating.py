@@ -119,7 +119,8 @@ class MutatingAdmissionPolicy(MutatingPolicy):
             if binding.match is not None and not binding.match.matches(request, obj, ctx.namespace):
                 continue
             try:
-                params = resolve_params(self.param_kind, binding.param_ref, request, ctx)
+                params = [None] if binding.stand_in else resolve_params(
+                    self.param_kind, binding.param_ref, request, ctx, binding.params_list)
             except NoParams as exc:
                 if not exc.allow:
                     results.append(self._result(Outcome.ERROR, str(exc), binding.name))

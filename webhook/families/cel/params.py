@@ -22,7 +22,9 @@ class NoParams(Exception):
 
 
 def resolve_params(param_kind: Mapping[str, str] | None, ref: Mapping[str, Any] | None, request: AdmissionRequest,
-                   ctx: EvalContext) -> list[Any]:
+                   ctx: EvalContext, as_list: bool = False) -> list[Any]:
+    """The `params` values to evaluate with, one evaluation each; `as_list` (the Kyverno CLI's reading, for
+    `quartermaster test` only): a selector's objects together, as one {items: [...]} value."""
     if not param_kind:
         return [None]
     api_version, kind = str(param_kind.get("apiVersion", "")), str(param_kind.get("kind", ""))
@@ -40,4 +42,6 @@ def resolve_params(param_kind: Mapping[str, str] | None, ref: Mapping[str, Any] 
     if not params:
         what = f"{kind} {namespace + '/' if namespace else ''}{ref.get('name') or '(selector)'}"
         raise NoParams(f"no params found for policy binding: {what} does not exist", allow)
+    if as_list and not ref.get("name"):
+        return [{"items": [dict(p) for p in params]}]
     return [dict(p) for p in params]

@@ -248,6 +248,12 @@ class Binding:
     actions: frozenset[str]
     match: Any  # MatchResources or None
     param_ref: Mapping[str, Any] | None
+    # the Kyverno CLI's stand-in for a policy without any binding (webhook.testsuite only, never `serve`):
+    # it selects what the policy selects and evaluates with `params` null
+    stand_in: bool = False
+    # `kyverno test` again: the objects a paramRef selector finds are one `params` object {items: [...]},
+    # not one evaluation each as in the API server
+    params_list: bool = False
 
 
 @dataclass(eq=False)
@@ -283,7 +289,8 @@ class ValidatingAdmissionPolicy(CelPolicy):
         from webhook.families.cel.params import NoParams, resolve_params
 
         try:
-            params = resolve_params(self.param_kind, binding.param_ref, request, ctx)
+            params = [None] if binding.stand_in else resolve_params(
+                self.param_kind, binding.param_ref, request, ctx, binding.params_list)
         except NoParams as exc:
             if exc.allow:
                 return []
@@ -295,6 +302,8 @@ class ValidatingAdmissionPolicy(CelPolicy):
             scope = self.scope(request, request.object, ctx, variant, {"params": param}, share=True)
             try:
                 if not variant.conditions.holds(scope, self.failure_policy):
+                    # nothing to enforce; reported as `skip`, as Kyverno reports a VAP whose conditions are false
+                    results.append(self._result(binding, Outcome.SKIP, "match conditions aren't met"))
                     continue
             except CelError as exc:
                 results.append(self._result(binding, Outcome.ERROR, f"failed to evaluate match conditions: {exc}"))
@@ -303,5 +312,13 @@ class ValidatingAdmissionPolicy(CelPolicy):
             result = self._result(binding, verdict.outcome, verdict.message)
             results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else "",
                                    audit=tuple(sorted(verdict.annotations.items()))))
-        failing = [r for r in results if r.outcome is not Outcome.PASS]
-        return failing[:1] or results[:1]
+        return _decisive(results)
+
+
+def _decisive(results: list[RuleResult]) -> list[RuleResult]:
+    """One result per binding: the first failure or error, else the first pass, else the first skip."""
+    for wanted in ((Outcome.FAIL, Outcome.ERROR), (Outcome.PASS,), (Outcome.SKIP,)):
+        found = [r for r in results if r.outcome in wanted]
+        if found:
+            return found[:1]
+    return []
