@@ -20,6 +20,8 @@ import yaml
 from jmespath import functions
 from jmespath.visitor import TreeInterpreter
 
+from webhook.model import boundedyaml
+
 from . import jp_arith, jp_time
 from .gotypes import is_number, sprint, wildcard_match
 from .jp_semver import semver_matches
@@ -222,7 +224,7 @@ class KyvernoFunctions(functions.Functions):
     @functions.signature({"types": ["string"]})
     def _func_parse_yaml(self, text):
         try:
-            return yaml.safe_load(text)
+            return boundedyaml.safe_load(text)  # request text: no alias bombs, no endless lists
         except yaml.YAMLError as exc:
             raise JMESPathError(f"parse_yaml: {exc}") from exc
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import yaml
+from webhook.model import boundedyaml
 
 
 class PatchError(ValueError):
@@ -14,7 +14,8 @@ class PatchError(ValueError):
 
 
 def parse_patches(text: Any) -> list[dict]:
-    operations = yaml.safe_load(text) if isinstance(text, str) else text
+    # the text holds substituted request values: read it with the alias and nesting bounds
+    operations = boundedyaml.safe_load(text) if isinstance(text, str) else text
     if not isinstance(operations, list) or not all(isinstance(op, dict) and "op" in op for op in operations):
         raise PatchError("patchesJson6902 must be a list of operations with 'op' and 'path'")
     return operations
