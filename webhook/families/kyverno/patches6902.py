@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from webhook.model import boundedyaml
+from webhook.model.jsoncopy import clone
 
 
 class PatchError(ValueError):
@@ -114,7 +115,7 @@ def _remove(doc: Any, path: str, missing_ok: bool) -> Any:
 
 
 def apply_patches(document: Any, operations: list[dict]) -> Any:
-    doc = copy.deepcopy(document)
+    doc = clone(document)
     for op in operations:
         kind, path = op.get("op"), op.get("path", "")
         if kind == "add":
