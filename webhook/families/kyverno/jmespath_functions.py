@@ -21,6 +21,7 @@ from jmespath import functions
 from jmespath.visitor import TreeInterpreter
 
 from webhook.model import boundedyaml
+from webhook.model.regex import compile_linear
 
 from . import jp_arith, jp_time
 from .gotypes import is_number, sprint, wildcard_match
@@ -37,8 +38,8 @@ class NotFound(JMESPathError):
         self.key = key
 
 
-def _go_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern.replace("(?P<", "(?P<").replace("\\z", "\\Z"))
+def _go_regex(pattern: str) -> Any:
+    return compile_linear(pattern)  # Go's regexp is RE2: linear, whatever the pattern and the text
 
 
 def _go_replacement(template: str) -> str:
