@@ -64,6 +64,20 @@ def test_malformed_bodies(raw, reason):
     ("userInfo", {"extra": {"scopes": "a"}}, "extra must map names to lists of strings"),
     ("requestKind", {"group": "", "version": "v1", "kind": 2}, "requestKind must be an object with string"),
     ("requestResource", {"group": [], "version": "v1", "resource": "pods"}, "requestResource must be an object with"),
+    # falsy values of the wrong type were taken for "no value" (`x or default`), and 0 became the user "0"
+    ("userInfo", {"username": 0}, "username must be a string"),
+    ("userInfo", {"username": []}, "username must be a string"),
+    ("userInfo", {"username": "u", "uid": 7}, "uid must be a string"),
+    ("userInfo", {"groups": 0}, "groups must be a list of strings"),
+    ("userInfo", {"groups": {}}, "groups must be a list of strings"),
+    ("userInfo", {"extra": ""}, "extra must map names to lists of strings"),
+    ("userInfo", [], "userInfo must be an object"),
+    ("userInfo", "", "userInfo must be an object"),
+    ("resource", [], "request.resource must be an object"),
+    ("resource", {"group": 5, "version": "v1", "resource": "pods"}, r"request\.resource\.group must be a string"),
+    ("resource", {"group": "", "version": 1, "resource": "pods"}, r"request\.resource\.version must be a string"),
+    ("resource", {"resource": 0}, r"request\.resource\.resource must be a string"),
+    ("requestSubResource", 5, "requestSubResource must be a string"),
 ])
 def test_wrong_types(field, value, reason):
     doc = review(pod())

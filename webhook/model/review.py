@@ -128,19 +128,25 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
 
 
 def _user(req: Mapping[str, Any]) -> UserInfo:
-    user = req.get("userInfo") or {}
-    if not isinstance(user, dict):
+    user = req.get("userInfo")
+    if user is None:
+        user = {}
+    elif not isinstance(user, dict):
         raise MalformedReview("request.userInfo must be an object")
-    if not isinstance(user.get("username") or "", str):
+    # `x or default` would let 0, false, [] and {} through as "no value": only null is
+    username, uid = user.get("username"), user.get("uid")
+    if not (username is None or isinstance(username, str)):
         raise MalformedReview("request.userInfo.username must be a string")
-    groups = user.get("groups") or []
-    if not (isinstance(groups, list) and _strings(groups)):
+    if not (uid is None or isinstance(uid, str)):
+        raise MalformedReview("request.userInfo.uid must be a string")
+    groups = user.get("groups")
+    if not (groups is None or (isinstance(groups, list) and _strings(groups))):
         raise MalformedReview("request.userInfo.groups must be a list of strings")
-    extra = user.get("extra") or {}
-    if not isinstance(extra, dict) or not all(isinstance(v, list) and _strings(v) for v in extra.values()):
+    extra = user.get("extra")
+    if not (extra is None or (isinstance(extra, dict)
+                              and all(isinstance(v, list) and _strings(v) for v in extra.values()))):
         raise MalformedReview("request.userInfo.extra must map names to lists of strings")
-    return UserInfo(str(user.get("username", "")), tuple(groups), str(user.get("uid", "") or ""),
-                    {str(k): tuple(v) for k, v in extra.items()})
+    return UserInfo(username or "", tuple(groups or ()), uid or "", {k: tuple(v) for k, v in (extra or {}).items()})
 
 
 def _no_constants(name: str) -> Any:
@@ -294,15 +300,19 @@ def parse_review(body: bytes) -> AdmissionRequest:
     operation = req.get("operation")
     if not (isinstance(operation, str) and operation in OPERATIONS):
         raise MalformedReview(f"request.operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
-    resource = req.get("resource") or {}
-    if not isinstance(resource, dict):
+    resource = req.get("resource")
+    if resource is None:
+        resource = {}
+    elif not isinstance(resource, dict):
         raise MalformedReview("request.resource must be an object")
-    if not isinstance(resource.get("resource") or "", str):
-        raise MalformedReview("request.resource.resource must be a string")
+    elif not _string_fields(resource, "group", "version", "resource"):
+        bad = next(k for k in ("group", "version", "resource") if not isinstance(resource.get(k, ""), str))
+        raise MalformedReview(f"request.resource.{bad} must be a string")
     dry_run = req.get("dryRun", False)
     if not (dry_run is None or isinstance(dry_run, bool)):
         raise MalformedReview("request.dryRun must be a boolean")
     user = _user(req)
+    _optional_str(req, "requestSubResource")  # null or absent is "as subResource"; anything else but a string is wrong
     obj = _optional_object(req, "object")
     old = _optional_object(req, "oldObject")
     if operation != "DELETE" and obj is None:
