@@ -152,3 +152,21 @@ def test_nan_and_infinity_are_not_json():
     raw = body(review(pod())).replace(b'"spec": {', b'"spec": {"x": NaN, ', 1)
     with pytest.raises(MalformedReview, match="NaN"):
         parse_review(raw)
+
+
+@pytest.mark.parametrize("field, escape", [("namespace", "\\ud800"), ("uid", "\\udfff"), ("name", "x\\udc00"),
+                                           ("namespace", "\\ud83d")])
+def test_lone_surrogates_are_not_unicode_text(field, escape):
+    """orjson refuses them; the fallback parser made them a str no UTF-8 encoder accepts (metrics, logs, reports)."""
+    text = json.dumps(review(pod()))
+    text = text.replace(f'"{field}": "', f'"{field}": "{escape}', 1)
+    assert escape in text
+    with pytest.raises(MalformedReview, match="lone UTF-16 surrogate"):
+        parse_review(text.encode())
+
+
+def test_surrogate_pairs_and_huge_integers_still_parse():
+    doc = review(pod())
+    text = json.dumps(doc).replace('"uid": "', '"uid": "\\ud83d\\ude00', 1).replace('"dryRun": false', '"dryRun": false, "x": 123456789012345678901234567890')
+    assert "123456789012345678901234567890" in text  # orjson refuses it: the fallback parser reads this body
+    assert parse_review(text.encode()).uid.startswith("\U0001F600")

@@ -252,3 +252,14 @@ async def test_undecodable_body_is_a_400_and_a_client_leaving_mid_body_no_error(
         assert 'status="400"' in metrics and 'status="500"' not in metrics
     assert not [r for r in caplog.records if r.levelno >= 40 and r.name.startswith("webhook")], \
         [r.getMessage() for r in caplog.records if r.levelno >= 40]
+
+
+async def test_a_lone_surrogate_is_a_400_and_metrics_keep_scraping(policies, tmp_path):
+    """A namespace holding an unpaired \\ud800 escape became a metric label that no UTF-8 encoder takes: every
+    /metrics scrape after that one review answered 500."""
+    async with serve(policies, tmp_path) as server:
+        body = json.dumps(review(pod(labels={"team": "a"}))).replace('"namespace": "', '"namespace": "\\udfff', 1)
+        status, answer = await server.post("/validate", None, raw=body.encode())
+        assert status == 400 and "surrogate" in answer["error"]
+        status, metrics = await server.get("/metrics")
+        assert status == 200 and 'status="400"' in metrics

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import orjson
 from dataclasses import dataclass, field
@@ -162,11 +163,39 @@ def _decode(body: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass
     try:
-        return json.loads(body, parse_constant=_no_constants)
+        doc = json.loads(body, parse_constant=_no_constants)
     except RecursionError:  # the C decoder's own guard, at about 1000 levels
         raise MalformedReview(f"body is not JSON we accept: nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedReview(f"body is not JSON: {exc}") from None
+    if _holds_lone_surrogate(doc):
+        # orjson refuses these; the standard parser turns the escape into a str that no UTF-8 encoder takes: a
+        # namespace of one made every later /metrics scrape fail. The API server never sends one (Go's encoder
+        # writes U+FFFD for what is not Unicode).
+        raise MalformedReview("body is not JSON we accept: a string holds a lone UTF-16 surrogate "
+                              "(an unpaired \\ud800-\\udfff escape), which is not Unicode text")
+    return doc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_lone_surrogate(doc: Any) -> bool:
+    """Only for what orjson refused (rare: UTF-16/32 text, integers beyond 64 bits): a walk without recursion."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if type(node) is str:
+            if _SURROGATE.search(node):
+                return True
+        elif type(node) is dict:
+            for key, value in node.items():
+                if _SURROGATE.search(key):
+                    return True
+                stack.append(value)
+        elif type(node) is list:
+            stack.extend(node)
+    return False
 
 
 _CONTAINERS = (dict, list)
