@@ -154,6 +154,15 @@ def test_nan_and_infinity_are_not_json():
         parse_review(raw)
 
 
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"1.5e999"])
+def test_numbers_beyond_a_double_are_not_json_we_accept(number):
+    """The fallback parser made them inf, which policies then met as a number (orjson and Go refuse them)."""
+    raw = body(review(pod())).replace(b'"spec": {', b'"spec": {"x": ' + number + b", ", 1)
+    with pytest.raises(MalformedReview, match="beyond the range of a double"):
+        parse_review(raw)
+    assert parse_review(body(review(pod())).replace(b'"spec": {', b'"spec": {"x": 1e-400, "y": -0.0, ', 1))
+
+
 @pytest.mark.parametrize("field, escape", [("namespace", "\\ud800"), ("uid", "\\udfff"), ("name", "x\\udc00"),
                                            ("namespace", "\\ud83d")])
 def test_lone_surrogates_are_not_unicode_text(field, escape):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 
 import orjson
@@ -154,6 +155,14 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    """1e400 is JSON but no double: orjson and Go's decoder (the API server's) refuse it; float() made it inf."""
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text} is beyond the range of a double")
+    return value
+
+
 def _decode(body: bytes) -> Any:
     # orjson first (about twice as fast on a pod review); it refuses NaN/Infinity and nesting past 1024
     # levels too. What it refuses goes to the standard parser, which accepts a little more (UTF-16/32, huge
@@ -163,7 +172,7 @@ def _decode(body: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass
     try:
-        doc = json.loads(body, parse_constant=_no_constants)
+        doc = json.loads(body, parse_constant=_no_constants, parse_float=_finite)
     except RecursionError:  # the C decoder's own guard, at about 1000 levels
         raise MalformedReview(f"body is not JSON we accept: nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
