@@ -8,7 +8,9 @@ traffic again while these run against the same server:
 - slowloris: connections that send half a request line and then nothing (re-opened when closed);
 - slow bodies: headers, then one byte of body every half second;
 - huge quantities: pods asking for `1e99999999` GPUs and ephemeral storage, back to back;
-- deep JSON: bodies nested 100,000 levels deep, back to back.
+- deep JSON: bodies nested 100,000 levels deep, back to back;
+- unreadable bodies: a `Content-Encoding: deflate` that does not inflate, and reviews whose namespace is an
+  unpaired UTF-16 surrogate escape (both were 500s; the second broke every later /metrics scrape).
 Prints one JSON line (both runs' percentiles, the ratio, what the hostile clients got) and exits 1 when
 normal p99 under attack exceeds 2x the clean p99 or any normal review failed.
 """
@@ -84,10 +86,17 @@ async def slow_body(port: int, ctx: ssl.SSLContext, stop: asyncio.Event, seen: C
             await asyncio.sleep(0.5)
 
 
-async def flood(session: aiohttp.ClientSession, url: str, make_body, stop: asyncio.Event, seen: Counter, label: str) -> None:
+def lone_surrogate_body(namespace: str) -> bytes:
+    review = json.dumps(pod_review(int(time.time() * 1e6), namespace, 0))
+    return review.replace(f'"namespace": "{namespace}"', '"namespace": "\\udfff"').encode()
+
+
+async def flood(session: aiohttp.ClientSession, url: str, make_body, stop: asyncio.Event, seen: Counter, label: str,
+                encoding: str | None = None) -> None:
+    headers = {"Content-Type": "application/json", **({"Content-Encoding": encoding} if encoding else {})}
     while not stop.is_set():
         data = make_body()
-        async with session.post(f"{url}/validate", data=data, headers={"Content-Type": "application/json"}) as resp:
+        async with session.post(f"{url}/validate", data=data, headers=headers) as resp:
             payload = await resp.read()
             verdict = ""
             if resp.status == 200:
@@ -108,6 +117,10 @@ async def attack(url: str, port: int, ca: str, args: argparse.Namespace, namespa
                                                 stop, seen, "huge quantity")) for _ in range(args.floods)]
         attackers += [asyncio.create_task(flood(hostile, url, lambda: deep, stop, seen, "deep JSON"))
                       for _ in range(args.floods)]
+        attackers += [asyncio.create_task(flood(hostile, url, lambda: b"not deflate at all", stop, seen,
+                                                "undecodable body", encoding="deflate")) for _ in range(args.floods)]
+        attackers += [asyncio.create_task(flood(hostile, url, lambda: lone_surrogate_body(namespace), stop, seen,
+                                                "lone surrogate")) for _ in range(args.floods)]
         while not done.is_set():  # a multiprocessing.Event: the measured run is over
             await asyncio.sleep(0.1)
         stop.set()

@@ -165,3 +165,19 @@ def test_a_reader_that_goes_away_gets_no_traceback():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 1, err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_validate_reports_a_policy_kept_with_a_compile_error(tmp_path, capsys):
+    """A CEL expression that does not parse loads as a policy whose failure policy answers every request (Fail:
+    every pod denied); validate said "no problems" about it."""
+    policies = tmp_path / "p"
+    policies.mkdir()
+    (policies / "bad.yaml").write_text(
+        "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata:\n  name: bad\nspec:\n"
+        "  validationActions: [Deny]\n  matchConstraints:\n    resourceRules:\n    - apiGroups: ['']\n"
+        "      apiVersions: [v1]\n      operations: [CREATE]\n      resources: [pods]\n"
+        "  validations:\n  - expression: '1 +'\n")
+    assert main(["validate", str(policies)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"{policies / 'bad.yaml'}: document 0 field spec.validations[0].expression: ")
+    assert "ValidatingPolicy/bad would answer every request it matches with its failure policy, Fail" in out

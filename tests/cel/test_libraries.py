@@ -133,6 +133,8 @@ ERRORS = [
     ("url('not a url')", "URL"),
     ("semver('1.2')", "semver"),
     ("'%d'.format(['x'])", "%d needs an integer"),
+    ("'%.2000000000f'.format([1.0])", "precision 2000000000 is beyond"),  # was a 2 GB string, 13 s
+    ("'%.1075e'.format([1.0])", "precision 1075 is beyond"),
     ("string({'a': 1})", "string"),
     ("object.missing.deeper", "missing|no such key"),
 ]

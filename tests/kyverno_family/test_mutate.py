@@ -65,3 +65,31 @@ def test_json6902_with_kyverno_options():
     assert out["spec"]["containers"][1]["image"] == "redis:8"
     assert POD["spec"]["containers"][1]["image"] == "redis:7"  # the input is never changed
     _roundtrip(POD, out)
+
+
+def _best_of(runs, fn):
+    import time
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_a_rule_on_a_large_object_costs_about_one_json_copy_of_it():
+    """A rule's mutation ran on the event loop with two copy.deepcopy walks of the whole object (a 1.5 MB pod:
+    ~400 ms a policy, 9 deep copies); now one JSON copy, which the patch steps make of what they are given."""
+    from webhook.families.kyverno.foreach import apply_mutation
+    from webhook.model.jsoncopy import clone
+
+    containers = [{"name": f"c{i}", "image": "busybox", "env": [{"name": f"E{j}", "value": "x"} for j in range(1000)]}
+                  for i in range(20)]
+    big = {**POD, "spec": {"containers": containers, "volumes": [{"name": "v", "emptyDir": {}}]}}
+    patch = {"patchStrategicMerge": {"metadata": {"annotations": {"+(safe-to-evict)": "true"}}}}
+    out = apply_mutation(big, patch)
+    assert out["metadata"]["annotations"] == {"safe-to-evict": "true"} and "annotations" not in big["metadata"]
+    assert out["spec"] == big["spec"] and out["spec"] is not big["spec"]
+    one_copy = _best_of(5, lambda: clone(big))
+    assert _best_of(5, lambda: apply_mutation(big, patch)) < 3.5 * one_copy  # was 7 times
+    assert apply_mutation(big, {}) == big and apply_mutation(big, {}) is not big

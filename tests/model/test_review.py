@@ -64,6 +64,20 @@ def test_malformed_bodies(raw, reason):
     ("userInfo", {"extra": {"scopes": "a"}}, "extra must map names to lists of strings"),
     ("requestKind", {"group": "", "version": "v1", "kind": 2}, "requestKind must be an object with string"),
     ("requestResource", {"group": [], "version": "v1", "resource": "pods"}, "requestResource must be an object with"),
+    # falsy values of the wrong type were taken for "no value" (`x or default`), and 0 became the user "0"
+    ("userInfo", {"username": 0}, "username must be a string"),
+    ("userInfo", {"username": []}, "username must be a string"),
+    ("userInfo", {"username": "u", "uid": 7}, "uid must be a string"),
+    ("userInfo", {"groups": 0}, "groups must be a list of strings"),
+    ("userInfo", {"groups": {}}, "groups must be a list of strings"),
+    ("userInfo", {"extra": ""}, "extra must map names to lists of strings"),
+    ("userInfo", [], "userInfo must be an object"),
+    ("userInfo", "", "userInfo must be an object"),
+    ("resource", [], "request.resource must be an object"),
+    ("resource", {"group": 5, "version": "v1", "resource": "pods"}, r"request\.resource\.group must be a string"),
+    ("resource", {"group": "", "version": 1, "resource": "pods"}, r"request\.resource\.version must be a string"),
+    ("resource", {"resource": 0}, r"request\.resource\.resource must be a string"),
+    ("requestSubResource", 5, "requestSubResource must be a string"),
 ])
 def test_wrong_types(field, value, reason):
     doc = review(pod())
@@ -138,3 +152,30 @@ def test_nan_and_infinity_are_not_json():
     raw = body(review(pod())).replace(b'"spec": {', b'"spec": {"x": NaN, ', 1)
     with pytest.raises(MalformedReview, match="NaN"):
         parse_review(raw)
+
+
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"1.5e999"])
+def test_numbers_beyond_a_double_are_not_json_we_accept(number):
+    """The fallback parser made them inf, which policies then met as a number (orjson and Go refuse them)."""
+    raw = body(review(pod())).replace(b'"spec": {', b'"spec": {"x": ' + number + b", ", 1)
+    with pytest.raises(MalformedReview, match="beyond the range of a double"):
+        parse_review(raw)
+    assert parse_review(body(review(pod())).replace(b'"spec": {', b'"spec": {"x": 1e-400, "y": -0.0, ', 1))
+
+
+@pytest.mark.parametrize("field, escape", [("namespace", "\\ud800"), ("uid", "\\udfff"), ("name", "x\\udc00"),
+                                           ("namespace", "\\ud83d")])
+def test_lone_surrogates_are_not_unicode_text(field, escape):
+    """orjson refuses them; the fallback parser made them a str no UTF-8 encoder accepts (metrics, logs, reports)."""
+    text = json.dumps(review(pod()))
+    text = text.replace(f'"{field}": "', f'"{field}": "{escape}', 1)
+    assert escape in text
+    with pytest.raises(MalformedReview, match="lone UTF-16 surrogate"):
+        parse_review(text.encode())
+
+
+def test_surrogate_pairs_and_huge_integers_still_parse():
+    doc = review(pod())
+    text = json.dumps(doc).replace('"uid": "', '"uid": "\\ud83d\\ude00', 1).replace('"dryRun": false', '"dryRun": false, "x": 123456789012345678901234567890')
+    assert "123456789012345678901234567890" in text  # orjson refuses it: the fallback parser reads this body
+    assert parse_review(text.encode()).uid.startswith("\U0001F600")

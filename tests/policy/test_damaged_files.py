@@ -13,6 +13,10 @@ from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
 from tests.support import eventually, free_port, policy_dir, review, running_server
 
 
+ALIAS_BOMB = "bomb0: &a0 [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"bomb{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 6))
+
+
 @pytest.fixture
 def policies(tmp_path):
     return policy_dir(tmp_path / "policies", {"require.yaml": REQUIRE_TEAM, "add.yaml": ADD_ZONE})
@@ -29,6 +33,9 @@ async def readyz(server):
     (REQUIRE_TEAM.encode()[:40] + b"\x00" + REQUIRE_TEAM.encode()[40:], "control character U+0000"),
     (b"apiVersion: v1\x1b[31m\n", "control character U+001B"),
     (b"\xff\xfe\xfa not utf-8", "cannot read"),
+    # aliases: a node graph of 50 nodes that any walk sees as 531,441 (9^6), or a list that contains itself
+    ((REQUIRE_TEAM + ALIAS_BOMB).encode(), "require.yaml:11: document 0: invalid YAML: excessive aliasing"),
+    ((REQUIRE_TEAM + "extra: &r [1, *r]\n").encode(), "require.yaml:7: document 0: invalid YAML: an alias refers"),
 ])
 async def test_damaged_file_is_a_refused_edit_until_deleted(policies, tmp_path, damage, reason):
     async with running_server(policies, tmp_path, registry=test_registry()) as server:

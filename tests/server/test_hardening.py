@@ -225,3 +225,41 @@ async def test_hostile_payloads_do_not_stall_the_event_loop(tmp_path):
         # the parser's old big-integer work held it for minutes; on a busy shared machine a descheduled
         # process shows as a few hundred milliseconds of lag on its own
         assert worst < 1.0, f"the event loop was held for {worst:.3f}s"
+
+
+async def test_undecodable_body_is_a_400_and_a_client_leaving_mid_body_no_error(policies, tmp_path, caplog):
+    """A Content-Encoding that does not decode was a 500 with an "unhandled error" traceback; a client that
+    hung up mid-body logged the same traceback: one line of error log per hostile connection."""
+    async with serve(policies, tmp_path) as server:
+        reader, writer = await connect(server)
+        writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Encoding: deflate\r\n"
+                     b"Content-Length: 5\r\n\r\nabcde")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        assert head.startswith(b"HTTP/1.1 400"), head[:80]
+        assert b"body could not be read" in head and b"deflate" in head
+
+        reader, writer = await connect(server)
+        writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % len(ALLOWED)
+                     + ALLOWED[:40])
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        writer.transport.abort()
+        await asyncio.sleep(0.3)
+        assert await timed_request(server) < 5
+        metrics = (await server.get("/metrics"))[1]
+        assert 'status="400"' in metrics and 'status="500"' not in metrics
+    assert not [r for r in caplog.records if r.levelno >= 40 and r.name.startswith("webhook")], \
+        [r.getMessage() for r in caplog.records if r.levelno >= 40]
+
+
+async def test_a_lone_surrogate_is_a_400_and_metrics_keep_scraping(policies, tmp_path):
+    """A namespace holding an unpaired \\ud800 escape became a metric label that no UTF-8 encoder takes: every
+    /metrics scrape after that one review answered 500."""
+    async with serve(policies, tmp_path) as server:
+        body = json.dumps(review(pod(labels={"team": "a"}))).replace('"namespace": "', '"namespace": "\\udfff', 1)
+        status, answer = await server.post("/validate", None, raw=body.encode())
+        assert status == 400 and "surrogate" in answer["error"]
+        status, metrics = await server.get("/metrics")
+        assert status == 200 and 'status="400"' in metrics

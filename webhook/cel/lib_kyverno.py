@@ -15,11 +15,10 @@ import re
 import string as _string
 from typing import Any, Mapping, Sequence
 
-import yaml
-
 from webhook.cel.functions import Library, current, fn
 from webhook.cel.lib_image import IMAGE
 from webhook.cel.values import plain
+from webhook.model import boundedyaml
 
 # Kyverno addresses resources by plural; Lookups by kind. Irregular plurals and camel-cased kinds here.
 _KINDS = {
@@ -178,7 +177,7 @@ KYVERNO = Library("kyverno", (
     fn("parseServiceAccount", ["string"], "map", parse_service_account),
     fn("json.unmarshal", ["string"], "dyn", json.loads),
     fn("json.marshal", ["dyn"], "string", lambda v: json.dumps(plain(v), separators=(",", ":"), sort_keys=True)),
-    fn("yaml.parse", ["string"], "dyn", yaml.safe_load),
+    fn("yaml.parse", ["string"], "dyn", boundedyaml.safe_load),  # request text: no alias bombs, no endless lists
     fn("time.now", [], "timestamp", _now),
     fn("time.truncate", ["timestamp", "duration"], "timestamp", _truncate),
     fn("sha1", ["string"], "string", _hash("sha1")),

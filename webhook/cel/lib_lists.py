@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.values import describe, kind_of
+from webhook.model.regex import compile_linear
 
 _NUMERIC = {"int", "uint", "double"}
 _ORDERED = _NUMERIC | {"string", "bytes", "bool", "timestamp", "duration"}
@@ -101,9 +102,9 @@ def _intersects(a: Sequence[Any], b: Sequence[Any]) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
     try:
-        return re.compile(pattern)
+        return compile_linear(pattern)  # RE2, as Kubernetes' find/findAll: never backtracks
     except re.error as exc:
         raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
 

@@ -140,6 +140,11 @@ def _format_one(verb: str, precision: int | None, value: Any) -> str:
     raise ValueError(f"format: unknown verb %{verb}")
 
 
+# the exact decimal value of a double ends within 1,074 digits after the point (2^-1074 has that many):
+# anything longer is only zeros
+MAX_PRECISION = 1074
+
+
 def format_string(template: str, args: Sequence[Any]) -> str:
     out: list[str] = []
     i = used = 0
@@ -158,6 +163,10 @@ def format_string(template: str, args: Sequence[Any]) -> str:
             j = i + 1
             while j < len(template) and template[j].isdigit():
                 j += 1
+            if j - i - 1 > 4 or int(template[i + 1:j] or 0) > MAX_PRECISION:
+                # '%.2000000000f' made a 2 GB string in 13 s on the event loop, the cost limit unaware
+                raise ValueError(f"format: precision {template[i + 1:j]} is beyond the {MAX_PRECISION} digits "
+                                 "a double can hold after the point")
             precision, i = int(template[i + 1:j] or 0), j
         if i >= len(template):
             raise ValueError("format: unterminated format verb")

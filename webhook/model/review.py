@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import math
+import re
 
 import orjson
 from dataclasses import dataclass, field
@@ -128,23 +130,37 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
 
 
 def _user(req: Mapping[str, Any]) -> UserInfo:
-    user = req.get("userInfo") or {}
-    if not isinstance(user, dict):
+    user = req.get("userInfo")
+    if user is None:
+        user = {}
+    elif not isinstance(user, dict):
         raise MalformedReview("request.userInfo must be an object")
-    if not isinstance(user.get("username") or "", str):
+    # `x or default` would let 0, false, [] and {} through as "no value": only null is
+    username, uid = user.get("username"), user.get("uid")
+    if not (username is None or isinstance(username, str)):
         raise MalformedReview("request.userInfo.username must be a string")
-    groups = user.get("groups") or []
-    if not (isinstance(groups, list) and _strings(groups)):
+    if not (uid is None or isinstance(uid, str)):
+        raise MalformedReview("request.userInfo.uid must be a string")
+    groups = user.get("groups")
+    if not (groups is None or (isinstance(groups, list) and _strings(groups))):
         raise MalformedReview("request.userInfo.groups must be a list of strings")
-    extra = user.get("extra") or {}
-    if not isinstance(extra, dict) or not all(isinstance(v, list) and _strings(v) for v in extra.values()):
+    extra = user.get("extra")
+    if not (extra is None or (isinstance(extra, dict)
+                              and all(isinstance(v, list) and _strings(v) for v in extra.values()))):
         raise MalformedReview("request.userInfo.extra must map names to lists of strings")
-    return UserInfo(str(user.get("username", "")), tuple(groups), str(user.get("uid", "") or ""),
-                    {str(k): tuple(v) for k, v in extra.items()})
+    return UserInfo(username or "", tuple(groups or ()), uid or "", {k: tuple(v) for k, v in (extra or {}).items()})
 
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    """1e400 is JSON but no double: orjson and Go's decoder (the API server's) refuse it; float() made it inf."""
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"{text} is beyond the range of a double")
+    return value
 
 
 def _decode(body: bytes) -> Any:
@@ -156,11 +172,39 @@ def _decode(body: bytes) -> Any:
     except orjson.JSONDecodeError:
         pass
     try:
-        return json.loads(body, parse_constant=_no_constants)
+        doc = json.loads(body, parse_constant=_no_constants, parse_float=_finite)
     except RecursionError:  # the C decoder's own guard, at about 1000 levels
         raise MalformedReview(f"body is not JSON we accept: nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedReview(f"body is not JSON: {exc}") from None
+    if _holds_lone_surrogate(doc):
+        # orjson refuses these; the standard parser turns the escape into a str that no UTF-8 encoder takes: a
+        # namespace of one made every later /metrics scrape fail. The API server never sends one (Go's encoder
+        # writes U+FFFD for what is not Unicode).
+        raise MalformedReview("body is not JSON we accept: a string holds a lone UTF-16 surrogate "
+                              "(an unpaired \\ud800-\\udfff escape), which is not Unicode text")
+    return doc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_lone_surrogate(doc: Any) -> bool:
+    """Only for what orjson refused (rare: UTF-16/32 text, integers beyond 64 bits): a walk without recursion."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if type(node) is str:
+            if _SURROGATE.search(node):
+                return True
+        elif type(node) is dict:
+            for key, value in node.items():
+                if _SURROGATE.search(key):
+                    return True
+                stack.append(value)
+        elif type(node) is list:
+            stack.extend(node)
+    return False
 
 
 _CONTAINERS = (dict, list)
@@ -294,15 +338,19 @@ def parse_review(body: bytes) -> AdmissionRequest:
     operation = req.get("operation")
     if not (isinstance(operation, str) and operation in OPERATIONS):
         raise MalformedReview(f"request.operation must be one of {sorted(OPERATIONS)}, got {operation!r}")
-    resource = req.get("resource") or {}
-    if not isinstance(resource, dict):
+    resource = req.get("resource")
+    if resource is None:
+        resource = {}
+    elif not isinstance(resource, dict):
         raise MalformedReview("request.resource must be an object")
-    if not isinstance(resource.get("resource") or "", str):
-        raise MalformedReview("request.resource.resource must be a string")
+    elif not _string_fields(resource, "group", "version", "resource"):
+        bad = next(k for k in ("group", "version", "resource") if not isinstance(resource.get(k, ""), str))
+        raise MalformedReview(f"request.resource.{bad} must be a string")
     dry_run = req.get("dryRun", False)
     if not (dry_run is None or isinstance(dry_run, bool)):
         raise MalformedReview("request.dryRun must be a boolean")
     user = _user(req)
+    _optional_str(req, "requestSubResource")  # null or absent is "as subResource"; anything else but a string is wrong
     obj = _optional_object(req, "object")
     old = _optional_object(req, "oldObject")
     if operation != "DELETE" and obj is None:

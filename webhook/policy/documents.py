@@ -9,6 +9,8 @@ from typing import Any, Iterator, Sequence
 
 import yaml
 
+from webhook.model import boundedyaml
+
 # what the YAML reader refuses: C0 controls but tab, LF and CR; DEL; C1 controls but NEL
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f]")
 
@@ -68,19 +70,6 @@ _UNUSUAL = re.compile(r"[\t\r\x85\u2028\u2029\ufeff]|[|>][-+0-9]*#|^%|^[ -]*\?(?
 _FAST_DEPTH = 64
 
 
-def _depth_at_most(node: yaml.Node, limit: int) -> bool:
-    stack = [(node, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return False
-        if isinstance(node, yaml.MappingNode):
-            stack.extend((n, depth + 1) for pair in node.value for n in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((n, depth + 1) for n in node.value)
-    return True
-
-
 def fast_nodes(text: str) -> list[tuple[yaml.Node | None, Any]] | None:
     """(node, data) of every document of `text` as the reference reader composes and constructs them, or
     None: read it with the reference reader (an error, or text this reader is not trusted with)."""
@@ -91,7 +80,9 @@ def fast_nodes(text: str) -> list[tuple[yaml.Node | None, Any]] | None:
     try:
         while loader.check_node():
             node = loader.get_node()
-            if node is not None and not _depth_at_most(node, _FAST_DEPTH):
+            # an alias bomb or a list containing itself is measured without walking it as a tree; the
+            # reference reader refuses both with their line
+            if node is not None and boundedyaml.check(node).depth > _FAST_DEPTH:
                 return None
             out.append((node, loader.construct_document(node) if node is not None else None))
     except Exception:  # YAMLError, RecursionError, anything: the reference reader reports it
@@ -104,7 +95,7 @@ def fast_nodes(text: str) -> list[tuple[yaml.Node | None, Any]] | None:
 def safe_load_all(text: str) -> list[Any]:
     """yaml.safe_load_all(text) as a list: the same documents, the same errors."""
     fast = fast_nodes(text)
-    return [data for _, data in fast] if fast is not None else list(yaml.safe_load_all(text))
+    return [data for _, data in fast] if fast is not None else boundedyaml.safe_load_all(text, yaml.SafeLoader)
 
 
 def read_documents(path: Path, display: str | None = None) -> Iterator[Document]:
@@ -125,6 +116,7 @@ def read_documents(path: Path, display: str | None = None) -> Iterator[Document]
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
+                boundedyaml.check(node)
                 data = loader.construct_document(node)
                 if data is not None:
                     yield Document(name, index, data, node)

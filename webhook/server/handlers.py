@@ -49,6 +49,12 @@ class Services:
     tracing: Tracing
 
 
+def _http_reason(exc: Exception) -> str:
+    """aiohttp's parser errors carry the reason as `message` below the exception that reports them."""
+    cause = exc.__cause__ or exc
+    return str(getattr(cause, "message", "") or cause).strip()
+
+
 def _bad_request(metrics: Metrics, endpoint: str, status: int, reason: str) -> web.Response:
     metrics.malformed(endpoint, status)
     log.warning("refused request: %s", reason, extra={"endpoint": endpoint})
@@ -80,6 +86,14 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
         except asyncio.TimeoutError:
             response = _bad_request(services.metrics, endpoint, 408, f"body not received within {limits.body_seconds:g}s")
             response.force_close()  # the rest of a stalled body is not worth waiting for
+            return response
+        except web.RequestPayloadError as exc:  # a Content-Encoding that does not decode, a broken chunk
+            response = _bad_request(services.metrics, endpoint, 400, f"body could not be read: {_http_reason(exc)}")
+            response.force_close()  # the stream is out of step: the rest is not a next request
+            return response
+        except ConnectionError:  # the client left mid-body: nobody to answer, and not the webhook's error
+            response = _bad_request(services.metrics, endpoint, 400, "connection closed before the body was complete")
+            response.force_close()
             return response
         try:
             if len(body) > limits.thread_decode_bytes:

@@ -15,6 +15,7 @@ import yaml
 
 from webhook.cel import CelCompiler
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, compile_expr
+from webhook.model import boundedyaml
 
 
 def _placeholder_end(text: str, start: int) -> int:
@@ -117,7 +118,7 @@ class Template:
         if interpolate not in ("none", "cel"):
             raise CompileFailed(f"{field}.interpolate", "must be none or cel")
         try:
-            docs = [d for d in yaml.safe_load_all(raw["value"]) if d is not None]
+            docs = [d for d in boundedyaml.safe_load_all(raw["value"]) if d is not None]
         except yaml.YAMLError as exc:
             raise CompileFailed(f"{field}.value", f"invalid YAML: {exc}") from None
         if not docs or not all(isinstance(d, Mapping) for d in docs):

@@ -7,9 +7,10 @@ rule that applied.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from webhook.model.jsoncopy import clone
 
 from .conditions import ConditionError, evaluate_conditions
 from .context import ContextError, RequestData, base_document, load_entries
@@ -165,7 +166,7 @@ def _existing_violation(rule: CompiledRule, spec: Mapping[str, Any], merged: Map
 
 def mutate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv,
                  apply_one: bool = False) -> MutationResult:
-    resource = copy.deepcopy(dict(request.resource))
+    resource = clone(dict(request.resource))
     result = MutationResult(resource)
     for rule in rules:
         if rule.kind != "mutate":

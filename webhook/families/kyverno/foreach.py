@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable, Mapping
+
+from webhook.model.jsoncopy import clone
 
 from .conditions import ConditionError, evaluate_conditions
 from .context import ContextError, load_entries
@@ -106,9 +107,11 @@ def _mutate_element(entry: Mapping[str, Any], ctx: Context, env: RuleEnv, resour
 
 
 def apply_mutation(resource: dict, patches: Mapping[str, Any]) -> dict:
-    patched = copy.deepcopy(resource)
+    """A patched copy of `resource`. Each kind of patch returns a copy of what it is given: copying first as
+    well cost one more walk of the whole object per rule (a 1.5 MB pod: ~50 ms of the event loop)."""
+    patched = resource
     if patches.get("patchStrategicMerge") is not None:
         patched = apply_strategic_merge(patched, patches["patchStrategicMerge"])
     if patches.get("patchesJson6902"):
         patched = apply_patches(patched, parse_patches(patches["patchesJson6902"]))
-    return patched
+    return clone(resource) if patched is resource else patched

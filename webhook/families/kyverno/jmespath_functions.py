@@ -20,6 +20,9 @@ import yaml
 from jmespath import functions
 from jmespath.visitor import TreeInterpreter
 
+from webhook.model import boundedyaml
+from webhook.model.regex import compile_linear
+
 from . import jp_arith, jp_time
 from .gotypes import is_number, sprint, wildcard_match
 from .jp_semver import semver_matches
@@ -35,8 +38,8 @@ class NotFound(JMESPathError):
         self.key = key
 
 
-def _go_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern.replace("(?P<", "(?P<").replace("\\z", "\\Z"))
+def _go_regex(pattern: str) -> Any:
+    return compile_linear(pattern)  # Go's regexp is RE2: linear, whatever the pattern and the text
 
 
 def _go_replacement(template: str) -> str:
@@ -222,7 +225,7 @@ class KyvernoFunctions(functions.Functions):
     @functions.signature({"types": ["string"]})
     def _func_parse_yaml(self, text):
         try:
-            return yaml.safe_load(text)
+            return boundedyaml.safe_load(text)  # request text: no alias bombs, no endless lists
         except yaml.YAMLError as exc:
             raise JMESPathError(f"parse_yaml: {exc}") from exc
 

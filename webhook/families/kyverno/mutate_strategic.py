@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from webhook.model.jsoncopy import clone
+
 from .anchors import ADD_IF_ABSENT, CONDITION, GLOBAL, is_kind, parse_anchor
 from .pattern import match_pattern
 
@@ -44,7 +46,7 @@ def apply_strategic_merge(resource: dict, pattern: dict) -> dict:
         _delete_condition_elements(patch)
     except (_Condition, _GlobalCondition):
         patch = {}
-    return merge(copy.deepcopy(resource), patch, "")
+    return merge(clone(resource), patch, "")
 
 
 def _walk(pattern: Any, resource: Any) -> None:

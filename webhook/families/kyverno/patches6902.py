@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import yaml
+from webhook.model import boundedyaml
+from webhook.model.jsoncopy import clone
 
 
 class PatchError(ValueError):
@@ -14,7 +15,8 @@ class PatchError(ValueError):
 
 
 def parse_patches(text: Any) -> list[dict]:
-    operations = yaml.safe_load(text) if isinstance(text, str) else text
+    # the text holds substituted request values: read it with the alias and nesting bounds
+    operations = boundedyaml.safe_load(text) if isinstance(text, str) else text
     if not isinstance(operations, list) or not all(isinstance(op, dict) and "op" in op for op in operations):
         raise PatchError("patchesJson6902 must be a list of operations with 'op' and 'path'")
     return operations
@@ -113,7 +115,7 @@ def _remove(doc: Any, path: str, missing_ok: bool) -> Any:
 
 
 def apply_patches(document: Any, operations: list[dict]) -> Any:
-    doc = copy.deepcopy(document)
+    doc = clone(document)
     for op in operations:
         kind, path = op.get("op"), op.get("path", "")
         if kind == "add":
