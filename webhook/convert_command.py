@@ -32,12 +32,13 @@ def run_convert(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO 
     import yaml  # here, not at the top: cli.py imports this module to declare `convert` for every command
 
     from webhook.families.kyverno.convert import convert_document  # the Kyverno family only when converting
+    from webhook.model import boundedyaml
 
     converted, refused = [], []
     for name in args.files:
         try:
             text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-            documents = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+            documents = [d for d in boundedyaml.safe_load_all(text) if isinstance(d, dict)]
         except (OSError, yaml.YAMLError) as exc:
             print(f"quartermaster convert: {name}: {exc}", file=err)
             return EXIT_BAD_INPUT

@@ -56,3 +56,12 @@ def test_converted_policy_passes_the_original_suite(suite, tmp_path):
     report, errors = io.StringIO(), io.StringIO()
     args = Namespace(paths=[str(target)], detailed_results=True, output="table")
     assert run_test_command(args, report, errors) == 0, report.getvalue()[-3000:] + errors.getvalue()
+
+
+def test_an_alias_bomb_is_refused_with_its_line_not_expanded(tmp_path):
+    from tests.testsuite.test_runner import BOMB
+
+    (tmp_path / "bomb.yaml").write_text(BOMB)
+    out, err = io.StringIO(), io.StringIO()
+    assert run_convert(Namespace(files=[str(tmp_path / "bomb.yaml")]), out, err) == 2
+    assert "excessive aliasing" in err.getvalue() and "line 8" in err.getvalue() and not out.getvalue()

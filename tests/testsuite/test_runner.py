@@ -244,3 +244,22 @@ def test_a_refused_policy_fails_its_own_results_and_the_others_run(tmp_path, cap
     (suite / "policy.yaml").write_text(POLICY + "---\napiVersion: example.org/v1\nkind: Mystery\nmetadata: {name: other}\n")
     code, out = _run(capsys, str(suite))
     assert code == 1 and out.rstrip().splitlines()[-1] == "0 passed, 2 failed", out
+
+
+BOMB = "a: &a ['x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x']\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+def test_yaml_alias_bombs_in_a_suite_are_refused_with_the_line_not_expanded(tmp_path, capsys):
+    """A 9**9-element alias bomb (a few hundred bytes) in a suite file or its resources: refused from the
+    parsed node graph (webhook.model.boundedyaml), never built."""
+    suite = _suite(tmp_path / "resources", [{"policy": "require-team", "kind": "Pod", "resources": ["bad"],
+                                             "result": "fail"}])
+    (suite / "resources.yaml").write_text(RESOURCES + "---\n" + BOMB)
+    code, out = _run(capsys, str(suite), "--detailed-results")
+    assert code == 1 and "excessive aliasing" in out and "resources.yaml" in out, out
+    bombed = tmp_path / "suite"
+    bombed.mkdir()
+    (bombed / "kyverno-test.yaml").write_text(BOMB)
+    code, out = _run(capsys, str(bombed), "--detailed-results")
+    assert code == 1 and "excessive aliasing" in out and "kyverno-test.yaml:" in out, out

@@ -8,6 +8,7 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
+from webhook.model import boundedyaml
 from webhook.model.apiresources import is_namespaced
 from webhook.testsuite.model import SUPPORTED, ExpectedResult, Suite, SuiteError, Values, fold
 
@@ -42,7 +43,7 @@ def _strings(value: Any) -> tuple[str, ...]:
 def read_suites(path: Path) -> list[Suite]:
     """Every suite document of a test file; a file that cannot be parsed is one suite carrying the error."""
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+        docs = [d for d in boundedyaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(f"{path}: cannot read: {exc}") from None
     except yaml.YAMLError as exc:
@@ -87,7 +88,7 @@ def _suite(path: Path, index: int, doc: Any) -> Suite:
 
 def _load_yaml_mapping(path: Path, what: str) -> Mapping[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = boundedyaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SuiteError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
@@ -143,7 +144,7 @@ def read_objects(suite: Suite, names: tuple[str, ...], what: str) -> list[dict[s
 
 def _objects_of(path: Path, what: str) -> Iterator[dict[str, Any]]:
     try:
-        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        docs = boundedyaml.safe_load_all(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SuiteError(f"{what}: cannot read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
