@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .gotypes import to_json_text
-from .jmespath_functions import JMESPathError, query
+from .jmespath_functions import MAX_TEXT, JMESPathError, query
 
 VARIABLE = re.compile(r"(^|[^\\])(\{\{(?:\{[^{}]*\}|[^{}])*\}\})")
 VARIABLE_AT_START = re.compile(r"^\{\{(\{[^{}]*\}|[^{}])*\}\}")
-MAX_TEXT = 8 << 20   # characters: more than any rendering of a 3 MiB request, far below a stall
 
 
 class SubstitutionError(ValueError):
