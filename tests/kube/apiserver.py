@@ -64,6 +64,7 @@ class FakeApiServer:
         self.failures: list[Failure] = []
         self.hang: Callable[[str, str, dict[str, str]], bool] | None = None  # (method, plural, query) -> hang?
         self.watchers_list: list[Watcher] = []
+        self.raw_lines: dict[str, list[bytes]] = {}  # plural -> lines the next watch sends as they are
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -176,6 +177,14 @@ class FakeApiServer:
             self.compacted_rv = self.rv
             self.history.clear()
             return self.compacted_rv
+
+    def inject(self, plural: str, line: bytes) -> None:
+        """A watch line of a broken or hostile server (not JSON, wrong types): sent once, to a watch of `plural`."""
+        with self.lock:
+            self.raw_lines.setdefault(plural, []).append(line)
+            for watcher in self.watchers_list:
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(watcher.wake.set)
 
     def drop_watches(self) -> None:
         with self.lock:

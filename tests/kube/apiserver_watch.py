@@ -68,6 +68,7 @@ async def stream_watch(server: "FakeApiServer", request: web.Request, gvr: GVR, 
     try:
         while time.monotonic() < ends:
             with server.lock:
+                raw = server.raw_lines.pop(gvr[2], [])
                 batch, watcher.pending = watcher.pending, []
                 watcher.wake.clear()
                 dropped, current = watcher.dropped, server.rv
@@ -75,6 +76,8 @@ async def stream_watch(server: "FakeApiServer", request: web.Request, gvr: GVR, 
                 if request.transport is not None:
                     request.transport.close()  # abruptly, mid-stream: the client sees a broken chunked body
                 return response
+            for line in raw:
+                await response.write(line + b"\n")
             for rv, event_type, obj in batch:
                 if rv > watcher.sent_rv:  # a change both in the history and in the live queue goes once
                     obj.setdefault("apiVersion", api_version)

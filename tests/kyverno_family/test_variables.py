@@ -1,5 +1,8 @@
 """{{ }} substitution and Kyverno's JMESPath functions."""
 
+import threading
+import time
+
 import pytest
 
 from webhook.families.kyverno.jmespath_functions import JMESPathError, NotFound, query
@@ -62,3 +65,47 @@ def test_missing_key_on_the_path_is_an_error_but_not_inside_functions_or_project
 def test_function_errors_raise():
     with pytest.raises(JMESPathError):
         query("divide(`1`, `0`)", {})
+
+
+def _annotated(value: str) -> Context:
+    return Context({"request": {"object": {"metadata": {"annotations": {"a": value}}}}})
+
+
+SELF = "{{request.object.metadata.annotations.a}}"
+
+
+@pytest.mark.parametrize("value", [SELF, SELF * 2, "x" * 1000 + SELF * 8])
+def test_a_value_that_holds_variables_again_is_an_error_not_a_loop(value):
+    """An annotation naming itself looped for ever on the event loop; naming itself twice doubled the string at
+    each pass (the request decides, any policy that renders the annotation inside a longer string is enough)."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(substitute_all({"m": "note: " + SELF}, _annotated(value)))
+        except SubstitutionError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    started = time.perf_counter()
+    worker.start()
+    worker.join(5)
+    assert outcome, "substitution did not end"
+    assert isinstance(outcome[0], SubstitutionError) and "holds variables again" in str(outcome[0])
+    assert time.perf_counter() - started < 1.0
+
+
+def test_substitution_that_would_build_a_huge_string_is_an_error():
+    big = Context({"request": {"object": {"metadata": {"annotations": {"a": "x" * (1 << 20)}}}}})
+    with pytest.raises(SubstitutionError, match="more than"):
+        substitute_all("{{request.object.metadata.annotations.a}}-" * 10, big)
+    one = substitute_all("<{{request.object.metadata.annotations.a}}>", big)
+    assert len(one) == (1 << 20) + 2
+
+
+def test_variables_a_value_brings_are_still_resolved_once_as_in_kyverno():
+    ctx = Context({"request": {"object": {"metadata": {"name": "web", "annotations": {
+        "a": "{{request.object.metadata.name}}"}}}}})
+    assert substitute_all("n={{request.object.metadata.annotations.a}}", ctx) == "n=web"
+    assert substitute_all("{{request.object.metadata.labels.{{request.object.metadata.name}} || 'none'}}",
+                          ctx) == "none"

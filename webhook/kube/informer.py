@@ -5,6 +5,14 @@ timeout, dropped connection) resumes from the last version seen; `410 Gone` (the
 compacted away) means relist; failures back off exponentially, capped, with jitter, so replicas
 do not reconnect in lockstep after an API server restart. "Stalled" means no progress (a list,
 an event, a bookmark, a clean watch end) for `stall_seconds`: /readyz reports it.
+
+What the API server sends is checked as a review is (webhook.model.review.object_problem) before it
+reaches the cache: an object policies and quotas could not read, or a watch event that is not one
+(a line that is not JSON, an ERROR of no known shape), means the cache can no longer be trusted to
+be complete. The informer then reports itself unsynced (every policy errors and its failurePolicy
+decides: quota fails closed) and relists after a back-off; a list holding such an object is refused
+whole. Before, the event was retried from the same version for ever while the informer counted each
+accepted watch as progress: /readyz said ready on a cache that had stopped.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from webhook.kube.cache import ObjectCache
 from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.resources import ResourceType
 from webhook.kube.settings import LiveSettings
+from webhook.model.review import object_problem
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +59,24 @@ class InformerStatus:
 
 class _Gone(Exception):
     pass
+
+
+class _Unreadable(Exception):
+    """The API server sent something that is not a well-formed event or object of this kind."""
+
+
+def unreadable(obj: Any, kind: str, namespaced: bool) -> str | None:
+    """Why a listed or watched object cannot be cached (None when it can): it must be an object whose
+    metadata names it (and its namespace, when namespaced), with the field types policies rely on."""
+    if not isinstance(obj, dict):
+        return f"a {kind} that is not an object ({type(obj).__name__})"
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return f"a {kind} without metadata.name"
+    if namespaced and not (isinstance(meta.get("namespace"), str) and meta["namespace"]):
+        return f"{kind} {meta['name'][:100]!r} without metadata.namespace"
+    problem = object_problem(obj, kind)
+    return f"{kind} {meta['name'][:100]!r}: {problem[:200]}" if problem else None
 
 
 class Informer:
@@ -115,6 +142,13 @@ class Informer:
                 self._failures = 0 if delivered else self._failures + 1
                 if not delivered:  # a watch that ends at once, again and again, must not spin
                     self._stop.wait(self._backoff())
+            except _Unreadable as exc:
+                self._synced.clear()  # the cache may miss what that event said: not ready, relist
+                self.resource_version = ""
+                self._failures += 1
+                self.last_error = f"the API server sent {exc}"[:300]
+                log.warning("%s: %s; relisting", self.resource, self.last_error)
+                self._stop.wait(self._backoff())
             except _Gone as exc:
                 log.info("%s: %s; relisting", self.resource, exc)
                 self.resource_version = ""
@@ -149,6 +183,10 @@ class Informer:
             if exc.status == 410:
                 raise _Gone("list expired") from None
             raise
+        for item in listed.items:
+            problem = unreadable(item, self.resource.kind, self.resource.namespaced)
+            if problem:
+                raise _Unreadable(f"a list holding {problem}")
         self._absent = False
         self.cache.replace(listed.items)
         self.resource_version = listed.resource_version
@@ -168,10 +206,11 @@ class Informer:
         server_timeout = int(settings.watch_seconds * (1 + random.random()))
         delivered = False
         try:
-            # the server accepting a watch from our version means we are current up to it: progress
+            # the server accepting a watch from our version means we are current up to it: progress, unless
+            # the last watch failed (a server that accepts every watch, then errors, is not making any)
             for event in self.api.watch(self.resource, self.resource_version, server_timeout,
                                         (settings.connect_timeout, settings.watch_idle_seconds), self._watcher,
-                                        on_open=self._mark_progress):
+                                        on_open=None if self._failures else self._mark_progress):
                 if self._stop.is_set():
                     break
                 self._apply(event)
@@ -180,6 +219,10 @@ class Informer:
             if exc.status == 410:
                 raise _Gone(f"resourceVersion {self.resource_version} expired") from None
             raise
+        except (KeyError, TypeError, ValueError) as exc:
+            # raised inside the client's watch for an ERROR event without code/reason, or a JSON line
+            # that is not an object: the stream cannot be followed
+            raise _Unreadable(f"a watch event the client could not read ({type(exc).__name__}: {exc})"[:200]) from None
         except urllib3.exceptions.ReadTimeoutError:
             # silent for watch_idle_seconds: maybe a half-open connection, maybe a quiet watch on a server
             # that sends no bookmarks; either way a new watch from the same version is the cure
@@ -192,20 +235,24 @@ class Informer:
             self.last_error = ""
         return delivered
 
-    def _apply(self, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
+    def _apply(self, event: Any) -> None:
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+            # the client yields None for a line that is not JSON; ERROR events it raises as ApiException
+            raise _Unreadable(f"a watch event that is not one ({str(kind or type(event).__name__)[:50]})")
         obj = event.get("object")
-        if not isinstance(obj, dict):
-            return
-        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if kind != "BOOKMARK":
+            problem = unreadable(obj, self.resource.kind, self.resource.namespaced)
+            if problem:
+                raise _Unreadable(f"a {kind} event of {problem}")
+        version = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
         if kind in ("ADDED", "MODIFIED"):
             obj.setdefault("apiVersion", self.resource.api_version)
             obj.setdefault("kind", self.resource.kind)
             self.cache.put(obj)
         elif kind == "DELETED":
             self.cache.delete(obj)
-        elif kind != "BOOKMARK":
-            return
         if version:
             self.resource_version = version
         self._mark_progress()

@@ -13,7 +13,7 @@ import posixpath
 import random as _random
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import jmespath
 import yaml
@@ -26,6 +26,10 @@ from webhook.model.regex import compile_linear
 from . import jp_arith, jp_time
 from .gotypes import is_number, sprint, wildcard_match
 from .jp_semver import semver_matches
+
+
+MAX_TEXT = 8 << 20  # characters a function may build: beyond any rendering of a 3 MiB request
+MAX_MATCHES = 20_000  # replacements in one regex_replace_all call (~70 ms): no policy needs more on one string
 
 
 class JMESPathError(ValueError):
@@ -48,6 +52,33 @@ def _go_replacement(template: str) -> str:
     return re.sub(r"\$(\d+|[A-Za-z_]\w*)", r"\\g<\1>", out)
 
 
+def _check_size(size: int, function: str) -> None:
+    """Refuse before building: replace_all(text, 'a', text) on a 50 kB annotation built 2.5 GB on the event loop."""
+    if size > MAX_TEXT:
+        raise JMESPathError(f"{function}: the result would hold more than {MAX_TEXT} characters")
+
+
+def _replaced_size(text: str, old: str, new: str, count: int) -> int:
+    found = text.count(old) if old else len(text) + 1
+    return len(text) + (found if count < 0 else min(found, count)) * (len(new) - len(old))
+
+
+def _sub_limited(regex: Any, src: str, replace: Callable[[Any], str], function: str) -> str:
+    """regex.sub within bounds: RE2's Python wrapper pays ~3 us per match in Python, so a 2 MB string of
+    matches held the event loop 7 s; and a replacement that quotes the source grew the result quadratically."""
+    pieces, end, size = [], 0, len(src)
+    for count, match in enumerate(regex.finditer(src)):
+        if count == MAX_MATCHES:
+            raise JMESPathError(f"{function}: more than {MAX_MATCHES} matches")
+        text = replace(match)
+        size += len(text) - (match.end() - match.start())
+        _check_size(size, function)
+        pieces += (src[end:match.start()], text)
+        end = match.end()
+    pieces.append(src[end:])
+    return "".join(pieces)
+
+
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else sprint(value)
 
@@ -63,10 +94,12 @@ class KyvernoFunctions(functions.Functions):
 
     @functions.signature({"types": ["string"]}, {"types": ["string"]}, {"types": ["string"]}, {"types": ["number"]})
     def _func_replace(self, text, old, new, count):
+        _check_size(_replaced_size(text, old, new, int(count)), "replace")
         return text.replace(old, new, int(count)) if int(count) >= 0 else text.replace(old, new)
 
     @functions.signature({"types": ["string"]}, {"types": ["string"]}, {"types": ["string"]})
     def _func_replace_all(self, text, old, new):
+        _check_size(_replaced_size(text, old, new, -1), "replace_all")
         return text.replace(old, new)
 
     @functions.signature({"types": ["string"]})
@@ -91,11 +124,13 @@ class KyvernoFunctions(functions.Functions):
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]}, {"types": ["string", "number"]})
     def _func_regex_replace_all(self, pattern, src, repl):
-        return _go_regex(pattern).sub(_go_replacement(_str(repl)), _str(src))
+        template = _go_replacement(_str(repl))
+        return _sub_limited(_go_regex(pattern), _str(src), lambda m: m.expand(template), "regex_replace_all")
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]}, {"types": ["string", "number"]})
     def _func_regex_replace_all_literal(self, pattern, src, repl):
-        return _go_regex(pattern).sub(lambda _m: _str(repl), _str(src))
+        literal = _str(repl)
+        return _sub_limited(_go_regex(pattern), _str(src), lambda _m: literal, "regex_replace_all_literal")
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]})
     def _func_regex_match(self, pattern, src):
@@ -142,6 +177,8 @@ class KyvernoFunctions(functions.Functions):
 
     @functions.signature({"types": ["number"]}, {"types": ["number"]})
     def _func_round(self, value, digits):
+        if int(digits) > 308:  # past a double's range (as the error below says), and 10 ** 1e8 took minutes
+            raise JMESPathError(f"round: {int(digits)} digits is beyond a double")
         factor = 10 ** int(digits)
         result = int(abs(value) * factor + 0.5) / factor
         return -result if value < 0 else result
@@ -282,6 +319,7 @@ def _random_string(pattern: str) -> str:
     match = re.fullmatch(r"\[([^\]]+)\]\{(\d+)\}", pattern)
     if not match:
         raise JMESPathError(f"random: unsupported pattern {pattern!r} (expected [class]{{n}})")
+    _check_size(int(match.group(2)), "random")
     chars = []
     spec = match.group(1)
     for lo, hi in re.findall(r"(.)-(.)", spec):
@@ -322,7 +360,8 @@ def query(expression: str, data: Any) -> Any:
         result = _INTERPRETER.visit(parsed.parsed, data)
     except JMESPathError:
         raise
-    except (jmespath.exceptions.JMESPathError, TypeError, ValueError, ZeroDivisionError) as exc:
+    except (jmespath.exceptions.JMESPathError, TypeError, ValueError, ArithmeticError, re.error) as exc:
+        # ArithmeticError: round(`1e308`, `1`) overflows; re.error: a pattern RE2 finds too large
         raise JMESPathError(f"JMESPath query failed: {exc}") from exc
     if result is None:
         _raise_if_missing(parsed.parsed, data)

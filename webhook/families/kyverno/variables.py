@@ -5,6 +5,11 @@ A string that is exactly one variable takes the variable's value (any JSON type)
 value is rendered (JSON for non-strings). Substitution repeats until no variable is left, so nested
 ``{{ a.{{ b }} }}`` resolve inside out; ``\\{{`` escapes a variable and ``{{- expr }}`` substitutes once
 without re-scanning its result.
+
+A resolved value may itself hold ``{{ }}`` (an annotation of the request, say) and is scanned again, as in
+Kyverno; that is bounded here: a string gets one pass more than it has ``{{`` of its own (enough for any
+nesting the policy wrote) and may not grow beyond MAX_TEXT. An annotation that names itself looped forever,
+one that names itself twice doubled the string each pass.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .gotypes import to_json_text
-from .jmespath_functions import JMESPathError, query
+from .jmespath_functions import MAX_TEXT, JMESPathError, query
 
 VARIABLE = re.compile(r"(^|[^\\])(\{\{(?:\{[^{}]*\}|[^{}])*\}\})")
 VARIABLE_AT_START = re.compile(r"^\{\{(\{[^{}]*\}|[^{}])*\}\}")
@@ -99,7 +104,12 @@ def substitute_string(value: str, ctx: Context, resolver: Resolver = default_res
     if "{{" not in value:
         return value
     found = [m.group(0) for m in VARIABLE.finditer(value)]
+    allowed = passes = value.count("{{") + 1
     while found:
+        passes -= 1
+        if passes < 0:
+            raise SubstitutionError(f"variables at {_where(path)} still unresolved after {allowed} passes: "
+                                    "a substituted value holds variables again")
         original = value
         shallow = False
         for occurrence in found:
@@ -116,6 +126,9 @@ def substitute_string(value: str, ctx: Context, resolver: Resolver = default_res
                 resolved = resolved.replace("{{", "\\{{")
             text = resolved if isinstance(resolved, str) else to_json_text(resolved)
             value = value.replace(prefix + token, prefix + text, 1)
+            if len(value) > MAX_TEXT:
+                raise SubstitutionError(f"substituting variables at {_where(path)} makes a string of more "
+                                        f"than {MAX_TEXT} characters")
         found = [] if shallow else [m.group(0) for m in VARIABLE.finditer(value)]
     return value.replace("\\{{", "{{")
 
@@ -131,8 +144,11 @@ def _resolve(resolver: Resolver, ctx: Context, expression: str, path: tuple[str,
     try:
         return resolver(ctx, expression)
     except JMESPathError as exc:
-        where = "/" + "/".join(path) if path else "/"
-        raise SubstitutionError(f"failed to resolve {expression} at path {where}: {exc}") from exc
+        raise SubstitutionError(f"failed to resolve {expression} at path {_where(path)}: {exc}") from exc
+
+
+def _where(path: tuple[str, ...]) -> str:
+    return "/" + "/".join(path) if path else "/"
 
 
 def _at_path(ctx: Context, path: tuple[str, ...]) -> str:
