@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeVar
@@ -150,10 +151,11 @@ class AdmissionEngine:
         self.on_deleted = on_deleted
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
-    def _context(self, request: AdmissionRequest, background: bool = False) -> EvalContext:
+    def _context(self, request: AdmissionRequest, background: bool = False,
+                 budget: float = DEFAULT_BUDGET) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
         return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
-                           request=request, background=background)
+                           request=request, background=background, deadline=time.monotonic() + budget)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
                  ctx: EvalContext, out: _Collected, synced: bool = True) -> bool:
@@ -178,7 +180,7 @@ class AdmissionEngine:
         policies = self.store.snapshot.policies_for(Phase.MUTATE)
         if request.object is None or not policies:
             return MutateResult(_ALLOWED, request.object)
-        ctx = self._context(request)
+        ctx = self._context(request, budget=budget)
         synced = bool(getattr(self.state, "synced", True))
         # request.object is never changed: a policy that edits in place gets its own copy (and a failure
         # half-way leaves `obj` as it was); one that says `copies_input` builds a new object itself
@@ -259,7 +261,7 @@ class AdmissionEngine:
         snapshot = self.store.snapshot
         policies = snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
-        ctx = self._context(request, background)
+        ctx = self._context(request, background, budget)
         synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
         todo = [p for p in policies if p.background] if background else policies

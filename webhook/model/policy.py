@@ -57,6 +57,9 @@ class EvalContext:
     lookups: Lookups = NO_LOOKUPS  # objects, global context, HTTP, images: what the cluster state can answer
     request: AdmissionRequest | None = None
     background: bool = False  # a background scan re-checks an object the state already holds
+    # time.monotonic() by which the request is answered (its budget): long loops inside one policy's
+    # synchronous evaluation (Kyverno foreach) stop there instead of holding the event loop
+    deadline: float = float("inf")
     # per-request scratch space: the `request` variable (built on first use) and whatever a family computes once
     # per request and shares between its policies, under keys the family owns (e.g. its converted activations)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Mapping
 
 from webhook.model.jsoncopy import clone
@@ -28,6 +29,15 @@ def element_context(ctx: Context, element: Any, index: int, nesting: int) -> Con
                               "elementIndex": index, f"elementIndex{nesting}": index})
 
 
+def _past_deadline(env: RuleEnv, index: int, count: int) -> Outcome | None:
+    """An error once the request's deadline has passed. Each element can cost a walk of the whole object (a
+    strategic-merge anchor over every container: quadratic in the list), so a long list must not hold the
+    event loop past the time the API server waits; the rule errs and its failure policy decides."""
+    if time.monotonic() <= env.deadline:
+        return None
+    return Outcome(ERROR, f"foreach stopped at element {index} of {count}: the request's time budget ran out")
+
+
 def validate_foreach(name: str, entries: list, ctx: Context, env: RuleEnv, resource: Any,
                      nesting: int, message: str = "") -> Outcome | None:
     """``message``: the rule's validate.message, which Kyverno renders for every element that fails."""
@@ -42,6 +52,9 @@ def validate_foreach(name: str, entries: list, ctx: Context, env: RuleEnv, resou
                 list_error = exc
             continue
         for index, element in enumerate(elements):
+            late = _past_deadline(env, index, len(elements))
+            if late is not None:
+                return late
             if element is None:
                 continue
             if entry.get("elementScope") is True and not isinstance(element, dict):
@@ -80,6 +93,9 @@ def mutate_foreach(entries: list, ctx: Context, env: RuleEnv, resource: dict, ne
             return resource, Outcome(ERROR, f"failed to evaluate list {entry.get('list')}: {exc}")
         order = range(len(elements) - 1, -1, -1) if entry.get("order") == "Descending" else range(len(elements))
         for index in order:
+            late = _past_deadline(env, index, len(elements))
+            if late is not None:
+                return resource, late
             element = elements[index]
             resource, failure = _mutate_element(entry, ctx, env.for_element(index), resource, element, index, nesting)
             if failure is not None:

@@ -27,6 +27,7 @@ class RuleEnv:
     # a test's foreachValues for one rule: per context entry name, one value per foreach element
     rule_foreach_values: Callable[[str], Mapping[str, list]] | None = None
     foreach_values: Mapping[str, list] = field(default_factory=dict)
+    deadline: float = float("inf")  # time.monotonic() by which the request is answered (EvalContext.deadline)
 
     def for_rule(self, rule: str) -> "RuleEnv":
         if self.rule_values is None:
@@ -34,7 +35,7 @@ class RuleEnv:
         values = self.rule_values(rule)
         per_element = self.rule_foreach_values(rule) if self.rule_foreach_values else {}
         return RuleEnv(self.lookups, {**self.overrides, **values}, self.cel, self.namespace_object,
-                       foreach_values=per_element)
+                       foreach_values=per_element, deadline=self.deadline)
 
     def for_element(self, index: int) -> "RuleEnv":
         """Values a test gives the context entries of the index-th foreach element."""
@@ -42,4 +43,4 @@ class RuleEnv:
             return self
         picked = {name: values[index] for name, values in self.foreach_values.items() if index < len(values)}
         return RuleEnv(self.lookups, {**self.overrides, **picked}, self.cel, self.namespace_object,
-                       foreach_values=self.foreach_values)
+                       foreach_values=self.foreach_values, deadline=self.deadline)

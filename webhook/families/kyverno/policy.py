@@ -83,7 +83,7 @@ class KyvernoCompiledPolicy:
         foreach_for = getattr(ctx.lookups, "foreach_values_for", None)
         rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
         env = RuleEnv(lookups=ctx.lookups, overrides=values, cel=self.cel, namespace_object=ctx.namespace,
-                      rule_values=rule_values, rule_foreach_values=rule_foreach)
+                      rule_values=rule_values, rule_foreach_values=rule_foreach, deadline=ctx.deadline)
         return data, env
 
     def _roles(self, request: AdmissionRequest, ctx: EvalContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
