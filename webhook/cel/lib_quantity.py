@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.values import describe, expect, opaque, opaque_type
-from webhook.model.quantity import parse_quantity
+from webhook.model.quantity import QuantityRangeError, parse_quantity
 
 _INT64 = 2**63
 _NANO = Fraction(1, 10**9)
@@ -41,15 +41,64 @@ def quantity(text: str) -> dict[str, Any]:
     return opaque("quantity", text=_canonical_text(text))
 
 
+# resource.ParseQuantity's three errors, in its words (policies and tests match on them)
+_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([-+]?[0-9]*)")
+_DECIMAL_SUFFIX = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+# the largest decimal magnitude read exactly beyond the model's 2^63 bound: Kubernetes keeps such a
+# value exact (inf.Dec); past this we keep the model's refusal (10^99999999 would be built digit by digit)
+_BIG_DIGITS = 100
+
+
 def _parse(text: str) -> Fraction:
     if not isinstance(text, str) or text != text.strip() or not text:
-        raise ValueError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
-    return parse_quantity(text)
+        raise ValueError(_FORMAT_WRONG)
+    try:
+        return parse_quantity(text)
+    except QuantityRangeError:
+        big = _parse_big(text)
+        if big is None:
+            raise
+        return big
+    except ValueError:
+        raise ValueError(_kubernetes_error(text)) from None
+
+
+def _kubernetes_error(text: str) -> str:
+    match = _SHAPE.fullmatch(text)
+    if match is None or not (match[2] or match[3] is not None):
+        return _FORMAT_WRONG
+    suffix = match[4] + match[5]
+    if match[4] in _DECIMAL_SUFFIX or match[4] in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei") and not match[5]:
+        return "unable to parse numeric part of quantity"
+    if match[4] in ("e", "E") and match[5].lstrip("+-"):
+        return "unable to parse numeric part of quantity"
+    return f"unable to parse quantity's suffix: {suffix!r}"
+
+
+def _parse_big(text: str) -> Fraction | None:
+    """A well-formed decimal quantity of 2^63 or more, exactly (Kubernetes compares and adds such values;
+    they are no integers), as long as its magnitude stays within _BIG_DIGITS digits."""
+    match = _SHAPE.fullmatch(text)
+    if match is None:
+        return None
+    sign, num, denom, letters, exp = match[1], match[2], match[3] or "", match[4], match[5]
+    if letters in ("e", "E") and exp.lstrip("+-"):
+        exponent = int(exp)
+    elif letters in _DECIMAL_SUFFIX and not exp:
+        exponent = _DECIMAL_SUFFIX[letters]
+    else:
+        return None
+    if len(num) + exponent > _BIG_DIGITS:
+        return None
+    value = Fraction(int(num + denom or "0"), 10 ** len(denom)) * Fraction(10) ** exponent
+    nanos = math.ceil(value / _NANO)
+    return (-1 if sign == "-" else 1) * nanos * _NANO
 
 
 @functools.lru_cache(maxsize=4096)
 def _parse_canonical(text: str) -> Fraction:
-    return parse_quantity(text)
+    return _parse(text)
 
 
 def _amount(value: Any) -> Fraction:
