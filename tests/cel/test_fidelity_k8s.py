@@ -179,7 +179,10 @@ URLS = [
     # Go keeps a path's own valid escapes (EscapedPath returns RawPath) and refuses opaque URIs for requests
     ("url('https://example.com/a%2Fb').getEscapedPath()", "/a%2Fb"),
     ("url('https://example.com/a!b(c)').getEscapedPath()", "/a!b(c)"),
-    ("isURL('mailto:someone@example.com') || isURL('https://example.com/\\tx')", False),
+    ("isURL('mailto:someone@example.com') && url('mailto:someone@example.com?x=1').getEscapedPath() == ''", True),
+    ("isURL('https://example.com/\\tx') || isURL('https://exa mple.com/') || isURL('')", False),
+    ("url('HTTPS://example.com/p#frag').getScheme() + url('//host/p').getHost()", 'httpshost'),
+    ("url('https://example.com/?a=1;b=2&c=%zz&d=x+y').getQuery()", {'d': ['x y']}),
 ]
 URL_ERRORS = [
     ("url('https://a:b:c/')", "URL parse error during conversion from string"),
