@@ -5,7 +5,8 @@ ext/formatting.go): the clauses %s %d %f %e %b %o %x %X and %%, with cel-go's ow
   and strings, bytes, timestamps and durations are written as CEL literals (`["a", 3.140000,
   timestamp("...")]`), map entries sorted by their rendered key.
 - %f and %e take doubles only (or the strings "NaN", "Infinity", "-Infinity"); cel-go renders them
-  through golang.org/x/text for its default locale (en_US): infinities as `∞`, %e as `1.052033 × 10⁰³`,
+  through golang.org/x/text for its default locale (en_US): thousands grouped (`1,234.50`), infinities
+  as `∞`, %e as `1.052033 × 10⁰³`,
   and the precision of %e read as a width (what cel-go's `%%%de` does).
 - %b takes integers and bools; %x and %X also strings and bytes (their UTF-8 bytes in hex).
 """
@@ -179,7 +180,8 @@ def _format_one(verb: str, precision: int | None, value: Any) -> str:
     if verb == "f":
         number = _floating("f", value)
         special = _localized_special(number)
-        return special if special is not None else f"{number:.{6 if precision is None else precision}f}"
+        # x/text groups the whole part for en_US, as its documentation shows (123,456.78)
+        return special if special is not None else f"{number:,.{6 if precision is None else precision}f}"
     if verb == "e":
         return _scientific(_floating("e", value), 6 if precision is None else precision)
     if verb == "b":
