@@ -143,6 +143,10 @@ CIDR = [
     ("cidr('2001:db8:1::/32').masked() == cidr('2001:db8::/32')", True),
     ("cidr('2001:db8::/32').prefixLength()", 32),
     ("string(cidr('192.168.0.0/24'))", "192.168.0.0/24"),
+    # netip.ParsePrefix: the written address is kept (not masked); bits are plain decimal without a leading zero
+    ("string(cidr('10.0.0.1/8'))", "10.0.0.1/8"),
+    ("isCIDR('192.168.0.0/024') || isCIDR('192.168.0.0/33') || isCIDR('::1/129') || isCIDR('fe80::1%eth0/64')", False),
+    ("isCIDR('1.2.3.4/0') && !cidr('0.0.0.0/0').containsIP('::1')", True),
 ]
 CIDR_ERRORS = [
     ("cidr('192.168.0.0/')", "network address parse error during conversion from string"),

@@ -55,7 +55,8 @@ def _is_link_local_multicast(value: Any) -> bool:
 
 def _parse_cidr(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
     address, slash, prefix = text.partition("/")
-    if not slash or not prefix.isdigit():
+    # Go's netip.ParsePrefix (1.22+): ASCII digits, no leading zero ("/024" is refused, "/0" is not)
+    if not slash or not (prefix.isascii() and prefix.isdigit()) or (len(prefix) > 1 and prefix[0] == "0"):
         raise ValueError(f"network address parse error during conversion from string: {text!r}")
     _parse_ip(address)
     try:
