@@ -67,6 +67,11 @@ SEMVER = [
     ("semver('1.0.0').compareTo(semver('1.2.3'))", -1),
     ("semver('1.2.3').compareTo(semver('1.0.0'))", 1),
     ("[semver('1.2.3').major(), semver('1.2.3').minor(), semver('1.2.3').patch()]", [1, 2, 3]),
+    # semverlib.go's normalizeAndParse: leading zeros of each part go, the third part keeps its suffix
+    ("semver('v01.02.003-rc.1', true) == semver('1.2.3-rc.1') && semver('00.0', true) == semver('0.0.0')", True),
+    ("isSemver('1.2-rc.1', true) || isSemver('1+build', true) || isSemver('1.2.03-01', true) || isSemver('vv1', true)", False),
+    ("semver('1.0.0-alpha').isLessThan(semver('1.0.0-alpha.1')) && semver('1.0.0-beta.2').isLessThan(semver('1.0.0-beta.11'))", True),
+    ("semver('1.0.0-rc.1').isLessThan(semver('1.0.0')) && semver('1.0.0+b1').compareTo(semver('1.0.0+b2')) == 0", True),
 ]
 SEMVER_ERRORS = [
     ("semver('v1.0')", "semver|Major.Minor.Patch"),

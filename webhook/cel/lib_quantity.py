@@ -140,15 +140,19 @@ _SEMVER = re.compile(
 
 
 def _normalize(text: str) -> str:
-    """semver(s, true): drop a leading v, fill missing minor/patch, drop leading zeros."""
-    text = text[1:] if text.startswith("v") else text
-    match = re.match(r"^([0-9.]*)(.*)$", text, re.S)
-    assert match is not None
-    core, rest = match[1], match[2]
-    parts = core.split(".")
-    if not core or len(parts) > 3 or not all(p.isdigit() for p in parts):
-        return text
-    return ".".join([str(int(p)) for p in parts] + ["0"] * (3 - len(parts))) + rest
+    """semver(s, true) as Kubernetes' normalizeAndParse: drop one leading v, split in at most three parts on
+    '.', strip each part's leading zeros, fill a missing minor/patch with 0 (a short version with a
+    pre-release or build is refused)."""
+    parts = text.removeprefix("v").split(".", 2)
+    for i, part in enumerate(parts):
+        if len(part) > 1:
+            stripped = part.lstrip("0")
+            parts[i] = stripped if stripped[:1].isdigit() and stripped[:1].isascii() else "0" + stripped
+    if len(parts) < 3:
+        if any(c in parts[-1] for c in "+-"):
+            raise ValueError("error converting string to semver: short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return ".".join(parts)
 
 
 def semver(text: str, normalize: bool = False) -> dict[str, Any]:
