@@ -192,6 +192,8 @@ URLS = [
     ("isURL('https://example.com/\\tx') || isURL('https://exa mple.com/') || isURL('')", False),
     ("url('HTTPS://example.com/p#frag').getScheme() + url('//host/p').getHost()", 'httpshost'),
     ("url('https://example.com/?a=1;b=2&c=%zz&d=x+y').getQuery()", {'d': ['x y']}),
+    ("url('https://[fe80::1%25en0]:8080/').getHost() + ' ' + url('https://[fe80::1%25en0]:8080/').getHostname()",
+     "[fe80::1%en0]:8080 fe80::1%en0"),
 ]
 URL_ERRORS = [
     ("url('https://a:b:c/')", "URL parse error during conversion from string"),
@@ -218,6 +220,8 @@ LISTS = [
     ("[timestamp('2020-01-01T00:00:00Z'), timestamp('2021-01-01T00:00:00Z')].isSorted()", True),
     ("[b'b', b'a'].min() == b'a'", True),
     ("[true, false].max()", True),
+    ("[duration('2s'), duration('1s')].min() == duration('1s')", True),
+    ("[timestamp('2020-01-01T00:00:00Z'), timestamp('2021-01-01T00:00:00Z')].max() == timestamp('2021-01-01T00:00:00Z')", True),
 ]
 LISTS_ERRORS = [
     ("[].min()", "min called on empty list"),

@@ -107,7 +107,7 @@ def _parse(text: str, via_request: bool) -> _Parts:
             raise _fail(text, "invalid userinfo")
         _check_host(host, text)
     _unescape(rest, text)
-    return _Parts(scheme, host, rest, query, opaque=False)
+    return _Parts(scheme, _unescape(host, text), rest, query, opaque=False)  # Go keeps the host unescaped
 
 
 def _parse_url(text: str) -> _Parts:
