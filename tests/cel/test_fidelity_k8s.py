@@ -72,6 +72,8 @@ SEMVER = [
     ("isSemver('1.2-rc.1', true) || isSemver('1+build', true) || isSemver('1.2.03-01', true) || isSemver('vv1', true)", False),
     ("semver('1.0.0-alpha').isLessThan(semver('1.0.0-alpha.1')) && semver('1.0.0-beta.2').isLessThan(semver('1.0.0-beta.11'))", True),
     ("semver('1.0.0-rc.1').isLessThan(semver('1.0.0')) && semver('1.0.0+b1').compareTo(semver('1.0.0+b2')) == 0", True),
+    # Semver.Equal is blang's EQ: build metadata does not count
+    ("semver('1.0.0+b1') == semver('1.0.0+b2') && semver('1.0.0-rc.1+b') != semver('1.0.0')", True),
 ]
 SEMVER_ERRORS = [
     ("semver('v1.0')", "semver|Major.Minor.Patch"),

@@ -159,7 +159,8 @@ def semver(text: str, normalize: bool = False) -> dict[str, Any]:
     candidate = _normalize(text) if normalize else text
     if not _SEMVER.match(candidate):
         raise ValueError(f"error converting string to semver: invalid semantic version {text!r}")
-    return opaque("semver", text=candidate)
+    # Kubernetes' Semver.Equal is blang's EQ, which ignores build metadata: 1.0.0+a == 1.0.0+b
+    return opaque("semver", text=candidate.partition("+")[0])
 
 
 def _is_semver(text: str, normalize: bool = False) -> bool:
