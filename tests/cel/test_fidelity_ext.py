@@ -252,3 +252,27 @@ def test_cel_go_error_table(compiler, expression, message):
     program = compile_or_skip(compiler, expression)
     with pytest.raises(CelError, match=message):
         program.evaluate({})
+
+
+# cel-go's ext/math_test.go and ext/encoders_test.go: built into the C++ runtime; cel-python refuses them
+# at compile time with a clear error (the backend convention), never a wrong value
+MATH_ENCODERS = [
+    ("math.least(-1, 0)", -1), ("math.greatest([1, 2, 3])", 3), ("math.greatest(1, 2.5)", 2.5),
+    ("math.ceil(1.2)", 2.0), ("math.floor(-1.2)", -2.0), ("math.round(1.5)", 2.0), ("math.round(-1.5)", -2.0),
+    ("math.trunc(-1.7)", -1.0), ("math.abs(-1)", 1), ("math.sign(-2.5)", -1.0), ("math.isNaN(0.0/0.0)", True),
+    ("math.isInf(1.0/0.0)", True), ("math.isFinite(1.0)", True), ("math.bitOr(1, 2)", 3),
+    ("math.bitAnd(3, 5)", 1), ("math.bitXor(3, 5)", 6), ("math.bitNot(1)", -2), ("math.bitShiftLeft(1, 2)", 4),
+    ("math.bitShiftRight(-1024, 3)", 2305843009213693824), ("base64.encode(b'hello')", "aGVsbG8="),
+    ("base64.decode('aGVsbG8=')", b"hello"), ("base64.decode('aGVsbG8')", b"hello"),
+]
+
+
+@pytest.mark.parametrize("expression,expected", MATH_ENCODERS)
+def test_math_and_encoders_on_the_cpp_runtime(cpp, expression, expected):
+    assert cpp.compile(expression).evaluate({}) == expected
+
+
+def test_cel_python_refuses_math_and_encoders_clearly():
+    from webhook.cel import CelCompiler
+    with pytest.raises(CelError, match="not supported by the cel-python backend"):
+        CelCompiler("cel-python").compile("math.greatest(1, 2)")
