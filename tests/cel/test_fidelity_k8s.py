@@ -46,7 +46,9 @@ QUANTITY_ERRORS = [
     ("quantity('10Mo')", "quantities must match the regular expression"),
     ("quantity('10Mm')", "unable to parse quantity's suffix"),
     ("quantity('9999999999999999999999999999999999999G').asInteger()", "cannot convert value to integer"),
-    ("quantity('200K')", "quantit"),
+    ("quantity('200K')", "unable to parse quantity's suffix"),
+    ("quantity('1e99999999999999999999')", "unable to parse quantity's suffix"),
+    ("quantity('1.2.3')", "quantities must match the regular expression"),
 ]
 
 # semver_test.go (SemverVersion 1: the normalizing overloads)
