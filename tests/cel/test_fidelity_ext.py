@@ -1,11 +1,10 @@
 """cel-go's extension tables (ext/strings_test.go, ext/formatting_test.go at StringsVersion 2 as Kubernetes
 enables it, ext/lists_test.go, ext/sets_test.go) and Kubernetes' regex library, restated as
-expression -> outcome and run on both backends."""
+expression -> outcome; tests/cel/test_fidelity_k8s.py runs these tables with Kubernetes' own on both backends."""
 
 import pytest
 
-from webhook.cel import CelError
-from tests.cel.test_libraries import compile_or_skip
+from webhook.cel import CelCompiler, CelError
 
 STRINGS = [
     ("'tacocat'.charAt(3)", "o"),
@@ -241,19 +240,6 @@ TABLES = STRINGS + FORMAT + LISTS_EXT + SETS + REGEX
 ERRORS = STRINGS_ERRORS + FORMAT_ERRORS + LISTS_EXT_ERRORS + REGEX_ERRORS
 
 
-@pytest.mark.parametrize("expression,expected", TABLES)
-def test_cel_go_table(compiler, expression, expected):
-    result = compile_or_skip(compiler, expression).evaluate({})
-    assert result == expected and type(result) is type(expected)
-
-
-@pytest.mark.parametrize("expression,message", ERRORS)
-def test_cel_go_error_table(compiler, expression, message):
-    program = compile_or_skip(compiler, expression)
-    with pytest.raises(CelError, match=message):
-        program.evaluate({})
-
-
 # cel-go's ext/math_test.go and ext/encoders_test.go: built into the C++ runtime; cel-python refuses them
 # at compile time with a clear error (the backend convention), never a wrong value
 MATH_ENCODERS = [
@@ -273,6 +259,5 @@ def test_math_and_encoders_on_the_cpp_runtime(cpp, expression, expected):
 
 
 def test_cel_python_refuses_math_and_encoders_clearly():
-    from webhook.cel import CelCompiler
     with pytest.raises(CelError, match="not supported by the cel-python backend"):
         CelCompiler("cel-python").compile("math.greatest(1, 2)")
