@@ -143,6 +143,10 @@ FORMAT = [
     ("'true bool: %s, false bool: %s'.format([true, false])", "true bool: true, false bool: false"),
     ("'%s %s'.format([1000000.0, 123456.0])", "1e+06 123456"),
     ("'%s'.format([dyn([6, 4.2, 'a string'])])", '[6, 4.200000, "a string"]'),
+    # RFC3339Nano trims the fraction; Go's %q writes a byte that is no UTF-8 as \x..
+    ("'%s'.format([timestamp('2023-02-03T23:31:20.500Z')])", "2023-02-03T23:31:20.5Z"),
+    ("'%s'.format([[timestamp('2023-02-03T23:31:20.120Z'), b'\\xff\\x01a']])",
+     '[timestamp("2023-02-03T23:31:20.12Z"), b"\\xff\\x01a"]'),
 ]
 FORMAT_ERRORS = [
     ("'%a'.format([1])", 'unrecognized formatting clause "a"|unrecognized formatting clause .a.'),

@@ -59,6 +59,8 @@ def _go_quote(text: str) -> str:
             out.append(_GO_ESCAPES[ch])
         elif ch.isprintable() or ch == " ":
             out.append(ch)
+        elif "\udc80" <= ch <= "\udcff":  # a byte that is no UTF-8 (bytes decoded with surrogateescape)
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
         elif ord(ch) < 0x10000:
             out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x80 else f"\\u{ord(ch):04x}")
         else:
@@ -67,7 +69,13 @@ def _go_quote(text: str) -> str:
 
 
 def _timestamp(value: datetime.datetime) -> str:
-    return str(to_json(value))
+    """Go's RFC3339Nano, as cel-go converts a timestamp to a string: the fraction without trailing zeros."""
+    text = str(to_json(value))
+    if "." not in text:
+        return text
+    whole, _, fraction = text[:-1].partition(".")
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}Z" if fraction else f"{whole}Z"
 
 
 def _no_string_clause(value: Any) -> TypeError:
@@ -106,7 +114,7 @@ def _as_member(value: Any) -> str:
     if kind == "string":
         return _go_quote(value)
     if kind == "bytes":
-        return "b" + _go_quote(bytes(value).decode("utf-8", "replace"))
+        return "b" + _go_quote(bytes(value).decode("utf-8", "surrogateescape"))
     if kind == "double":
         text = f"{value:.6f}" if math.isfinite(value) else go_double(value)
         return text if math.isfinite(value) else f'"{text}"'
