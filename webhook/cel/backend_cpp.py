@@ -51,8 +51,15 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
             raise RuntimeError(with_name(name, exc)) from None
         if result_has_nul(result):  # the runtime will cut it: the evaluation is redone exactly (nul.py)
             nul_results.seen += 1
+        if may_hold_times and (isinstance(result, _TIMES) or
+                               (type(result) is list and any(isinstance(x, _TIMES) for x in result))):
+            return _protos(result)  # a duration sum, a sorted list of timestamps: the runtime refuses Python's
         return result
+    may_hold_times = overload.result in ("dyn", "list", "duration", "timestamp")
     return call
+
+
+_TIMES = (datetime.datetime, datetime.timedelta)
 
 
 def _opaque_text(value: Mapping[str, Any]) -> str:

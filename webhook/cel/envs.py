@@ -8,7 +8,8 @@ from webhook.cel.functions import Library
 from webhook.cel.lib_admission import AUTHORIZER, AUTHZ, JSONPATCH
 from webhook.cel.lib_kyverno import KYVERNO
 from webhook.cel.lib_lists import LISTS, REGEX, REGEX_EXT, SETS
-from webhook.cel.lib_net import CIDR, IP, URLS
+from webhook.cel.lib_net import CIDR, IP
+from webhook.cel.lib_url import URLS
 from webhook.cel.lib_quantity import QUANTITY, SEMVER
 from webhook.cel.lib_strings import STRINGS
 

@@ -75,6 +75,9 @@ def flatten(items: Sequence[Any], depth: int = 1) -> list[Any]:
 
 
 def sort(items: Sequence[Any]) -> list[Any]:
+    """cel-go's sort wants elements of one type (`[1, 2.0].sort()` is an error, unlike min/max)."""
+    if len({kind_of(item) for item in items}) > 1:
+        raise TypeError("list elements must have the same type")
     _check_comparable(items)
     return sorted(items)
 
@@ -117,7 +120,7 @@ def find(text: str, pattern: str) -> str:
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     if limit == 0:
         return []
-    found = [m.group(0) for m in _regex(pattern).finditer(text)]
+    found = [m.group(0) for m in _go_matches(_regex(pattern), text)]  # Go's FindAllString
     return found if limit < 0 else found[:limit]
 
 

@@ -1,63 +1,14 @@
-"""Kubernetes url, ip and cidr libraries; values are tagged maps holding the canonical text."""
+"""Kubernetes ip and cidr libraries; values are tagged maps holding the canonical text."""
 
 from __future__ import annotations
 
 import ipaddress
-import urllib.parse
 from typing import Any
 
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.values import expect, opaque, opaque_type
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def _parse_url(text: str) -> urllib.parse.SplitResult:
-    """Kubernetes accepts absolute URLs and absolute paths, nothing relative."""
-    try:
-        parts = urllib.parse.urlsplit(text)
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError as exc:
-        raise ValueError(f"URL parse error during conversion from string: {exc}") from None
-    if not parts.scheme and not text.startswith("/"):
-        raise ValueError(f"URL parse error during conversion from string: {text!r} is not absolute")
-    if any(c in text for c in " \t\n"):
-        raise ValueError(f"URL parse error during conversion from string: {text!r} contains whitespace")
-    return parts
-
-
-def url(text: str) -> dict[str, Any]:
-    _parse_url(text)
-    return opaque("url", text=text)
-
-
-def _is_url(text: str) -> bool:
-    try:
-        _parse_url(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _url_parts(value: Any) -> urllib.parse.SplitResult:
-    return _parse_url(expect(value, "url")["text"])
-
-
-def _hostname(value: Any) -> str:
-    host = _url_parts(value).netloc.rpartition("@")[2]
-    if host.startswith("["):
-        return host[1:host.index("]")]
-    return host.rpartition(":")[0] if ":" in host else host
-
-
-def _port(value: Any) -> str:
-    host = _url_parts(value).netloc.rpartition("@")[2]
-    tail = host.rpartition("]")[2] if host.startswith("[") else host
-    return tail.rpartition(":")[2] if ":" in tail else ""
-
-
-def _query(value: Any) -> dict[str, list[str]]:
-    return {k: v for k, v in urllib.parse.parse_qs(_url_parts(value).query, keep_blank_values=True).items()}
 
 
 def _parse_ip(text: str) -> Address:
@@ -104,7 +55,8 @@ def _is_link_local_multicast(value: Any) -> bool:
 
 def _parse_cidr(text: str) -> ipaddress.IPv4Interface | ipaddress.IPv6Interface:
     address, slash, prefix = text.partition("/")
-    if not slash or not prefix.isdigit():
+    # Go's netip.ParsePrefix (1.22+): ASCII digits, no leading zero ("/024" is refused, "/0" is not)
+    if not slash or not (prefix.isascii() and prefix.isdigit()) or (len(prefix) > 1 and prefix[0] == "0"):
         raise ValueError(f"network address parse error during conversion from string: {text!r}")
     _parse_ip(address)
     try:
@@ -138,17 +90,6 @@ def _family(value: Any) -> int:
     kind = opaque_type(value)
     return (_addr(value) if kind == "ip" else _iface(value)).version
 
-
-URLS = Library("urls", (
-    fn("url", ["string"], "map", url),
-    fn("isURL", ["string"], "bool", _is_url),
-    method("getScheme", ["map"], "string", lambda u: _url_parts(u).scheme),
-    method("getHost", ["map"], "string", lambda u: _url_parts(u).netloc.rpartition("@")[2]),
-    method("getHostname", ["map"], "string", _hostname),
-    method("getPort", ["map"], "string", _port),
-    method("getEscapedPath", ["map"], "string", lambda u: urllib.parse.quote(urllib.parse.unquote(_url_parts(u).path), safe="/:@!$&'()*+,;=-._~")),
-    method("getQuery", ["map"], "map", _query),
-))
 
 IP = Library("ip", (
     fn("ip", ["string"], "map", ip),

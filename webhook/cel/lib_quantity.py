@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.values import describe, expect, opaque, opaque_type
-from webhook.model.quantity import parse_quantity
+from webhook.model.quantity import QuantityRangeError, parse_quantity
 
 _INT64 = 2**63
 _NANO = Fraction(1, 10**9)
@@ -41,15 +41,61 @@ def quantity(text: str) -> dict[str, Any]:
     return opaque("quantity", text=_canonical_text(text))
 
 
+# resource.ParseQuantity's three errors, in its words (policies and tests match on them)
+_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([-+]?[0-9]*)")
+_DECIMAL_SUFFIX = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+# the largest decimal magnitude read exactly beyond the model's 2^63 bound: Kubernetes keeps such a
+# value exact (inf.Dec); past this we keep the model's refusal (10^99999999 would be built digit by digit)
+_BIG_DIGITS = 100
+
+
 def _parse(text: str) -> Fraction:
     if not isinstance(text, str) or text != text.strip() or not text:
-        raise ValueError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
-    return parse_quantity(text)
+        raise ValueError(_FORMAT_WRONG)
+    try:
+        return parse_quantity(text)
+    except QuantityRangeError:
+        big = _parse_big(text)
+        if big is None:
+            raise
+        return big
+    except ValueError:
+        raise ValueError(_kubernetes_error(text)) from None
+
+
+def _kubernetes_error(text: str) -> str:
+    """Which of ParseQuantity's errors: a text of the right shape fails on its suffix (an unknown one, or an
+    exponent beyond 64 bits); anything else is the wrong format."""
+    match = _SHAPE.fullmatch(text)
+    if match is None:
+        return _FORMAT_WRONG
+    return f"unable to parse quantity's suffix: {match[4] + match[5]!r}"
+
+
+def _parse_big(text: str) -> Fraction | None:
+    """A well-formed decimal quantity of 2^63 or more, exactly (Kubernetes compares and adds such values;
+    they are no integers), as long as its magnitude stays within _BIG_DIGITS digits."""
+    match = _SHAPE.fullmatch(text)
+    if match is None:
+        return None
+    sign, num, denom, letters, exp = match[1], match[2], match[3] or "", match[4], match[5]
+    if letters in ("e", "E") and exp.lstrip("+-"):
+        exponent = int(exp)
+    elif letters in _DECIMAL_SUFFIX and not exp:
+        exponent = _DECIMAL_SUFFIX[letters]
+    else:
+        return None
+    if len(num) + exponent > _BIG_DIGITS:
+        return None
+    value = Fraction(int(num + denom or "0"), 10 ** len(denom)) * Fraction(10) ** exponent
+    nanos = math.ceil(value / _NANO)
+    return (-1 if sign == "-" else 1) * nanos * _NANO
 
 
 @functools.lru_cache(maxsize=4096)
 def _parse_canonical(text: str) -> Fraction:
-    return parse_quantity(text)
+    return _parse(text)
 
 
 def _amount(value: Any) -> Fraction:
@@ -91,22 +137,27 @@ _SEMVER = re.compile(
 
 
 def _normalize(text: str) -> str:
-    """semver(s, true): drop a leading v, fill missing minor/patch, drop leading zeros."""
-    text = text[1:] if text.startswith("v") else text
-    match = re.match(r"^([0-9.]*)(.*)$", text, re.S)
-    assert match is not None
-    core, rest = match[1], match[2]
-    parts = core.split(".")
-    if not core or len(parts) > 3 or not all(p.isdigit() for p in parts):
-        return text
-    return ".".join([str(int(p)) for p in parts] + ["0"] * (3 - len(parts))) + rest
+    """semver(s, true) as Kubernetes' normalizeAndParse: drop one leading v, split in at most three parts on
+    '.', strip each part's leading zeros, fill a missing minor/patch with 0 (a short version with a
+    pre-release or build is refused)."""
+    parts = text.removeprefix("v").split(".", 2)
+    for i, part in enumerate(parts):
+        if len(part) > 1:
+            stripped = part.lstrip("0")
+            parts[i] = stripped if stripped[:1].isdigit() and stripped[:1].isascii() else "0" + stripped
+    if len(parts) < 3:
+        if any(c in parts[-1] for c in "+-"):
+            raise ValueError("error converting string to semver: short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return ".".join(parts)
 
 
 def semver(text: str, normalize: bool = False) -> dict[str, Any]:
     candidate = _normalize(text) if normalize else text
     if not _SEMVER.match(candidate):
         raise ValueError(f"error converting string to semver: invalid semantic version {text!r}")
-    return opaque("semver", text=candidate)
+    # Kubernetes' Semver.Equal is blang's EQ, which ignores build metadata: 1.0.0+a == 1.0.0+b
+    return opaque("semver", text=candidate.partition("+")[0])
 
 
 def _is_semver(text: str, normalize: bool = False) -> bool:

@@ -7,11 +7,10 @@ the same names, which the C++ runtime refuses to add to an extension's declarati
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any, Sequence
 
 from webhook.cel.functions import Library, fn, method
+from webhook.cel.lib_format import format_string
 from webhook.cel.values import describe, kind_of
 
 
@@ -36,14 +35,27 @@ def _offset(text: str, offset: int) -> int:
     return offset
 
 
+def _search_offset(text: str, offset: int) -> int:
+    """cel-go's indexOf/lastIndexOf: a non-empty search starts at an index of the string (not its end)."""
+    if offset < 0 or offset >= len(text):
+        raise IndexError(f"index out of range: {offset}")
+    return offset
+
+
 def index_of(text: str, sub: str, offset: int = 0) -> int:
-    return text.find(sub, _offset(text, offset))
+    if sub == "":  # cel-go answers the offset itself, unchecked
+        return offset
+    return text.find(sub, _search_offset(text, offset))
 
 
 def last_index_of(text: str, sub: str, offset: int | None = None) -> int:
     if offset is None:
-        return text.rfind(sub)
-    return text.rfind(sub, 0, _offset(text, offset) + len(sub))
+        if sub == "":
+            return len(text)
+        offset = len(text) - 1   # an empty string has no such index: cel-go's error, not -1
+    if sub == "":
+        return offset
+    return text.rfind(sub, 0, _search_offset(text, offset) + len(sub))
 
 
 def char_at(text: str, index: int) -> str:
@@ -51,9 +63,10 @@ def char_at(text: str, index: int) -> str:
 
 
 def substring(text: str, start: int, end: int | None = None) -> str:
-    end = len(text) if end is None else _offset(text, end)
-    if _offset(text, start) > end:
+    if end is not None and start > end:
         raise IndexError(f"invalid substring range. start: {start}, end: {end}")
+    start = _offset(text, start)
+    end = len(text) if end is None else _offset(text, end)
     return text[start:end]
 
 
@@ -85,96 +98,16 @@ def join(items: Sequence[Any], sep: str = "") -> str:
     return sep.join(items)
 
 
+_QUOTED = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+           "\\": "\\\\", '"': '\\"'}
+# Go's strings.TrimSpace: unicode.IsSpace (Python's str.strip also strips U+001C..U+001F)
+_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+         "\u2028\u2029\u202f\u205f\u3000"
+
+
 def quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _as_text(value: Any) -> str:
-    kind = kind_of(value)
-    if kind == "string":
-        return value
-    if kind == "bool":
-        return "true" if value else "false"
-    if kind == "null":
-        return "null"
-    if kind == "double":
-        return _double_text(value)
-    if kind == "list":
-        return "[" + ", ".join(_as_text(v) for v in value) + "]"
-    if kind == "map":
-        return "{" + ", ".join(f"{_as_text(k)}:{_as_text(v)}" for k, v in value.items()) + "}"
-    if kind == "bytes":
-        return bytes(value).decode("utf-8", "replace")
-    return str(value)
-
-
-def _double_text(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return repr(value).rstrip("0").rstrip(".") if "." in repr(value) and "e" not in repr(value) else repr(value)
-
-
-def _format_one(verb: str, precision: int | None, value: Any) -> str:
-    kind = kind_of(value)
-    if verb == "s":
-        return _as_text(value)
-    if verb == "d":
-        if kind not in ("int", "uint"):
-            raise TypeError(f"format: %d needs an integer, got {describe(value)}")
-        return str(value)
-    if verb in "fe":
-        if kind not in ("int", "uint", "double"):
-            raise TypeError(f"format: %{verb} needs a number, got {describe(value)}")
-        return f"{float(value):.{6 if precision is None else precision}{verb}}"
-    if verb in "box":
-        if kind in ("string", "bytes") and verb == "x":
-            data = value.encode() if kind == "string" else bytes(value)
-            return data.hex()
-        if kind not in ("int", "uint"):
-            raise TypeError(f"format: %{verb} needs an integer, got {describe(value)}")
-        return format(value, verb)
-    if verb == "X":
-        return _format_one("x", precision, value).upper()
-    raise ValueError(f"format: unknown verb %{verb}")
-
-
-# the exact decimal value of a double ends within 1,074 digits after the point (2^-1074 has that many):
-# anything longer is only zeros
-MAX_PRECISION = 1074
-
-
-def format_string(template: str, args: Sequence[Any]) -> str:
-    out: list[str] = []
-    i = used = 0
-    while i < len(template):
-        ch = template[i]
-        i += 1
-        if ch != "%":
-            out.append(ch)
-            continue
-        if i < len(template) and template[i] == "%":
-            out.append("%")
-            i += 1
-            continue
-        precision = None
-        if i < len(template) and template[i] == ".":
-            j = i + 1
-            while j < len(template) and template[j].isdigit():
-                j += 1
-            if j - i - 1 > 4 or int(template[i + 1:j] or 0) > MAX_PRECISION:
-                # '%.2000000000f' made a 2 GB string in 13 s on the event loop, the cost limit unaware
-                raise ValueError(f"format: precision {template[i + 1:j]} is beyond the {MAX_PRECISION} digits "
-                                 "a double can hold after the point")
-            precision, i = int(template[i + 1:j] or 0), j
-        if i >= len(template):
-            raise ValueError("format: unterminated format verb")
-        if used >= len(args):
-            raise IndexError(f"format: index {used} out of range")
-        out.append(_format_one(template[i], precision, args[used]))
-        used, i = used + 1, i + 1
-    return "".join(out)
+    """cel-go's strings.quote: the CEL escapes only; other characters as they are, lone surrogates U+FFFD."""
+    return '"' + "".join(_QUOTED.get(ch) or ("\ufffd" if "\ud800" <= ch <= "\udfff" else ch) for ch in text) + '"'
 
 
 def _list_index(items: Sequence[Any], value: Any) -> int:
@@ -201,7 +134,7 @@ STRINGS = Library("strings", (
     method("split", ["string", "string", "int"], "list", split),
     method("substring", ["string", "int"], "string", substring),
     method("substring", ["string", "int", "int"], "string", substring),
-    method("trim", ["string"], "string", lambda s: s.strip()),
+    method("trim", ["string"], "string", lambda s: s.strip(_SPACE)),
     method("join", ["list"], "string", join),
     method("join", ["list", "string"], "string", join),
     method("reverse", ["string"], "string", lambda s: s[::-1]),
