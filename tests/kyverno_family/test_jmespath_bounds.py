@@ -48,3 +48,12 @@ def test_ordinary_replacements_are_unchanged():
     assert query("replace_all(name, '_', '')", data) == "MyApp.v2"
     assert len(query("regex_replace_all('b', s, 'c')", BIG)) == 2_000_000  # no match: no cost per match
     assert len(query("replace_all(s, 'a', 'bb')", BIG)) == 4_000_000 <= MAX_TEXT
+
+
+def test_empty_matches_are_visited_as_go_visits_them():
+    """Go's ReplaceAllString skips an empty match right where the previous match ended (Python's re and
+    RE2's Python finditer keep it); the same rule as CEL's regex.replace and findAll (webhook.model.regex)."""
+    data = {"s": "baaac"}
+    assert query("regex_replace_all('a*', s, 'x')", data) == "xbxcx"
+    assert query("regex_replace_all_literal('a*', s, 'x')", data) == "xbxcx"
+    assert query("regex_replace_all('x*', s, '-')", data) == "-b-a-a-a-c-"

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.values import describe, kind_of
-from webhook.model.regex import compile_linear
+from webhook.model.regex import compile_linear, go_matches
 
 _NUMERIC = {"int", "uint", "double"}
 _ORDERED = _NUMERIC | {"string", "bytes", "bool", "timestamp", "duration"}
@@ -120,18 +120,8 @@ def find(text: str, pattern: str) -> str:
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     if limit == 0:
         return []
-    found = [m.group(0) for m in _go_matches(_regex(pattern), text)]  # Go's FindAllString
+    found = [m.group(0) for m in go_matches(_regex(pattern), text)]  # Go's FindAllString
     return found if limit < 0 else found[:limit]
-
-
-def _go_matches(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
-    """Go's FindAll: an empty match abutting the previous match is skipped (Python's finditer keeps it)."""
-    found: list[re.Match[str]] = []
-    for match in pattern.finditer(text):
-        if found and match.start() == match.end() == found[-1].end():
-            continue
-        found.append(match)
-    return found
 
 
 def _expand(match: re.Match[str], replacement: str, groups: int) -> str:
@@ -160,7 +150,7 @@ def regex_replace(text: str, pattern: str, replacement: str, count: int = -1) ->
     if count == 0:  # cel-go returns before compiling the pattern
         return text
     compiled = _regex(pattern)
-    matches = _go_matches(compiled, text)
+    matches = list(go_matches(compiled, text))
     if count > 0:
         matches = matches[:count]
     out: list[str] = []
@@ -193,7 +183,7 @@ def regex_extract(text: str, pattern: str) -> list[str]:
 
 def regex_extract_all(text: str, pattern: str) -> list[str]:
     compiled = _single_group(pattern)
-    matches = _go_matches(compiled, text)
+    matches = list(go_matches(compiled, text))
     if compiled.groups == 0:
         return [m.group(0) for m in matches]
     return [m.group(1) for m in matches if m.group(1)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import re2
 
@@ -31,3 +31,15 @@ def compile_linear(pattern: str, dot_all: bool = False) -> Any:
     except re2.error as exc:
         message = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise re.error(message) from None
+
+
+def go_matches(compiled: Any, text: str) -> Iterator[Any]:
+    """The matches Go's FindAll and ReplaceAll visit: an empty match right where the previous one ended is
+    skipped (Python's finditer keeps it: `a*` over "baaac" replaced by "x" is "xbxcx" in Go, "xbxxcx" in
+    Python). Lazily, so a caller can stop counting at its own bound."""
+    last_end = -1
+    for match in compiled.finditer(text):
+        if match.start() == match.end() == last_end:
+            continue
+        last_end = match.end()
+        yield match

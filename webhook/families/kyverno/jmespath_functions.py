@@ -21,7 +21,7 @@ from jmespath import functions
 from jmespath.visitor import TreeInterpreter
 
 from webhook.model import boundedyaml
-from webhook.model.regex import compile_linear
+from webhook.model.regex import compile_linear, go_matches
 
 from . import jp_arith, jp_time
 from .gotypes import is_number, sprint, wildcard_match
@@ -67,7 +67,7 @@ def _sub_limited(regex: Any, src: str, replace: Callable[[Any], str], function: 
     """regex.sub within bounds: RE2's Python wrapper pays ~3 us per match in Python, so a 2 MB string of
     matches held the event loop 7 s; and a replacement that quotes the source grew the result quadratically."""
     pieces, end, size = [], 0, len(src)
-    for count, match in enumerate(regex.finditer(src)):
+    for count, match in enumerate(go_matches(regex, src)):  # Go's ReplaceAllString visits these
         if count == MAX_MATCHES:
             raise JMESPathError(f"{function}: more than {MAX_MATCHES} matches")
         text = replace(match)
