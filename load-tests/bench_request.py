@@ -127,7 +127,6 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
               f"admission, best of {args.rounds} rounds of {args.count}")
         print("| case | handler us | no-op handler us | above the no-op us | logs + metrics us | share of the handler |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    loop = asyncio.get_running_loop()
     for name, (endpoint, body) in cases.items():
         if args.profile and name != args.profile:
             continue

@@ -109,3 +109,20 @@ def test_a_server_that_accepts_watches_then_errors_is_reported_stalled(apiserver
     finally:
         stop.set()
         injector.join()
+
+
+@pytest.mark.parametrize("item,field", [
+    ({"metadata": {"name": "b", "namespace": "jdoe"}, "spec": {"containers": "x"}}, "spec.containers"),
+    ({"metadata": {"name": "b", "namespace": "jdoe"},
+      "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": [1]}}}]}},
+     "limits[nvidia.com/gpu]"),
+])
+def test_list_items_are_shape_checked_as_their_resources_kind(item, field):
+    """A List's items carry no kind (the API server leaves it out): they were checked as objects of no known
+    kind, so a pod whose containers were not a list reached the cache from a relist, and only a watch event
+    (whose object says its kind) was refused."""
+    from webhook.kube.informer import unreadable
+
+    problem = unreadable(item, "Pod", True)
+    assert problem is not None and field in problem, problem
+    assert unreadable({**item, "kind": "Pod"}, "Pod", True) == problem

@@ -79,3 +79,31 @@ def test_existence_anchor_on_a_map_fails():
 def test_star_requires_presence():
     assert match_pattern(POD, {"metadata": {"name": "*"}}).status == "pass"
     assert match_pattern(POD, {"metadata": {"namespace": "*"}}).status == "fail"
+
+
+LITERAL_CANDIDATES = [
+    "nginx", "c17", "web-5d4f8-x2x7q", "nginx:1.25", "Always", "IfNotPresent", "true", "false", "null",
+    "kube-system", "ǅungla", "Infinity", "nan", "NaN", "inf", "abc ", "abc\n", "abc\t", " abc", "a|b", "a | b",
+    "ab&cd", "ab*", "a?c", "Ki", "Mi", "m", "k", "u", "E", "e3", "E-2", "e+10", "Ei", "Kix", "ms", "µs", "h1",
+    "x1-5", "x1!-5", "!abc", ">abc", "<=abc", "1Gi", "1024Mi", "0", "30s", "-abc", "+abc", ".abc", "_abc", "ab",
+]
+
+
+@pytest.mark.parametrize("pattern", LITERAL_CANDIDATES)
+def test_literal_patterns_compare_as_the_full_reading_does(pattern, monkeypatch):
+    """The fast path (text that stands for itself) answers as the operator, duration, quantity and wildcard
+    reading does, for each value: equal, different, and the forms that read as the same quantity or duration."""
+    from webhook.families.kyverno import pattern_values
+
+    values = LITERAL_CANDIDATES + [pattern, pattern.strip(), pattern + "x", pattern.upper(), "", "0", "1", "1.0", "1000", "0.01", "1e3"]
+    fast = [pattern_values._string_pattern_matches(v, pattern) for v in values]
+    monkeypatch.setattr(pattern_values, "literal_pattern", lambda _: False)
+    assert fast == [pattern_values._string_pattern_matches(v, pattern) for v in values]
+
+
+def test_names_images_and_words_take_the_literal_path_and_operators_do_not():
+    from webhook.families.kyverno.pattern_values import literal_pattern
+
+    assert all(map(literal_pattern, ["nginx", "c17", "web-5d4f8-x2x7q", "nginx:1.25", "Always", "kube-system"]))
+    assert not any(map(literal_pattern, ["Ki", "e3", "E-2", "e5-app", "a|b", "ab*", "a?c", "abc ", "!abc",
+                                         "1Gi", "30s", "-abc", "ab"]))

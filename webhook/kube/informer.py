@@ -75,7 +75,7 @@ def unreadable(obj: Any, kind: str, namespaced: bool) -> str | None:
         return f"a {kind} without metadata.name"
     if namespaced and not (isinstance(meta.get("namespace"), str) and meta["namespace"]):
         return f"{kind} {meta['name'][:100]!r} without metadata.namespace"
-    problem = object_problem(obj, kind)
+    problem = object_problem(obj, kind, kind)  # a List's items carry no kind: the resource's is theirs
     return f"{kind} {meta['name'][:100]!r}: {problem[:200]}" if problem else None
 
 

@@ -287,13 +287,15 @@ def _check_object(obj: Mapping[str, Any] | None, where: str, shallow: bool = Fal
         raise MalformedReview(f"{where}.metadata.finalizers must be a list of strings")
 
 
-def object_problem(obj: Mapping[str, Any], where: str) -> str | None:
-    """What `parse_review` would refuse in this object, for readers of files (`apply`); None when fine."""
+def object_problem(obj: Mapping[str, Any], where: str, kind: str | None = None) -> str | None:
+    """What `parse_review` would refuse in this object, for readers of files (`apply`) and of the API
+    server (informers); None when fine. `kind`: what the object is known to be when it need not say (a
+    List's items have no kind of their own); by default its own `kind` field."""
     try:
         _check_object(obj, where)
     except MalformedReview as exc:
         return str(exc)
-    return shape_problem(str(obj.get("kind", "")), obj, where)
+    return shape_problem(kind if kind is not None else str(obj.get("kind", "")), obj, where)
 
 
 def _check_identity(obj: Mapping[str, Any] | None, where: str, kind: str, namespace: str, name: str) -> None:

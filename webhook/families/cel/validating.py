@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.families.cel import fused
-from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, Conditions, Variant, exception_message, shared_activation
+from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, Variant, exception_message, shared_activation
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, compile_expr
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
 
 ANNOTATION = "pod-policies.kyverno.io/autogen-controllers"
 CONTROLLERS = ("DaemonSet", "Deployment", "Job", "StatefulSet", "ReplicaSet", "ReplicationController", "CronJob")

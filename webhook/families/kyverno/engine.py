@@ -19,7 +19,7 @@ from .generate import generate_objects
 from .match import RequestInfo, rule_applies
 from .outcome import ERROR, FAIL, PASS, SKIP, Outcome, RuleEnv
 from .patches6902 import PatchError
-from .variables import Context, SubstitutionError, substitute_all, substitute_patches
+from .variables import Context, SubstitutionError, substitute_patches
 from .validate import run_validator
 
 

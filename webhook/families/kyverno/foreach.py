@@ -15,7 +15,7 @@ from .jmespath_functions import JMESPathError
 from .mutate_strategic import apply_strategic_merge
 from .outcome import ERROR, PASS, SKIP, Outcome, RuleEnv
 from .patches6902 import PatchError, apply_patches, parse_patches
-from .variables import Context, SubstitutionError, substitute_all, substitute_patches
+from .variables import Context, SubstitutionError, substitute_patches
 
 
 def evaluate_list(expression: str, ctx: Context) -> list:

@@ -223,7 +223,7 @@ def _plain(key: str, pattern: Any, resource: dict, path: str, walk: _Walk) -> tu
 
 def _existence(value: Any, pattern: Any, path: str, walk: _Walk) -> tuple[str, _Err | None]:
     if not isinstance(value, list):
-        return path, _Err(f"invalid resource type: Existence ^ () anchor can be used only on list/array type resource")
+        return path, _Err("invalid resource type: Existence ^ () anchor can be used only on list/array type resource")
     if not isinstance(pattern, list):
         return path, _Err("invalid pattern type: Pattern has to be of list to compare against resource")
     for item_pattern in pattern:

@@ -96,10 +96,23 @@ def _nil_matches(value: Any) -> bool:
 def _string_pattern_matches(value: Any, pattern: str) -> bool:
     if value == pattern:
         return True
+    if type(value) is str and literal_pattern(pattern):
+        return False  # text that only stands for itself, compared with other text: equal or not
     for alternative in pattern.split("|"):
         if all(_single_matches(value, part.strip(" ")) for part in alternative.strip(" ").split("&")):
             return True
     return False
+
+
+def literal_pattern(pattern: str) -> bool:
+    """Does the pattern stand for itself alone: no alternative, conjunction, operator, range or wildcard,
+    and neither a duration nor a quantity (those compare by value: "1Gi" matches "1024Mi")? Then a string
+    matches it only when equal. Most patterns a policy substitutes (`{{ element.name }}`, an image, a
+    label) are such text; deciding that costs a few C calls where the full reading parses it three ways.
+    A letter first rules out every operator, range, number and duration; of quantities it leaves only a
+    bare suffix (at most two letters: "Ki", "m") and an exponent ("e3", "E-2")."""
+    return (len(pattern) > 2 and pattern[0].isalpha() and pattern[0] not in "eE" and not pattern[-1].isspace()
+            and "|" not in pattern and "&" not in pattern and "*" not in pattern and "?" not in pattern)
 
 
 def _single_matches(value: Any, pattern: str) -> bool:

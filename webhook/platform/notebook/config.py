@@ -270,10 +270,10 @@ def _env(items: Any, field: str, allowed: frozenset[str]) -> tuple[EnvTemplate, 
 def _check_distinct(home: HomeSpec | None, refresher: RefresherSpec | None) -> None:
     """Two injected items of the same name would conflict with each other on every pod."""
     if home and refresher:
-        for field, name in (("token.volumeName", refresher.token_volume),
+        for where, name in (("token.volumeName", refresher.token_volume),
                             ("credentials.volumeName", refresher.credentials_volume)):
             if name == home.volume_name:
-                raise PolicyCompileError(f"spec.tokenRefresher.{field}", f"{name!r} is also spec.home.volumeName")
+                raise PolicyCompileError(f"spec.tokenRefresher.{where}", f"{name!r} is also spec.home.volumeName")
         if posixpath.normpath(home.mount_path.render(SAMPLE_OWNER)) == refresher.token_dir:
             raise PolicyCompileError("spec.tokenRefresher.token.mountPath", "is also spec.home.mountPath")
         if home.home_env and home.home_env in {e.name for e in refresher.notebook_env}:
