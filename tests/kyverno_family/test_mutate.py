@@ -3,6 +3,7 @@
 import copy
 
 import jsonpatch
+import pytest
 
 from webhook.families.kyverno.mutate_strategic import apply_strategic_merge
 from webhook.families.kyverno.patches6902 import apply_patches, parse_patches
@@ -93,3 +94,46 @@ def test_a_rule_on_a_large_object_costs_about_one_json_copy_of_it():
     one_copy = _best_of(5, lambda: clone(big))
     assert _best_of(5, lambda: apply_mutation(big, patch)) < 3.5 * one_copy  # was 7 times
     assert apply_mutation(big, {}) == big and apply_mutation(big, {}) is not big
+
+
+LITERAL_CONDITION_ITEMS = [
+    {"name": "web", "image": "nginx"}, {"name": "side", "image": "envoy"}, {"image": "nginx"}, "text", 7, None,
+    {"name": 7, "image": "nginx"}, {"name": True, "image": "nginx"}, {"name": "web", "image": "nginx:1.25"},
+    {"name": "WEB", "image": "nginx"}, {"name": "web ", "image": "nginx"},
+]
+
+
+@pytest.mark.parametrize("element", [
+    {"(name)": "web", "imagePullPolicy": "Always"},
+    {"(name)": "web", "(image)": "nginx", "imagePullPolicy": "Always"},
+    {"(name)": "web", "(image)": "nginx:*", "imagePullPolicy": "Always"},
+    {"(name)": "web", "securityContext": {"+(runAsNonRoot)": True}},
+    {"+(imagePullPolicy)": "Always", "(name)": "web"},
+    {"(name)": "web", "env": [{"(name)": "A", "value": "b"}]},
+    {"(name)": "true", "imagePullPolicy": "Always"},  # a boolean true reads as the text "true"
+])
+def test_literal_conditions_skip_the_items_the_walk_skips(element, monkeypatch):
+    """`(key): text` conditions on list elements are decided without the walk where they fail (a foreach
+    patch names each container: n elements x n containers): the same patch as the walk makes, for items
+    that lack the key, hold other text, hold a value of another type, or are no map."""
+    from webhook.families.kyverno import mutate_strategic
+
+    def patched():
+        out = []
+        for item in LITERAL_CONDITION_ITEMS:
+            resource = {"spec": {"containers": [item, {"name": "other", "image": "busybox"}]}}
+            out.append(apply_strategic_merge(resource, {"spec": {"containers": [copy.deepcopy(element)]}}))
+        return out
+
+    fast = patched()
+    monkeypatch.setattr(mutate_strategic, "_literal_conditions", lambda _: None)
+    assert fast == patched()
+
+
+def test_literal_conditions_are_only_taken_where_they_decide_alone():
+    from webhook.families.kyverno.mutate_strategic import _literal_conditions
+
+    assert _literal_conditions({"(name)": "web", "image": "x"}) == (("name", "web"),)
+    for element in ({"(name)": "web*"}, {"(name)": "1Gi"}, {"<(name)": "web"}, {"+(name)": "web"},
+                    {"(name)": {"a": "b"}}, {"name": "web"}, {"(name)": "web", "(ports)": [1]}):
+        assert _literal_conditions(element) is None, element

@@ -84,9 +84,10 @@ spec:
 
 
 async def test_a_foreach_over_thousands_of_containers_stops_at_the_requests_deadline(tmp_path):
-    """Each element's anchor walks every container (quadratic: 2,000 containers took 74 s on the event loop).
-    The loop stops once the request's time budget (?timeout=, as the API server sends it) has run out: the
-    rule errs and its failure policy (Fail) denies, within the time the API server waits."""
+    """Each element's anchor walks every container (quadratic: 2,000 containers took 74 s on the event loop,
+    ~3.5 s since literal conditions are told without the walk). The loop stops once the request's time budget
+    (?timeout=, as the API server sends it) has run out: the rule errs and its failure policy (Fail) denies,
+    within the time the API server waits."""
     policies = policy_dir(tmp_path / "policies", {"pull.yaml": PER_CONTAINER})
     async with running_server(policies, tmp_path) as server:
         small = await server.admit("/mutate", review(pod()))
@@ -94,9 +95,9 @@ async def test_a_foreach_over_thousands_of_containers_stops_at_the_requests_dead
         crowded = pod()
         crowded["spec"]["containers"] = [{"name": f"c{i}", "image": "nginx"} for i in range(2000)]
         started = time.perf_counter()
-        status, answer = await asyncio.wait_for(server.post("/mutate", review(crowded), query="?timeout=2s"), 30)
+        status, answer = await asyncio.wait_for(server.post("/mutate", review(crowded), query="?timeout=1s"), 30)
         elapsed = time.perf_counter() - started
         assert status == 200, answer
         response = answer["response"]
         assert response["allowed"] is False and "time budget ran out" in response["status"]["message"], response
-        assert elapsed < 5.0, elapsed  # the budget is 1.6 s of a 2 s timeout
+        assert elapsed < 4.0, elapsed  # the budget is 0.8 s of a 1 s timeout

@@ -16,6 +16,7 @@ from webhook.model.jsoncopy import clone
 
 from .anchors import ADD_IF_ABSENT, CONDITION, GLOBAL, is_kind, parse_anchor
 from .pattern import match_pattern
+from .pattern_values import literal_pattern
 
 # Merge keys of the Kubernetes types Kyverno policies patch (from the API's patchMergeKey markers).
 MERGE_KEYS = {
@@ -116,7 +117,10 @@ def _walk_list_of_maps(pattern: list, resource: Any) -> None:
         has_global = _has_anchors(element, (GLOBAL,))
         global_passed, global_error = False, None
         working = copy.deepcopy(element)
+        literal = _literal_conditions(working)
         for item in elements:
+            if literal is not None and _fails_literally(item, literal):
+                continue  # the _Condition _walk would raise, told without walking (foreach: n elements x n items)
             try:
                 _walk(working, item)
             except _Condition:
@@ -136,6 +140,34 @@ def _walk_list_of_maps(pattern: list, resource: Any) -> None:
                 continue
         if not global_passed and global_error is not None:
             raise global_error
+
+
+def _literal_conditions(element: dict) -> tuple[tuple[str, str], ...] | None:
+    """The element's `(key): text` conditions when each is text that stands for itself (pattern_values.
+    literal_pattern) and no `<(key)` or `+(key)` comes before them (those edit the element or decide first):
+    then an item fails the conditions when it is no map, lacks a key, or holds other text there."""
+    conditions = []
+    for key, value in element.items():
+        anchor = parse_anchor(key)
+        if anchor is None:
+            continue
+        if anchor.modifier != CONDITION or type(value) is not str or not literal_pattern(value):
+            return None
+        conditions.append((anchor.key, value))
+    return tuple(conditions) or None
+
+
+def _fails_literally(item: Any, conditions: tuple[tuple[str, str], ...]) -> bool:
+    if type(item) is not dict:
+        return True
+    for key, text in conditions:
+        value = item.get(key, _MISSING)
+        if value is _MISSING or (type(value) is str and value != text):
+            return True
+    return False  # (a value of another type: the walk decides)
+
+
+_MISSING = object()
 
 
 def _append_named(pattern: list, element: dict, resource_item: Any) -> None:
