@@ -15,6 +15,7 @@ from .context import RequestData, Subject, base_document
 from .engine import RuleOutcome, generate_rules, mutate_rules, request_info, validate_rules
 from .exceptions import PolicyException
 from .match import rule_applies
+from .offload import beside_the_loop, large
 from .outcome import RuleEnv
 from .rbac import roles_of
 from .variables import Context
@@ -35,6 +36,7 @@ class KyvernoCompiledPolicy:
     error: str | None = None
     cel: Any = field(default=None, repr=False)
     kinds: frozenset[str] = frozenset({"*"})    # bare kinds any rule names ("*": some rule uses a wildcard)
+    has_foreach: bool = False  # a validate or mutate foreach: evaluated beside the event loop on large objects
     _last: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -54,7 +56,9 @@ class KyvernoCompiledPolicy:
             failure_policy=FailurePolicy(compiled.failure_policy), annotations=compiled.annotations,
             background=compiled.background, compiled=compiled, exceptions=exceptions,
             overrides=tuple(spec.get("validationFailureActionOverrides") or ()),
-            uses_roles="'roles'" in text or "'clusterRoles'" in text, kinds=_bare_kinds(compiled))
+            uses_roles="'roles'" in text or "'clusterRoles'" in text, kinds=_bare_kinds(compiled),
+            has_foreach=any(isinstance(rule.raw.get(rule.kind), dict) and bool(rule.raw[rule.kind].get("foreach"))
+                            for rule in compiled.rules))
 
     # -- matching -----------------------------------------------------------------------------------------
     def _request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
@@ -123,12 +127,22 @@ class KyvernoCompiledPolicy:
 
     # -- phases -------------------------------------------------------------------------------------------
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
+        if self.has_foreach and large(obj):
+            return await beside_the_loop(self._mutate, request, obj, ctx)
+        return self._mutate(request, obj, ctx)
+
+    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+        if self.has_foreach and large(obj):
+            return await beside_the_loop(self._validate, request, obj, ctx)
+        return self._validate(request, obj, ctx)
+
+    def _mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         data, env = self._request_data(request, obj, ctx)
         result = mutate_rules(self.compiled.rules, data, env, self.compiled.apply_one)
         outcomes = self._excepted(result.outcomes, data, env)
         return MutationOutcome(object=result.resource, results=tuple(self._result(o, data, env) for o in outcomes))
 
-    async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
+    def _validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         data, env = self._request_data(request, obj, ctx)
         outcomes = validate_rules(self.compiled.rules, data, env, self.compiled.apply_one)
         generated = generate_rules(self.compiled.rules, data, env) if "generate" in self._rule_kinds else []
