@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from webhook.model.jsoncopy import clone
 
 from .anchors import ADD_IF_ABSENT, CONDITION, GLOBAL, is_kind, parse_anchor
 from .pattern import match_pattern
@@ -40,14 +39,15 @@ class _GlobalCondition(Exception):
 
 
 def apply_strategic_merge(resource: dict, pattern: dict) -> dict:
-    """Return the patched copy of ``resource`` (unchanged when a top-level condition does not hold)."""
+    """Return the patched copy of ``resource`` (unchanged when a top-level condition does not hold). The copy
+    shares what the patch leaves alone with ``resource`` (merge copies on write): neither is edited after."""
     patch = copy.deepcopy(pattern)
     try:
         _walk(patch, resource)
         _delete_condition_elements(patch)
     except (_Condition, _GlobalCondition):
         patch = {}
-    return merge(clone(resource), patch, "")
+    return merge(resource, patch, "")
 
 
 def _walk(pattern: Any, resource: Any) -> None:
@@ -222,14 +222,15 @@ def _delete_in_list(node: list) -> bool:
 
 
 def merge(target: Any, patch: Any, field: str) -> Any:
-    """Strategic merge of ``patch`` into ``target`` (``field`` names the list being merged, for merge keys)."""
+    """Strategic merge of ``patch`` into ``target`` (``field`` names the list being merged, for merge keys).
+    Copy on write: ``target`` is never edited; the maps and lists on the patch's paths are new, the rest is
+    ``target``'s own (a foreach step on one container of thousands copied the whole pod, per element)."""
     if isinstance(patch, dict):
         if patch.get("$patch") == "delete":
             return None
         if patch.get("$patch") == "replace":
             return {k: v for k, v in patch.items() if k != "$patch"}
-        if not isinstance(target, dict):
-            target = {}
+        target = dict(target) if isinstance(target, dict) else {}
         for key, value in patch.items():
             if value is None:
                 target.pop(key, None)
@@ -259,7 +260,7 @@ def _merge_list(target: Any, patch: list, field: str) -> list:
         if update is None:
             result.append(item)
         elif update.get("$patch") != "delete":
-            result.append(merge(copy.deepcopy(item), update, field))
+            result.append(merge(item, update, field))
     return result
 
 
