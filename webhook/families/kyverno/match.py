@@ -34,6 +34,9 @@ class RequestInfo:
     groups: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     cluster_roles: tuple[str, ...] = ()
+    # rule_applies' answers for this request, by the rule's identity: a policy's matches() and its
+    # validate() ask the same rules of the same info
+    applies: dict[int, tuple[Any, bool]] = field(default_factory=dict, compare=False, repr=False)
 
 
 @lru_cache(maxsize=1024)  # the same few kind strings on every request
@@ -150,4 +153,46 @@ def excluded(block: Mapping[str, Any] | None, info: RequestInfo) -> bool:
 
 
 def rule_applies(rule: Mapping[str, Any], info: RequestInfo) -> bool:
-    return block_matches(rule.get("match"), info) and not excluded(rule.get("exclude"), info)
+    found = info.applies.get(id(rule))
+    if found is None or found[0] is not rule:  # (the entry holds the rule: its id is not reused meanwhile)
+        gate = _kind_gate(rule.get("match"))
+        applies = (gate is None or info.kind in gate) and block_matches(rule.get("match"), info) \
+            and not excluded(rule.get("exclude"), info)
+        found = info.applies[id(rule)] = (rule, applies)
+    return found[1]
+
+
+_GATES: dict[int, tuple[Any, frozenset[str] | None]] = {}
+
+
+def _kind_gate(block: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The kinds a match block can match at all, when its kind selectors name them without wildcards (None:
+    any kind may). A Pod is checked against the autogen rules of every pod controller: a set lookup each,
+    where the filters parsed each kind selector and wildcard-matched its group, version and kind."""
+    found = _GATES.get(id(block))
+    if found is None or found[0] is not block:  # policy documents are long-lived: once per block
+        if len(_GATES) > 4096:
+            _GATES.clear()
+        found = _GATES[id(block)] = (block, _gate_of(block))
+    return found[1]
+
+
+def _gate_of(block: Any) -> frozenset[str] | None:
+    if not isinstance(block, Mapping):
+        return None
+    if block.get("any"):
+        gates = [_filter_gate(f) for f in block["any"]]
+        return None if any(g is None for g in gates) else frozenset().union(*gates)  # type: ignore[arg-type]
+    if block.get("all"):
+        known = [g for g in (_filter_gate(f) for f in block["all"]) if g is not None]
+        return frozenset.intersection(*known) if known else None  # each filter must match: each one's kinds
+    return _filter_gate(block)
+
+
+def _filter_gate(entry: Any) -> frozenset[str] | None:
+    resources = entry.get("resources") if isinstance(entry, Mapping) else None
+    kinds = resources.get("kinds") if isinstance(resources, Mapping) else None
+    if not kinds or not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        return None  # no kinds named (kind_matches is not asked), or not what kind_matches reads
+    bare = {parse_kind_selector(k)[2] for k in kinds}
+    return None if any(contains_wildcard(k) for k in bare) else frozenset(bare)
