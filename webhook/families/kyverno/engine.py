@@ -56,10 +56,11 @@ _INFO: tuple[Any, Any, Any] = (None, None, None)  # matches() and validate() of 
 def request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
     global _INFO
     last = _INFO  # one read: the triple is replaced whole, never updated in place
-    if last[0] is request and last[1] is env:
+    # keyed by what _request_info reads: the policies of one admission share the request data and namespace
+    if last[0] is request and last[1] is env.namespace_object:
         return last[2]
     info = _request_info(request, env)
-    _INFO = (request, env, info)
+    _INFO = (request, env.namespace_object, info)
     return info
 
 

@@ -21,6 +21,9 @@ from .rbac import roles_of
 from .variables import Context
 
 
+_SHARED_DATA = object()  # EvalContext.memo key: (request, object, RequestData) the admission's policies share
+
+
 @dataclass(eq=False)
 class KyvernoCompiledPolicy:
     id: PolicyId
@@ -72,23 +75,34 @@ class KyvernoCompiledPolicy:
 
     def _build_request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
         values = dict(self._values(ctx, request, ""))
-        operation = str(values.pop("request.operation", "") or request.operation).upper()
-        user = request.user
-        roles, cluster_roles = self._roles(request, ctx) if self.uses_roles else ((), ())
-        kind = request.kind
-        data = RequestData(
-            operation=operation, object=None if operation == "DELETE" else obj,
-            # a test that only says "request.operation: UPDATE" compares the resource with itself, as kyverno test does
-            old_object=request.old_object or (obj if operation in ("UPDATE", "DELETE") else None),
-            subject=Subject(user.username, tuple(user.groups), roles, cluster_roles, user.uid, user.extra),
-            kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
-            name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
+        shared = not values and not self.uses_roles  # (admission always; a test that sets no values)
+        found = ctx.memo.get(_SHARED_DATA) if shared else None
+        if found is not None and found[0] is request and found[1] is obj:
+            data = found[2]  # what another policy of this admission built: the same for every policy
+        else:
+            data = self._request_data_of(request, obj, ctx, values)
+            if shared:
+                ctx.memo[_SHARED_DATA] = (request, obj, data)
         rule_values = (lambda rule: self._values(ctx, request, rule)) if hasattr(ctx.lookups, "values_for") else None
         foreach_for = getattr(ctx.lookups, "foreach_values_for", None)
         rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
         env = RuleEnv(lookups=ctx.lookups, overrides=values, cel=self.cel, namespace_object=ctx.namespace,
                       rule_values=rule_values, rule_foreach_values=rule_foreach, deadline=ctx.deadline)
         return data, env
+
+    def _request_data_of(self, request: AdmissionRequest, obj: Any, ctx: EvalContext,
+                         values: dict[str, Any]) -> RequestData:
+        operation = str(values.pop("request.operation", "") or request.operation).upper()
+        user = request.user
+        roles, cluster_roles = self._roles(request, ctx) if self.uses_roles else ((), ())
+        kind = request.kind
+        return RequestData(
+            operation=operation, object=None if operation == "DELETE" else obj,
+            # a test that only says "request.operation: UPDATE" compares the resource with itself, as kyverno test does
+            old_object=request.old_object or (obj if operation in ("UPDATE", "DELETE") else None),
+            subject=Subject(user.username, tuple(user.groups), roles, cluster_roles, user.uid, user.extra),
+            kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
+            name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
 
     def _roles(self, request: AdmissionRequest, ctx: EvalContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A test's userinfo names the roles outright; otherwise they come from the RBAC bindings in the state."""
