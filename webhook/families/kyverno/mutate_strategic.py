@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-
 from .anchors import ADD_IF_ABSENT, CONDITION, GLOBAL, is_kind, parse_anchor
 from .pattern import match_pattern
 from .pattern_values import literal_pattern
@@ -144,8 +143,9 @@ def _walk_list_of_maps(pattern: list, resource: Any) -> None:
 
 def _literal_conditions(element: dict) -> tuple[tuple[str, str], ...] | None:
     """The element's `(key): text` conditions when each is text that stands for itself (pattern_values.
-    literal_pattern) and no `<(key)` or `+(key)` comes before them (those edit the element or decide first):
-    then an item fails the conditions when it is no map, lacks a key, or holds other text there."""
+    literal_pattern) and it has no other anchor at its top (`<(key)` decides first, `+(key)` edits the
+    element per item): then an item fails the conditions when it is no map, lacks a key, or holds other text
+    there. None when any of that does not hold: the walk decides every item."""
     conditions = []
     for key, value in element.items():
         anchor = parse_anchor(key)
