@@ -66,7 +66,24 @@ def _user_info(subject: Subject) -> dict[str, Any]:
     return info
 
 
+_BASE: tuple[Any, Any] = (None, None)  # the last request's document without overrides (replaced whole)
+
+
 def base_document(request: RequestData, overrides: Mapping[str, Any] | None = None) -> dict:
+    """The document variables resolve against. Read only: every Context that adds to it copies the maps on
+    the way (with_values, load_entries), so the policies of one admission share the one built for it."""
+    global _BASE
+    plain = not overrides and not request.overrides
+    last = _BASE
+    if plain and last[0] is request:
+        return last[1]  # type: ignore[no-any-return]
+    doc = _base_document(request, overrides)
+    if plain:
+        _BASE = (request, doc)
+    return doc
+
+
+def _base_document(request: RequestData, overrides: Mapping[str, Any] | None) -> dict:
     subject = request.subject
     doc: dict[str, Any] = {
         "request": {
