@@ -5,7 +5,8 @@
 
 Loads the default `policies/` alone, then next to Kyverno's pod-security ValidatingPolicies
 (`pod-security-vpol`, the CEL family) and next to its classic pod-security ClusterPolicies
-(`pod-security`, the Kyverno family), and admits a realistic Pod and a Deployment through
+(`pod-security`, the Kyverno family) and next to eight of its Pod-mutating ClusterPolicies (`kyverno-mutate`),
+and admits a realistic Pod and a Deployment through
 `webhook.engine.offline.admit_offline` (the path `apply`, `test` and the case tests share), dry-run so
 nothing accumulates in the state. Times are process CPU time, the best of 20-admission rounds (the
 machine is shared: waiting for a core is not the policies' cost). Prints one JSON line per case; `--profile` prints the cProfile top
@@ -57,6 +58,10 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
                        "template": {"metadata": {"labels": LABELS}, "spec": POD_SPEC}}}
 STATE = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "a"}}}]
+# `kyverno-mutate`: ClusterPolicies of the library's `other` category that mutate Pods without cluster lookups
+KYVERNO_MUTATE = ("add-default-securitycontext", "add-labels", "add-ndots", "add-pod-priorityclassname",
+                  "add-tolerations", "always-pull-images", "add-default-resources",
+                  "disable-automountserviceaccounttoken")
 
 
 def gather(corpus: Path, family: str, into: Path) -> int:
@@ -67,6 +72,8 @@ def gather(corpus: Path, family: str, into: Path) -> int:
     elif family == "kyverno":
         sources = [p for level in ("baseline", "restricted", "subrule")
                    for p in sorted((corpus / "pod-security" / level).glob("*/*.yaml"))]
+    elif family == "kyverno-mutate":
+        sources = [corpus / "other" / name / f"{name}.yaml" for name in KYVERNO_MUTATE]
     else:
         sources = []
     for source in sources:
@@ -118,8 +125,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=REPO.parent.parent / "shared" / "conformance" / "kyverno-policies")
     parser.add_argument("--seconds", type=float, default=3.0, help="per case")
-    parser.add_argument("--families", default="defaults,cel,kyverno", help="comma-separated: defaults, cel, kyverno")
-    parser.add_argument("--profile", choices=("cel", "kyverno"), help="cProfile this family's Pod instead of timing")
+    parser.add_argument("--families", default="defaults,cel,kyverno,kyverno-mutate",
+                        help="comma-separated: defaults, cel, kyverno, kyverno-mutate")
+    parser.add_argument("--profile", choices=("cel", "kyverno", "kyverno-mutate"),
+                        help="cProfile this family's Pod instead of timing")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"

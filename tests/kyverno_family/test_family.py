@@ -230,3 +230,70 @@ async def test_user_info_is_the_api_servers_uid_extra_and_groups_with_empty_fiel
     full = Subject("jdoe", ("a",), uid="u-2", extra={"k": ("v",)})
     assert base_document(RequestData("CREATE", pod(), None, full))["request"]["userInfo"] == {
         "username": "jdoe", "uid": "u-2", "groups": ["a"], "extra": {"k": ["v"]}}
+
+
+EDITS_EVERYWHERE = """
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: edits-everywhere}
+spec:
+  rules:
+  - name: merge
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels: {+(team): a, tier: web}
+        spec:
+          containers:
+          - (name): "c"
+            securityContext: {privileged: false, +(runAsNonRoot): true}
+            env: [{name: A, value: "1"}]
+  - name: json-patch
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      patchesJson6902: |-
+        - op: replace
+          path: /spec/containers/0/image
+          value: nginx:1.27
+        - op: remove
+          path: /spec/containers/0/securityContext/privileged
+        - op: add
+          path: /metadata/annotations
+          value: {checked: "yes"}
+  - name: per-container
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate:
+      foreach:
+      - list: request.object.spec.containers
+        patchStrategicMerge:
+          spec:
+            containers:
+            - (name): "{{ element.name }}"
+              imagePullPolicy: Always
+"""
+
+
+async def test_a_kyverno_mutation_never_edits_the_object_it_is_handed(tmp_path):
+    """The engine hands Kyverno policies the object without copying it first, and they copy only what they
+    patch (copies_input: the strategic merge copies on write, JSON patches copy): every kind of patch leaves
+    the request's object as the API server sent it, and the patch still applies to it."""
+    import copy
+
+    import jsonpatch
+
+    from webhook.engine.offline import offline_request
+
+    qm = build(tmp_path, EDITS_EVERYWHERE)
+    sent = pod(privileged=True)
+    sent["spec"]["containers"].append({"name": "d", "image": "busybox", "env": [{"name": "B", "value": "2"}]})
+    request = offline_request(sent)
+    before = copy.deepcopy(request.object)
+    result = await qm.engine.mutate(request)
+    assert request.object == before
+    mutated = jsonpatch.apply_patch(before, list(result.verdict.patch))
+    c, d = mutated["spec"]["containers"]
+    assert c["image"] == "nginx:1.27" and c["securityContext"] == {"runAsNonRoot": True}
+    assert c["env"] == [{"name": "A", "value": "1"}] and c["imagePullPolicy"] == d["imagePullPolicy"] == "Always"
+    assert mutated["metadata"]["labels"] == {"team": "a", "tier": "web"} and d["env"] == [{"name": "B", "value": "2"}]
+    assert_valid_k8s(mutated)

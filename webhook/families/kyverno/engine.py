@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from webhook.model.jsoncopy import clone
 
 from .conditions import ConditionError, evaluate_conditions
 from .context import ContextError, RequestData, base_document, load_entries
@@ -167,7 +166,8 @@ def _existing_violation(rule: CompiledRule, spec: Mapping[str, Any], merged: Map
 
 def mutate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv,
                  apply_one: bool = False) -> MutationResult:
-    resource = clone(dict(request.resource))
+    # a shallow copy: nothing below edits what it is given (merge copies on write, JSON patches copy)
+    resource = dict(request.resource)
     result = MutationResult(resource)
     for rule in rules:
         if rule.kind != "mutate":
