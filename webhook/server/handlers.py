@@ -61,6 +61,12 @@ def _bad_request(metrics: Metrics, endpoint: str, status: int, reason: str) -> w
     return web.json_response({"error": reason}, status=status)
 
 
+def _closing(response: web.Response) -> web.Response:
+    """The response, with the connection closed after it."""
+    response.force_close()
+    return response
+
+
 def admission_handler(services: Services, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
     repeats = RepeatWindow()
     span_name = f"admission.{endpoint}"
@@ -83,18 +89,15 @@ def admission_handler(services: Services, endpoint: str) -> Callable[[web.Reques
                     body = await http.read()
         except web.HTTPRequestEntityTooLarge:
             return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
-        except asyncio.TimeoutError:
-            response = _bad_request(services.metrics, endpoint, 408, f"body not received within {limits.body_seconds:g}s")
-            response.force_close()  # the rest of a stalled body is not worth waiting for
-            return response
+        # the body was not read whole, so what follows on the connection is not a next request: close it
+        except asyncio.TimeoutError:  # the rest of a stalled body is not worth waiting for
+            return _closing(_bad_request(services.metrics, endpoint, 408,
+                                        f"body not received within {limits.body_seconds:g}s"))
         except web.RequestPayloadError as exc:  # a Content-Encoding that does not decode, a broken chunk
-            response = _bad_request(services.metrics, endpoint, 400, f"body could not be read: {_http_reason(exc)}")
-            response.force_close()  # the stream is out of step: the rest is not a next request
-            return response
+            return _closing(_bad_request(services.metrics, endpoint, 400, f"body could not be read: {_http_reason(exc)}"))
         except ConnectionError:  # the client left mid-body: nobody to answer, and not the webhook's error
-            response = _bad_request(services.metrics, endpoint, 400, "connection closed before the body was complete")
-            response.force_close()
-            return response
+            return _closing(_bad_request(services.metrics, endpoint, 400,
+                                        "connection closed before the body was complete"))
         try:
             if len(body) > limits.thread_decode_bytes:
                 # parsing and shape checks of a big body run beside the loop, which keeps answering meanwhile
