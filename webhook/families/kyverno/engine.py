@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-
 from .conditions import ConditionError, evaluate_conditions
 from .context import ContextError, RequestData, base_document, load_entries
 from .foreach import apply_mutation, mutate_foreach

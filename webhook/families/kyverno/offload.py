@@ -31,12 +31,21 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def large(obj: Any) -> bool:
-    """Is the object over LARGE_BYTES as JSON? (Not plain JSON, a YAML date read by `apply`: no.)"""
+_SIZED = object()  # EvalContext.memo key: (object, whether it is large)
+
+
+def large(obj: Any, memo: dict[Any, Any]) -> bool:
+    """Is the object over LARGE_BYTES as JSON? (Not plain JSON, a YAML date read by `apply`: no.) Measured
+    once per object of a request (`memo`, the request's EvalContext.memo): each foreach policy asks in turn."""
+    found = memo.get(_SIZED)
+    if found is not None and found[0] is obj:
+        return found[1]  # type: ignore[no-any-return]
     try:
-        return len(orjson.dumps(obj)) > LARGE_BYTES
+        answer = len(orjson.dumps(obj)) > LARGE_BYTES
     except TypeError:
-        return False
+        answer = False
+    memo[_SIZED] = (obj, answer)
+    return answer
 
 
 def _executor() -> ThreadPoolExecutor:

@@ -144,12 +144,12 @@ class KyvernoCompiledPolicy:
 
     # -- phases -------------------------------------------------------------------------------------------
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
-        if self.has_foreach and large(obj):
+        if self.has_foreach and large(obj, ctx.memo):
             return await beside_the_loop(self._mutate, request, obj, ctx)
         return self._mutate(request, obj, ctx)
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
-        if self.has_foreach and large(obj):
+        if self.has_foreach and large(obj, ctx.memo):
             return await beside_the_loop(self._validate, request, obj, ctx)
         return self._validate(request, obj, ctx)
 
