@@ -46,7 +46,8 @@ def test_out_of_range_is_a_range_error(value):
 
 
 @pytest.mark.parametrize("bad", ["", "1GB", "abc", "1 Gi", True, "1e", "1Ki5", "1.1.M", "0.1mi", "-3.01e-", "1e9223372036854775808",
-                                 "Non-Numeric", None, [], "1e5e"])
+                                 "Non-Numeric", None, [], "1e5e",
+                                 "\u0661Gi", "1\u0663", "1e\u0663", "\uff11"])  # Arabic-Indic, fullwidth digits: Go reads ASCII ones
 def test_parse_rejects(bad):
     with pytest.raises(QuantityError):
         parse_quantity(bad)

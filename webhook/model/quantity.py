@@ -32,8 +32,9 @@ _SUFFIX = {
     **{k: Fraction(2**v) for k, v in _BINARY.items()},
 }
 # the scanner of parseQuantityString as one expression: sign, digits, fraction, suffix letters, exponent digits
-_SCAN = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?([eEinumkKMGTP]*[+-]?\d*)")
-_EXPONENT = re.compile(r"[eE]([+-]?\d+)")
+# (ASCII digits, as Go's scanner reads them: `\d` took "١Gi", Arabic-Indic one, for 1Gi)
+_SCAN = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)")
+_EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
 _INT64 = 2**63
 # The forms quantities take in practice ("1", "500m", "2Gi", "30Gi"): ASCII digits and one table suffix.
 # Read exactly by _plain; anything else (a sign, a fraction, an exponent, a result out of range) takes
