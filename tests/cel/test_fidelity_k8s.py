@@ -245,3 +245,23 @@ def test_kubernetes_table(compiler, expression, expected):
 @pytest.mark.parametrize("expression,message", ERRORS)
 def test_kubernetes_error_table(compiler, expression, message):
     assert_error(compiler, expression, message)
+
+
+def test_long_quantities_with_huge_exponents_are_answered_at_once():
+    """Past the model's 256-character bound a quantity of Kubernetes' shape is read exactly (values beyond
+    2^63), and an exponent such as -(10^300 - 1) made that 10^(10^300): `isQuantity` on such a string, from an
+    annotation, say, never returned. In a subprocess: a hang holds the interpreter, so it must fail by timeout."""
+    import subprocess
+    import sys
+
+    check = (
+        "from webhook.cel import CelCompiler\n"
+        "for backend in ('cel-python', 'cel-expr-python'):\n"
+        "    cel = CelCompiler(backend)\n"
+        "    beyond = '1e-' + '9' * 300\n"  # an exponent past 64 bits: Kubernetes refuses it
+        "    assert cel.compile(f\"isQuantity('{beyond}')\").evaluate({}) is False, backend\n"
+        "    tiny = '0' * 250 + '1e-9000000000000000000'\n"  # 10^-9e18, rounded up to a nano
+        "    assert cel.compile(f\"quantity('{tiny}') == quantity('1n')\").evaluate({}) is True, backend\n"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

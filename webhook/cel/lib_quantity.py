@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.values import describe, expect, opaque, opaque_type
-from webhook.model.quantity import QuantityRangeError, parse_quantity
+from webhook.model.quantity import QuantityError, QuantityRangeError, parse_quantity, scan, suffix_scale
 
 _INT64 = 2**63
 _NANO = Fraction(1, 10**9)
@@ -43,8 +43,6 @@ def quantity(text: str) -> dict[str, Any]:
 
 # resource.ParseQuantity's three errors, in its words (policies and tests match on them)
 _FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-_SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([-+]?[0-9]*)")
-_DECIMAL_SUFFIX = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 # the largest decimal magnitude read exactly beyond the model's 2^63 bound: Kubernetes keeps such a
 # value exact (inf.Dec); past this we keep the model's refusal (10^99999999 would be built digit by digit)
 _BIG_DIGITS = 100
@@ -67,30 +65,36 @@ def _parse(text: str) -> Fraction:
 def _kubernetes_error(text: str) -> str:
     """Which of ParseQuantity's errors: a text of the right shape fails on its suffix (an unknown one, or an
     exponent beyond 64 bits); anything else is the wrong format."""
-    match = _SHAPE.fullmatch(text)
-    if match is None:
+    parts = scan(text)
+    if parts is None:
         return _FORMAT_WRONG
-    return f"unable to parse quantity's suffix: {match[4] + match[5]!r}"
+    return f"unable to parse quantity's suffix: {parts[3]!r}"
 
 
 def _parse_big(text: str) -> Fraction | None:
     """A well-formed decimal quantity of 2^63 or more, exactly (Kubernetes compares and adds such values;
     they are no integers), as long as its magnitude stays within _BIG_DIGITS digits."""
-    match = _SHAPE.fullmatch(text)
-    if match is None:
+    parts = scan(text)
+    if parts is None:
         return None
-    sign, num, denom, letters, exp = match[1], match[2], match[3] or "", match[4], match[5]
-    if letters in ("e", "E") and exp.lstrip("+-"):
-        exponent = int(exp)
-    elif letters in _DECIMAL_SUFFIX and not exp:
-        exponent = _DECIMAL_SUFFIX[letters]
-    else:
+    sign, num, denom, suffix = parts
+    try:
+        base, exponent = suffix_scale(text, suffix)
+    except QuantityError:
         return None
-    if len(num) + exponent > _BIG_DIGITS:
+    if base != 10:  # a binary suffix is capped (the model's range error stands)
         return None
+    magnitude = len(num) + exponent
+    if magnitude > _BIG_DIGITS:
+        return None
+    sign_of = -1 if sign == "-" else 1
+    if magnitude < -_BIG_DIGITS:
+        # below 10^-100 (a text past the model's length bound with an exponent such as e-999999999):
+        # rounding up to a nano makes it one nano, or zero, and 10^|exponent| would never finish
+        return sign_of * _NANO if (num + denom).strip("0") else Fraction(0)
     value = Fraction(int(num + denom or "0"), 10 ** len(denom)) * Fraction(10) ** exponent
     nanos = math.ceil(value / _NANO)
-    return (-1 if sign == "-" else 1) * nanos * _NANO
+    return sign_of * nanos * _NANO
 
 
 @functools.lru_cache(maxsize=4096)

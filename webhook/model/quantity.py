@@ -52,8 +52,15 @@ class QuantityRangeError(QuantityError):
     """A well-formed quantity too large to stand for anything (or too long to read)."""
 
 
-def _suffix(text: str, suffix: str) -> tuple[int, int]:
-    """(base, exponent) of a suffix, as the API server's suffixHandler.interpret reads it."""
+def scan(text: str) -> tuple[str, str, str, str] | None:
+    """parseQuantityString's scan: (sign, digits, fraction digits, suffix), or None for text not of that shape."""
+    match = _SCAN.fullmatch(text)
+    return None if match is None else (match[1], match[2], match[3] or "", match[4])
+
+
+def suffix_scale(text: str, suffix: str) -> tuple[int, int]:
+    """(base, exponent) of a suffix, as the API server's suffixHandler.interpret reads it; QuantityError
+    for one it refuses (unknown, or an exponent beyond 64 bits). `text`: the quantity, for the message."""
     if suffix in _DECIMAL:
         return 10, _DECIMAL[suffix]
     if suffix in _BINARY:
@@ -162,12 +169,12 @@ def _parse_general(text: str) -> Fraction:
         raise QuantityRangeError(f"quantity of {len(text)} characters is out of range (at most {MAX_TEXT})")
     if not text:
         raise QuantityError("'' is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)")
-    match = _SCAN.fullmatch(text)
-    if match is None:
+    parts = scan(text)
+    if parts is None:
         raise QuantityError(f"{text!r} is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)")
-    sign, num, denom, suffix = match.groups()
-    base, exponent = _suffix(text, suffix)
-    return _value(text, sign == "-", num, denom or "", base, exponent)
+    sign, num, denom, suffix = parts
+    base, exponent = suffix_scale(text, suffix)
+    return _value(text, sign == "-", num, denom, base, exponent)
 
 
 def parse_quantity(value: str | int | float) -> Fraction:
