@@ -153,3 +153,24 @@ def test_members_side_by_side_were_misread_and_hoisted_are_not():
     assert side_by_side.evaluate({"object": OBJECT}) != [1, 3]
     hoisted = CPP.compile_bound(fusedgroup.joined_text([first, second]), [], "admission")
     assert hoisted.evaluate({"object": OBJECT}) == [1, 3]
+
+
+def test_values_written_with_other_parentheses_share_one_binding():
+    """Three members concatenating the same lists, each parenthesised its own way: bound once, each member's
+    value as before."""
+    from webhook.cel.inline import PREFIX
+    from webhook.families.cel import fused, fusedgroup
+
+    spellings = ["(object.a + (object.?b.orValue([])) + (object.?x.orValue([])))",
+                 "((object.a + object.?b.orValue([]) + object.?x.orValue([])))",
+                 "object.a +\n  object.?b.orValue([]) + // the rest\n  object.?x.orValue([])"]
+    members = [fused.Fused(f"{PREFIX}all.size() + {i}", ((f"{PREFIX}all", value),), "admission", {}, CPP)
+               for i, value in enumerate(spellings)]
+    joined = fusedgroup.joined_text(members)
+    assert joined.count("cel.bind(") == 1, joined
+    assert CPP.compile_bound(joined, [], "admission").evaluate({"object": OBJECT}) == [4, 5, 6]
+    # an expression of other precedence is another value: bound apart
+    other = fused.Fused(f"{PREFIX}all.size()", ((f"{PREFIX}all", "object.c + object.a[0] + [9]"),), "admission", {}, CPP)
+    regrouped = fused.Fused(f"{PREFIX}all.size()", ((f"{PREFIX}all", "object.c + (object.a[0] + [9])"),), "admission",
+                            {}, CPP)
+    assert fusedgroup.joined_text([other, regrouped]).count("cel.bind(") == 2

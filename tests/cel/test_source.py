@@ -48,3 +48,106 @@ def test_unterminated_string_is_a_compile_error():
 def test_raw_and_triple_quoted_strings_evaluate(compiler):
     program = compiler.compile("r'\\d+' + '''a'b''' + \"\\u00e9\"", env="mutating")
     assert program.evaluate({}) == "\\d+a'bé"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("1 in (object.a)", True),
+    ("1 in ((object.a)).map(e, e * 2)", False),  # a range the C++ runtime's rewrite guards: `in` is no call
+    ("4 in (object.a).filter(x, x > 1).map(x, x * 2)", True),
+    ("'k' in ({'k': 1}) && 2 in ([2])", True),
+    ("3 in [1, object.a[1]].map(e, e + 1)", True),  # nor is `in [` an index
+])
+def test_the_operand_after_in_is_neither_called_nor_indexed(compiler, text, expected):
+    assert compiler.compile(text, env="admission").evaluate({"object": {"a": [1, 2]}}) is expected
+
+
+# --- canonical: the key under which the fused programs share a binding (webhook.families.cel.fusedgroup) ---
+
+def _canonical(text: str) -> str:
+    from webhook.cel.source import canonical
+
+    return canonical(tokenize(text))
+
+
+@pytest.mark.parametrize("texts", [
+    ["(object.a + (object.?b.orValue([])) + (object.?c.orValue([])))",
+     "((object.a + object.?b.orValue([]) + object.?c.orValue([])))",
+     "object.a + \n object.?b.orValue([]) + // the rest\n object.?c.orValue([])"],
+    ["x in (y)", "x in y", "(x in y)"],
+    ["(a).?b[?0]", "a.?b[?0]", "((a)).?b[?(0)]"],
+    ["f((a), [(b)])", "f(a, [b])"],
+    ["c ? (a) : (b)", "c ? a : b"],
+])
+def test_texts_that_differ_in_parentheses_around_operands_only_have_one_canonical_form(texts):
+    assert len({_canonical(text) for text in texts}) == 1
+
+
+@pytest.mark.parametrize("first,second", [
+    ("(a + b) * c", "a + b * c"),
+    ("(!a).b", "!a.b"),
+    ("(-x).y", "-x.y"),
+    ("-(1)", "-1"),  # one literal against a negation: kept apart
+    ("(a ? b : c).d", "a ? b : c.d"),
+    ("a - (b - c)", "a - b - c"),
+    ("f(a, b)", "f((a, b))"),
+])
+def test_parentheses_that_change_the_expression_are_kept(first, second):
+    assert _canonical(first) != _canonical(second)
+
+
+# fields of `object` (dyn) mostly: most random combinations type-check
+_LEAVES = ["object.a", "object.b", "object.?c.orValue(1)", "object.d[0]", "object.e", "1", "2", "true",
+           "[1, object.a]", "{'k': object.a}", "object.b.all(x, x > 0)"]
+
+
+# each shape of expression, from a random source and a maker of random operands
+_SHAPES = [
+    lambda rng, sub: f"{sub()} {rng.choice(['+', '-', '*', '==', '!=', '<', '&&', '||'])} {sub()}",
+    lambda rng, sub: rng.choice(["!", "-"]) + sub(),
+    lambda rng, sub: f"{sub()} ? {sub()} : {sub()}",
+    lambda rng, sub: f"{sub()}{rng.choice(['.', '.?'])}{rng.choice(['x', 'y'])}",
+    lambda rng, sub: f"{sub()}[{rng.choice(['', '?'])}{sub()}]",
+    lambda rng, sub: f"{rng.choice(['size', 'string', 'dyn'])}({sub()})",
+    lambda rng, sub: f"{sub()}.{rng.choice(['all', 'exists', 'map'])}(e, {sub()})",
+    lambda rng, sub: f"{sub()} in {sub()}",
+    lambda rng, sub: f"[{sub()}, {sub()}]",
+]
+
+
+def _random_expression(rng, depth: int) -> str:
+    """Random CEL over dyn fields: each subexpression parenthesised, or not, or twice, at random (a text whose
+    tree the parser decides, whichever it is)."""
+    if depth == 0 or rng.random() < 0.2:
+        return _paren(rng, rng.choice(_LEAVES))
+    return _paren(rng, rng.choice(_SHAPES)(rng, lambda: _random_expression(rng, depth - 1)))
+
+
+def _paren(rng, text: str) -> str:
+    count = rng.choice([0, 0, 1, 1, 2])
+    return "(" * count + text + ")" * count
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_canonical_form_parses_to_the_tree_of_the_text(seed):
+    """Whatever a text leaves out, it parses as the text does: texts with one canonical form are one expression."""
+    import random
+
+    from webhook.cel import CelCompiler
+
+    cpp = CelCompiler("cel-expr-python")
+    rng = random.Random(seed)
+    compared = dropped = 0
+    for _ in range(300):
+        text = _random_expression(rng, 3)
+        canonical = _canonical(text)
+        try:
+            tree = cpp.compile(text, env="admission").tree()
+        except CelError:
+            with pytest.raises(CelError):  # what does not compile does not compile in either form
+                cpp.compile(canonical, env="admission")
+            continue
+        assert tree is not None
+        assert cpp.compile(canonical, env="admission").tree() == tree, (text, canonical)
+        compared += 1
+        dropped += canonical.count("(") < " ".join(t.text for t in tokenize(text)).count("(")
+    assert compared > 60 and dropped > 30

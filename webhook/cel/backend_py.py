@@ -22,7 +22,7 @@ from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.lib_strings import cel_equal
-from webhook.cel.source import MACROS, Token, add_iteration_ticks, tokenize
+from webhook.cel.source import MACROS, Token, add_iteration_ticks, opens_call, tokenize
 from webhook.cel.values import TAG, check_size, describe, kind_of, plain, with_name
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
@@ -134,7 +134,7 @@ _BUILTIN_CALLS = frozenset({
 def _refuse_unknown_calls(tokens: list[Token], known: frozenset[str], namespaces: Mapping[str, Any]) -> None:
     """cel-python resolves functions only at evaluation; name an unknown one at compile time, as cel-cpp does."""
     for i, tok in enumerate(tokens[:-1]):
-        if tok.kind != "ident" or tokens[i + 1].text != "(":
+        if tokens[i + 1].text != "(" or not opens_call(tokens, i + 1):  # `x in (y)` calls nothing
             continue
         prev = tokens[i - 1].text if i else ""
         qualifier = tokens[i - 2].text if prev == "." and i >= 2 and tokens[i - 2].kind == "ident" else ""

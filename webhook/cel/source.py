@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+|//[^\n]*)
@@ -48,6 +48,11 @@ def tokenize(source: str) -> list[Token]:
             tokens.append(Token(kind, match.group(), pos, match.end()))
         pos = match.end()
     return tokens
+
+
+def opens_call(tokens: list[Token], i: int) -> bool:
+    """Whether the `(` at `i` opens a call's arguments (`f(`, `.m(`) rather than a group (`x in (`)."""
+    return i > 0 and tokens[i - 1].kind == "ident" and tokens[i - 1].text not in _KEYWORDS
 
 
 def _is_root(tokens: list[Token], i: int) -> bool:
@@ -85,7 +90,7 @@ def called_functions(tokens: list[Token]) -> set[str]:
     """Global function names called (`f(`, `ns.f(`), for naming unknown functions in errors."""
     names = set()
     for i, tok in enumerate(tokens[:-1]):
-        if tok.kind == "ident" and tokens[i + 1].text == "(" and _is_root(tokens, i):
+        if tokens[i + 1].text == "(" and opens_call(tokens, i + 1) and _is_root(tokens, i):
             names.add(tok.text)
     return names
 
@@ -204,11 +209,12 @@ def receiver_start(tokens: list[Token], end: int) -> int:
         tok = tokens[j]
         if tok.kind == "op" and tok.text in _CLOSE_TO_OPEN:
             j = _matching_open(tokens, j)
-            if tokens[j].text == "(" and j and tokens[j - 1].kind == "ident":
+            if tokens[j].text == "(" and opens_call(tokens, j):
                 j -= 1          # a call: f(...) or .m(...)
             elif tokens[j].text == "{" and _type_name_start(tokens, j) is not None:
                 j = _type_name_start(tokens, j)
-            elif tokens[j].text == "[" and j and (tokens[j - 1].kind in ("ident", "string", "number")
+            elif tokens[j].text == "[" and j and (tokens[j - 1].kind in ("string", "number")
+                                                  or tokens[j - 1].kind == "ident" and tokens[j - 1].text not in _KEYWORDS
                                                   or tokens[j - 1].text in (")", "]", "}")):
                 j -= 1          # an index: continue with what is indexed
                 continue
@@ -292,6 +298,57 @@ def _matching_close(tokens: list[Token], open_index: int) -> int:
             if depth == 0:
                 return j
     raise ValueError("unbalanced brackets")
+
+
+# what makes a parenthesised group more than one operand: its value would change without the parentheses
+# around it (`?` only as the conditional: `.?` and `[?` select)
+_OPERATORS = frozenset({"==", "!=", "<=", ">=", "&&", "||", "-", "+", "*", "/", "%", "!", "<", ">", "?", ":", ","})
+
+
+def _negated_number(tokens: list[Token], start: int) -> bool:
+    """Whether the group opened at `start` follows a `-` and holds a number (in any parentheses)."""
+    if not (start and tokens[start - 1].text == "-"):
+        return False
+    first = start + 1
+    while first < len(tokens) and tokens[first].text == "(" and tokens[first].kind == "op":
+        first += 1
+    return first < len(tokens) and tokens[first].kind == "number"
+
+
+def canonical(tokens: list[Token]) -> str:
+    """The text of `tokens` without the parentheses that change nothing: those around the whole text and
+    those around one operand (a literal, a name, a postfix chain such as `a.?b.orValue([])`; no operator
+    outside brackets). Two texts with the same canonical form parse to the same tree, so a key for
+    expressions written alike (`(a + (b))`, `((a + b))` and `a + b` share one). One pass: policies are user text.
+    Kept: a call's parentheses, and `-(1)` and `-((1))` (the parser reads `-1` as one literal, `-(1)` as a
+    negation)."""
+    drop: set[int] = set()
+    close_of: dict[int, int] = {}
+    # per open bracket: [its index, whether it groups (a `(` not after a name: not a call), an operator seen]
+    open_: list[list[Any]] = []
+    for i, tok in enumerate(tokens):
+        text = tok.text if tok.kind == "op" else ""
+        if text in ("(", "[", "{"):
+            grouping = text == "(" and not opens_call(tokens, i)
+            open_.append([i, grouping, False])
+        elif text in _CLOSE_TO_OPEN:
+            if not open_:
+                raise ValueError("unbalanced brackets")
+            start, grouping, operated = open_.pop()
+            close_of[start] = i
+            if grouping and not operated and not _negated_number(tokens, start):
+                drop.update((start, i))
+        elif open_ and not open_[-1][2]:
+            if text in _OPERATORS and not (text == "?" and i and tokens[i - 1].text in (".", "[")) \
+                    or tok.kind == "ident" and tok.text == "in":
+                open_[-1][2] = True
+    if open_:
+        raise ValueError("unbalanced brackets")
+    first, last = 0, len(tokens) - 1
+    while first < last and tokens[first].text == "(" and tokens[first].kind == "op" and close_of.get(first) == last:
+        drop.update((first, last))
+        first, last = first + 1, last - 1
+    return " ".join(tok.text for i, tok in enumerate(tokens) if i not in drop)
 
 
 def _edit(source: str, edits: list[tuple[int, int, str]]) -> str:

@@ -55,7 +55,7 @@ from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
-from webhook.cel.source import tokenize
+from webhook.cel.source import canonical, tokenize
 from webhook.families.cel import fused, validating
 from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
@@ -127,8 +127,10 @@ def rename(text: str, names: Mapping[str, str]) -> str:
 
 
 def _normal(text: str) -> str:
-    """The text's tokens (whitespace and comments are nothing in CEL): equal for the same expression."""
-    return " ".join(token.text for token in tokenize(text))
+    """The text's tokens without whitespace, comments and parentheses that change nothing: equal for texts
+    of one expression written alike (three policies that concatenate a pod's containers, parenthesised
+    each its own way, share one binding, and the runtime concatenates the lists once, not three times)."""
+    return canonical(tokenize(text))
 
 
 def joined_text(members: Sequence[fused.Fused]) -> str:
