@@ -104,8 +104,8 @@ def _intersects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return any(any(cel_equal(x, y) for y in a) for x in b)
 
 
-@functools.lru_cache(maxsize=512)
 def _regex(pattern: str) -> Any:
+    """compile_linear's pattern (cached there), its error in CEL's words."""
     try:
         return compile_linear(pattern)  # RE2, as Kubernetes' find/findAll: never backtracks
     except re.error as exc:
