@@ -6,7 +6,9 @@
 - `comprehension_depth` and `bind_count` for the compile-time limits;
 - `add_iteration_ticks`: a budget call in every comprehension body (for the pure-Python backend, whose
   loops cannot otherwise be bounded; the C++ runtime has its own iteration budget);
-- `route_optional_results`: calls of functions whose result is an optional, routed through a list.
+- `route_optional_results`: calls of functions whose result is an optional, routed through a list;
+- `canonical`: a text without its parentheses that change nothing, the key under which the fused programs
+  share one binding of an expression that policies write alike.
 """
 
 from __future__ import annotations
