@@ -114,12 +114,14 @@ _SHAPES = [
 ]
 
 
-def _random_expression(rng, depth: int) -> str:
-    """Random CEL over dyn fields: each subexpression parenthesised, or not, or twice, at random (a text whose
-    tree the parser decides, whichever it is)."""
+def random_expression(rng, depth: int, leaves=_LEAVES, shapes=_SHAPES, parenthesise: bool = True) -> str:
+    """Random CEL of `shapes` over `leaves`; with `parenthesise`, each subexpression parenthesised, or not, or
+    twice, at random (a text whose tree the parser decides, whichever it is)."""
+    def wrap(text: str) -> str:
+        return _paren(rng, text) if parenthesise else text
     if depth == 0 or rng.random() < 0.2:
-        return _paren(rng, rng.choice(_LEAVES))
-    return _paren(rng, rng.choice(_SHAPES)(rng, lambda: _random_expression(rng, depth - 1)))
+        return wrap(rng.choice(leaves))
+    return wrap(rng.choice(shapes)(rng, lambda: random_expression(rng, depth - 1, leaves, shapes, parenthesise)))
 
 
 def _paren(rng, text: str) -> str:
@@ -138,7 +140,7 @@ def test_the_canonical_form_parses_to_the_tree_of_the_text(seed):
     rng = random.Random(seed)
     compared = dropped = 0
     for _ in range(300):
-        text = _random_expression(rng, 3)
+        text = random_expression(rng, 3)
         canonical = _canonical(text)
         try:
             tree = cpp.compile(text, env="admission").tree()

@@ -95,6 +95,32 @@ async def test_a_broken_expression_is_an_error_under_the_failure_policy():
     assert result.allowed and outcomes(result) == [("no-host-network", "error")]
 
 
+# VPOL's policy with one variable, a map holding an optional, which the validation and its message read
+HOLDS_AN_OPTIONAL = VPOL.split("---")[0].replace(
+    '  - {name: broken, expression: "object.spec.nothing.here"}\n'
+    '  - {name: hostNetwork, expression: "object.spec.?hostNetwork.orValue(false)"}\n',
+    '  - {name: hosts, expression: "{\'network\': object.spec.?hostNetwork}"}\n').replace(
+    '  - expression: "!variables.hostNetwork"\n    message: host network is not allowed\n',
+    '  - expression: "!variables.hosts.network.orValue(false)"\n'
+    '    messageExpression: "\'host network: \' + string(variables.hosts.network.orValue(false))"\n')
+
+
+async def test_a_variable_holding_an_optional_is_a_policy_error_not_a_crash():
+    """The default runtime crashes converting a map that holds an optional (webhook.cel.optionals), and the
+    message's path converts the variable: this policy took the process down (a segmentation fault) at the
+    first pod it denied. It does not compile now: the error names the field and says what to write, and
+    the failure policy decides."""
+    assert "{'network': object.spec.?hostNetwork}" in HOLDS_AN_OPTIONAL and "messageExpression" in HOLDS_AN_OPTIONAL
+    error = compile_(HOLDS_AN_OPTIONAL).policies[0].error
+    assert "spec.variables[0].expression" in error and "holding an optional" in error and "`?'key': x`" in error
+    result = await admit_offline(engine(HOLDS_AN_OPTIONAL), pod(hostNetwork=True))
+    assert not result.allowed and outcomes(result) == [("no-host-network", "error")]
+    fixed = HOLDS_AN_OPTIONAL.replace("{'network': object", "{?'network': object").replace(".network.", ".?network.")
+    result = await admit_offline(engine(fixed), pod(hostNetwork=True))
+    assert outcomes(result) == [("no-host-network", "fail")] and "host network: true" in result.results[0].message
+    assert (await admit_offline(engine(fixed), pod())).allowed
+
+
 async def test_admission_disabled_policies_do_not_apply():
     eng = engine(VPOL.split("---")[0].replace("validationActions: [Deny]",
                                               "validationActions: [Deny]\n  evaluation: {admission: {enabled: false}}"))

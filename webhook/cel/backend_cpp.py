@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import re
 from typing import Any, Callable, Mapping
 
 from google.protobuf import duration_pb2, timestamp_pb2
@@ -17,7 +18,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
 
-from webhook.cel import nullrefs
+from webhook.cel import checked, nullrefs, optionals
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
@@ -144,8 +145,8 @@ class CppProgram:
         """The rewritten form, compiled on first need; None when there is none or it does not compile."""
         if self._fallback is None and self._fallback_source is not None:
             try:
-                self._fallback = self._env.compile(self._fallback_source)
-            except RuntimeError:
+                self._fallback = _checked(self._env.compile(self._fallback_source), self._spec, self._fallback_source)
+            except (RuntimeError, CelError):
                 self._fallback_source = None
         return self._fallback
 
@@ -302,6 +303,31 @@ def _clean(message: str) -> str:
     return message.replace(" [INTERNAL]", "").strip()
 
 
+# text that can make an optional value: `.?f`, `[?k]`, `optional.*` (`?` entries store values, not optionals)
+_MAY_MAKE_OPTIONALS = re.compile(r"\.\s*\?|\[\s*\?|\boptional\b")
+_PYTHON_FUNCTIONS: dict[str, frozenset[str]] = {}  # per environment: the functions our libraries implement in Python
+
+
+def _checked(expression: Any, spec: EnvSpec, text: str) -> Any:
+    """`expression` (compiled from `text`), unless an optional can reach Python from it (webhook.cel.optionals):
+    the runtime crashes converting a list or map that holds one. Only text that can make an optional is read."""
+    if not _MAY_MAKE_OPTIONALS.search(text):
+        return expression
+    try:
+        tree = checked.parse_checked(expression.serialize())
+    except (ValueError, RuntimeError):  # a tree we cannot read: as ever (never seen on compiled text)
+        return expression
+    python = _PYTHON_FUNCTIONS.get(spec.name)
+    if python is None:
+        python = _PYTHON_FUNCTIONS[spec.name] = frozenset(
+            o.name for lib in spec.libraries for o in lib.overloads) | {_TOO_LONG, _OPAQUE_TEXT}
+    try:
+        optionals.check(tree, python)
+    except optionals.OptionalEscapes as exc:
+        raise CelError(str(exc)) from None
+    return expression
+
+
 class CppBackend:
     name = "cel-expr-python"
 
@@ -328,7 +354,8 @@ class CppBackend:
         """The plain form alone, for programs only ever run by `run_strict` (which never retries)."""
         try:
             plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
-            return CppProgram(self._env(spec).compile(plain_text), self._env(spec), None, spec, source)
+            env = self._env(spec)
+            return CppProgram(_checked(env.compile(plain_text), spec, plain_text), env, None, spec, source)
         except ValueError as exc:
             raise CelError(str(exc)) from None
         except RuntimeError as exc:
@@ -349,13 +376,13 @@ class CppBackend:
             raise CelError(str(exc)) from None
         env = self._env(spec)
         try:
-            return CppProgram(env.compile(plain_text), env, faithful if faithful != plain_text else None,
-                              spec, source)
+            return CppProgram(_checked(env.compile(plain_text), spec, plain_text), env,
+                              faithful if faithful != plain_text else None, spec, source)
         except RuntimeError as exc:
             if "'string' applied to" not in str(exc):
                 raise CelError(_compile_message(str(exc))) from None
         try:
-            return CppProgram(env.compile(faithful), env, None, spec, source)
+            return CppProgram(_checked(env.compile(faithful), spec, faithful), env, None, spec, source)
         except RuntimeError as exc:
             raise CelError(_compile_message(str(exc))) from None
 

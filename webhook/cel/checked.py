@@ -45,6 +45,7 @@ class Call:
 @dataclass(frozen=True)
 class ListOf:
     elements: tuple["Node", ...]
+    optional: frozenset[int] = frozenset()  # positions written `?e`: an optional whose value (if any) is the element
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Struct:
     """A map literal or a message construction: keys (None for a message field) and values."""
 
     entries: tuple[tuple["Node | None", "Node"], ...]
+    optional: frozenset[int] = frozenset()  # entries written `?k: v`: an optional whose value (if any) is stored
 
 
 @dataclass(frozen=True)
@@ -171,22 +173,40 @@ def _expr(buf: bytes, depth: int = 0) -> Node:
                 args.append(sub(value))
         return Call(function, target, tuple(args))
     if n == 7:
-        return ListOf(tuple(sub(value) for m, wire, value in _fields(body) if m == 1 and wire == 2))
+        elements, optional = [], set()
+        for m, wire, value in _fields(body):
+            if m == 1 and wire == 2:
+                elements.append(sub(value))
+            elif m == 2:  # optional_indices: packed (length-delimited) or one varint each
+                optional.update(_packed(value) if wire == 2 else (value,))
+        return ListOf(tuple(elements), frozenset(optional))
     if n == 8:
-        return Struct(tuple(_entry(value, sub) for m, wire, value in _fields(body) if m == 2))
+        entries = [_entry(value, sub) for m, wire, value in _fields(body) if m == 2]
+        return Struct(tuple(entry for entry, _ in entries), frozenset(i for i, (_, opt) in enumerate(entries) if opt))
     return _comprehension(body, sub)
 
 
-def _entry(buf: bytes, sub: Any) -> tuple[Node | None, Node]:
-    key, value = None, None
+def _packed(buf: bytes) -> list[int]:
+    values, pos = [], 0
+    while pos < len(buf):
+        value, pos = _varint(buf, pos)
+        values.append(value)
+    return values
+
+
+def _entry(buf: bytes, sub: Any) -> tuple[tuple[Node | None, Node], bool]:
+    """((key, value), whether the entry is optional)."""
+    key, value, optional = None, None, False
     for m, wire, raw in _fields(buf):
         if m == 3:
             key = sub(raw)
         elif m == 4:
             value = sub(raw)
+        elif m == 5:
+            optional = bool(raw)
     if value is None:
         raise ValueError("struct entry without a value")
-    return key, value
+    return (key, value), optional
 
 
 def _comprehension(buf: bytes, sub: Any) -> Comprehension:
