@@ -36,3 +36,10 @@ def test_nones_counts_every_null_of_a_result():
     assert nones(None) == 1 and nones(0) == 0 and nones("") == 0
     assert nones([None, [None, {"a": None, "b": [None]}], {}, 1]) == 4
     assert nones({"a": None, "b": {"c": None}, "d": [None, None]}) == 4
+
+
+def test_a_list_of_type_values_is_a_value_not_a_type_error():
+    """A CEL type value's `==` refuses None: nulls are counted by identity (list.count(None) raised TypeError)."""
+    assert [str(t) for t in CPP.compile("[type(1), int]").evaluate({})] == ["INT", "INT"]
+    with_null = CPP.compile("{'a': [type('s'), null]}").evaluate({})
+    assert str(with_null["a"][0]) == "STRING" and with_null["a"][1] is None

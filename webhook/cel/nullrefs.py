@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from itertools import repeat
+from operator import is_
 from typing import Any, Mapping
 
 _incref = ctypes.pythonapi.Py_IncRef
@@ -60,7 +62,10 @@ def nones(value: Any) -> int:
     if kind in _LEAVES:
         return 1 if value is None else 0
     if kind is list or kind is tuple:
-        count = value.count(None)
+        try:
+            count = value.count(None)
+        except TypeError:  # a CEL type value's __eq__ refuses None: count by identity
+            count = sum(map(is_, value, repeat(None)))
         for item in value:
             if type(item) not in _LEAVES:
                 count += nones(item)
