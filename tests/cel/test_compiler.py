@@ -54,3 +54,10 @@ def test_cache_is_per_environment_and_bounded(monkeypatch):
         cel.compile(f"{i} == {i}")
     assert len(module._cache) <= max(before, 3)  # full: each new program replaces the oldest
     assert cel.compile("9 == 9")({}) is True
+
+
+@pytest.mark.parametrize("text", ["object.b[-1]", "[1, 2][-3]", "object.b[2]"])
+def test_a_list_index_out_of_range_is_an_error_negative_ones_too(compiler, text):
+    """CEL has no indexing from the end: the reference runtime read `[-1]` as Python does (the last element)."""
+    with pytest.raises(CelError, match="(?i)index"):
+        compiler.compile(text, env="admission").evaluate({"object": {"b": [1, 2]}})

@@ -203,6 +203,16 @@ class _Runner(celpy.InterpretedRunner):
         return _Evaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
 
 
+def _index(container: Any, key: Any) -> Any:
+    """`list[i]` for 0 <= i < size only: Python's indexing reads a negative index from the end, where CEL (and
+    the C++ runtime) has an index error."""
+    if isinstance(container, celpy.CELEvalError):
+        return container
+    if isinstance(container, list) and isinstance(key, int) and not isinstance(key, bool) and key < 0:
+        return celpy.CELEvalError(f"index out of range: index={key} size={len(container)}", IndexError, ())
+    return base_functions["_[_]"](container, key)
+
+
 def _string(value: Any, *rest: Any) -> Any:
     """CEL's string() converts scalars only (cel-python renders lists and maps as Python repr), and a
     double prints in the shortest form, `4380` not `4380.0`, as cel-go and cel-cpp print it."""
@@ -296,6 +306,7 @@ class PyBackend:
             functions = {short: _dispatcher(short, group) for short, group in by_short.items()}
             functions[_TICK] = _tick
             functions["string"] = _string
+            functions["_[_]"] = _index
             functions["_==_"], functions["_!=_"] = _equality(False), _equality(True)
             self._functions[spec.name], self._namespaces[spec.name] = functions, namespaces
         return self._functions[spec.name], self._namespaces[spec.name]
