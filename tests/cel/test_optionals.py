@@ -28,6 +28,8 @@ OBJECT = {"a": 1, "b": [1, 2], "m": {"x": 1}}
     "[[object.?a]][0]",                              # an element that holds one
     "optional.of([object.?a])",                      # inside an optional
     "[object.?a] + [object.?b]",                     # concatenated
+    "{'first': object.b.first()}",                   # a list's first() and last() are optionals too
+    "[object.b.last()]",
 ])
 def test_a_value_holding_an_optional_does_not_compile(text):
     with pytest.raises(CelError, match=r"does not compile: .*holding an optional .*write the element as `\?x`"):
@@ -55,6 +57,7 @@ def test_a_python_function_given_a_list_holding_an_optional_does_not_compile(tex
     ("object.?m.optMap(m, m.x).orValue(0)", 1),
     ("object.b.filter(x, object.?a.hasValue())", [1, 2]),
     ("[?object.?a, 3].isSorted()", True),
+    ("[object.b.first().orValue(0), object.b.last().value()]", [1, 2]),
 ])
 def test_optionals_used_inside_an_expression_evaluate_as_before(text, expected):
     assert CPP.compile(text, env="admission").evaluate({"object": OBJECT}) == expected
@@ -101,7 +104,7 @@ print(json.dumps(counts))
 """
 
 _LEAVES = ["object.a", "object.b", "object.m", "object.?a", "object.?m.?x", "object.b[?5]", "optional.none()",
-           "optional.of(object.a)", "1", "'s'"]
+           "optional.of(object.a)", "object.b.first()", "[object.a].last()", "1", "'s'"]
 _SHAPES = [
     lambda rng, sub: f"[{sub()}, {sub()}]",
     lambda rng, sub: f"[?{sub()}]",

@@ -303,8 +303,9 @@ def _clean(message: str) -> str:
     return message.replace(" [INTERNAL]", "").strip()
 
 
-# text that can make an optional value: `.?f`, `[?k]`, `optional.*` (`?` entries store values, not optionals)
-_MAY_MAKE_OPTIONALS = re.compile(r"\.\s*\?|\[\s*\?|\boptional\b")
+# text that can make an optional value: `.?f`, `[?k]`, `optional.*`, a list's `first()` and `last()` (`?`
+# entries store values, not optionals)
+_MAY_MAKE_OPTIONALS = re.compile(r"\.\s*\?|\[\s*\?|\boptional\b|\b(?:first|last)\s*\(")
 _PYTHON_FUNCTIONS: dict[str, frozenset[str]] = {}  # per environment: the functions our libraries implement in Python
 
 

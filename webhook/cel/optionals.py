@@ -12,8 +12,8 @@ with a message that says how to write it (`[?x]`, `{?'k': x}`, `.orValue(...)`).
 expression is fine (`[object.?a][0].orValue(1)`, `[object.?a].size()`): the runtime never converts them.
 
 The reading is conservative where it cannot know (a field of a map that may hold optionals may be one), and
-exact where every real policy is: optionals made by `.?`/`[?]`/`optional.*` and consumed by `orValue`, `value`,
-`hasValue`, `or` and further optional selects.
+exact where every real policy is: optionals made by `.?`, `[?]`, `optional.*` and a list's `first()` and `last()`,
+consumed by `orValue`, `value`, `hasValue`, `or` and further optional selects.
 """
 
 from __future__ import annotations
@@ -119,6 +119,8 @@ class _Reader:
             return Value(True, first.optional, first.holds_optionals)
         if name == "optional.none":
             return Value(True)
+        if name in ("first", "last") and node.target is not None:  # the lists library: an element, as an optional
+            return Value(True, target.holds, target.deep)
         if name == "orValue":  # the optional's value, or the default
             return target.parts | first
         if name == "value":
