@@ -61,3 +61,36 @@ def test_a_list_index_out_of_range_is_an_error_negative_ones_too(compiler, text)
     """CEL has no indexing from the end: the reference runtime read `[-1]` as Python does (the last element)."""
     with pytest.raises(CelError, match="(?i)index"):
         compiler.compile(text, env="admission").evaluate({"object": {"b": [1, 2]}})
+
+
+def test_values_for_the_api_server_are_json_as_cel_go_writes_it():
+    """What a mutation patches in and a policy generates (webhook.cel.values.json_value): durations, bytes and
+    timestamps as cel-go converts them; a CEL type or a NaN is an error naming where it is."""
+    import math
+
+    from webhook.cel.values import json_value
+
+    value = CelCompiler("cel-expr-python").compile(
+        "{'wait': duration('1m30s'), 'raw': b'hi', 'at': [timestamp('2026-01-02T03:04:05Z')], 'n': 1}").evaluate({})
+    assert json_value(value) == {"wait": "90s", "raw": "aGk=", "at": ["2026-01-02T03:04:05Z"], "n": 1}
+    with pytest.raises(ValueError, match=r"the value.k\[1\] is a .* value, which JSON cannot hold"):
+        json_value(CelCompiler("cel-expr-python").compile("{'k': [1, type(1)]}").evaluate({}))
+    with pytest.raises(ValueError, match="nan, which JSON cannot hold"):
+        json_value({"k": math.nan})
+
+
+def test_a_generated_object_is_json_as_cel_go_writes_it():
+    import datetime
+
+    from webhook.cel.functions import CURRENT, EvalContext
+    from webhook.cel.lib_kyverno import generate
+
+    context = EvalContext(generated=[])
+    token = CURRENT.set(context)
+    try:
+        generate("apps", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                           "data": {"ttl": datetime.timedelta(seconds=90)}}])
+    finally:
+        CURRENT.reset(token)
+    assert context.generated == [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "apps"},
+                                  "data": {"ttl": "90s"}}]

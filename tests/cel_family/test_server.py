@@ -127,6 +127,31 @@ async def test_mutating_policy_patch_applies_and_yields_a_valid_object(tmp_path)
         assert template["spec"]["securityContext"]["runAsNonRoot"] is True
 
 
+async def test_a_mutation_with_cel_values_that_are_no_json_is_converted_or_refused_never_a_500(tmp_path):
+    """A duration, bytes or a timestamp are patched in as cel-go writes them as JSON; a CEL type is the policy's
+    error, which its failure policy decides (Ignore here). Before, the first two failed when the answer was
+    encoded: an HTTP 500, whatever the policy's failure policy said."""
+    converted = MUTATING_POLICY.replace('value: {"example.org/owner": "platform"}',
+                                        'value: {"raw": b"hi", "since": timestamp("2026-01-02T03:04:05Z"), '
+                                        '"wait": duration("1m30s")}')
+    unconvertible = MUTATING_POLICY.replace('value: {"example.org/owner": "platform"}', 'value: {"kind": type(1)}')
+    unconvertible = unconvertible.replace("spec:\n  matchConstraints:", "spec:\n  failurePolicy: Ignore\n  matchConstraints:", 1)
+    assert converted != MUTATING_POLICY and unconvertible != MUTATING_POLICY and "failurePolicy: Ignore" in unconvertible
+    pod = _pod("web", privileged=False)
+    for text, expected in ((converted, {"raw": "aGk=", "since": "2026-01-02T03:04:05Z", "wait": "90s"}), (unconvertible, None)):
+        run = tmp_path / ("unconvertible" if expected is None else "converted")
+        run.mkdir()
+        async with running_server(_write(run, "policies", text), run) as server:
+            response = await server.admit("/mutate", review(pod))  # a 200 with a review, not a 500
+            assert response["allowed"] is True
+            if expected is None:  # the policy errs and is ignored: nothing patched, and the user is told
+                assert "patch" not in response and any("JSON cannot hold" in w for w in response.get("warnings", [])), response
+            else:
+                patched = apply_patch(pod, decode_patch(response))
+                assert_valid_k8s(patched)
+                assert patched["metadata"]["annotations"] == expected
+
+
 VAP = """\
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy

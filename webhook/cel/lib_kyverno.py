@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from webhook.cel.functions import Library, current, fn
 from webhook.cel.lib_image import IMAGE
-from webhook.cel.values import plain
+from webhook.cel.values import json_value, plain
 from webhook.model import boundedyaml
 
 # Kyverno addresses resources by plural; Lookups by kind. Irregular plurals and camel-cased kinds here.
@@ -103,7 +103,7 @@ def generate(namespace: str, objects: Sequence[Mapping[str, Any]]) -> bool:
     for obj in objects:
         items = obj.get("items") if str(obj.get("kind", "")).endswith("List") else None
         for item in items if isinstance(items, list) else [obj]:
-            created = plain(item)
+            created = json_value(item, "a generated object")  # sent to the API server: JSON, as cel-go converts it
             if namespace:
                 created.setdefault("metadata", {})["namespace"] = namespace
             sink.append(created)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import math
 from typing import Any, Mapping
 
 TAG = "@cel"
@@ -120,3 +121,23 @@ def to_json(value: Any) -> Any:
         return [to_json(v) for v in value]
     return value
 
+
+
+
+_JSON_SCALARS = (str, bool, int, type(None))
+
+
+def json_value(value: Any, where: str = "the value") -> Any:
+    """`to_json(value)`, refused where it holds what JSON cannot carry (a CEL type, a double that is not finite):
+    ValueError naming the place. What a mutation patches in and what a policy generates go to the API server as
+    JSON; a CEL `duration` there was a 500 when the answer was encoded, and the policy's failure policy never
+    decided."""
+    value = to_json(value)
+    if isinstance(value, dict):
+        return {key: json_value(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_value(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, _JSON_SCALARS) or isinstance(value, float) and math.isfinite(value):
+        return value
+    what = str(value) if isinstance(value, float) else f"a {describe(value)} value"
+    raise ValueError(f"{where} is {what}, which JSON cannot hold")

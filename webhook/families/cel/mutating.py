@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
-from webhook.families.cel.applyconfig import PatchError, apply_patch, merge
+from webhook.cel.values import json_value
+from webhook.families.cel.applyconfig import apply_patch, merge
 from webhook.families.cel.base import CelPolicy, Variant, exception_message
 from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
 from webhook.model.lookups import LookupRefused
@@ -88,9 +89,10 @@ class MutatingPolicy(CelPolicy):
         for mutation in variant.body.mutations:
             step = self.scope(request, current, ctx, variant, {**(extra or {}), "exceptions": found.allowed})
             try:
-                value = step.evaluate(mutation.expr)
+                # as JSON, as cel-go converts it (a duration "1s", bytes base64); a CEL type is an error
+                value = json_value(step.evaluate(mutation.expr), "its value")
                 current = merge(current, value) if mutation.patch_type == "ApplyConfiguration" else apply_patch(current, value)
-            except (CelError, PatchError, LookupRefused) as exc:
+            except (CelError, ValueError, LookupRefused) as exc:  # PatchError is a ValueError
                 return MutationOutcome(obj, (self._result(Outcome.ERROR, f"{mutation.expr.field}: {exc}", rule),))
             if not isinstance(current, dict):
                 return MutationOutcome(obj, (self._result(Outcome.ERROR, f"{mutation.expr.field}: must produce an object", rule),))
