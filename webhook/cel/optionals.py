@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select, Struct
 
+
 @dataclass(frozen=True)
 class Value:
     """What a subexpression's value may be: an optional itself (`optional`); a list, map or optional whose

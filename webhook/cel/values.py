@@ -122,8 +122,6 @@ def to_json(value: Any) -> Any:
     return value
 
 
-
-
 _JSON_SCALARS = (str, bool, int, type(None))
 
 
@@ -132,12 +130,18 @@ def json_value(value: Any, where: str = "the value") -> Any:
     ValueError naming the place. What a mutation patches in and what a policy generates go to the API server as
     JSON; a CEL `duration` there was a 500 when the answer was encoded, and the policy's failure policy never
     decided."""
-    value = to_json(value)
+    converted = to_json(value)
+    _refuse_what_json_cannot_hold(converted, where)
+    return converted
+
+
+def _refuse_what_json_cannot_hold(value: Any, where: str) -> None:
     if isinstance(value, dict):
-        return {key: json_value(item, f"{where}.{key}") for key, item in value.items()}
-    if isinstance(value, list):
-        return [json_value(item, f"{where}[{index}]") for index, item in enumerate(value)]
-    if isinstance(value, _JSON_SCALARS) or isinstance(value, float) and math.isfinite(value):
-        return value
-    what = str(value) if isinstance(value, float) else f"a {describe(value)} value"
-    raise ValueError(f"{where} is {what}, which JSON cannot hold")
+        for key, item in value.items():
+            _refuse_what_json_cannot_hold(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_what_json_cannot_hold(item, f"{where}[{index}]")
+    elif not (isinstance(value, _JSON_SCALARS) or isinstance(value, float) and math.isfinite(value)):
+        what = str(value) if isinstance(value, float) else f"a {describe(value)} value"
+        raise ValueError(f"{where} is {what}, which JSON cannot hold")
