@@ -305,8 +305,8 @@ def _clean(message: str) -> str:
 
 # text that can make an optional value: `.?f`, `[?k]`, `optional.*`, a list's `first()` and `last()` (`?`
 # entries store values, not optionals)
+_OWN_FUNCTIONS = frozenset({_TOO_LONG, _OPAQUE_TEXT})  # this backend's own Python functions, beside the libraries'
 _MAY_MAKE_OPTIONALS = re.compile(r"\.\s*\?|\[\s*\?|\boptional\b|\b(?:first|last)\s*\(")
-_PYTHON_FUNCTIONS: dict[str, frozenset[str]] = {}  # per environment: the functions our libraries implement in Python
 
 
 def _checked(expression: Any, spec: EnvSpec, text: str) -> Any:
@@ -318,12 +318,8 @@ def _checked(expression: Any, spec: EnvSpec, text: str) -> Any:
         tree = checked.parse_checked(expression.serialize())
     except (ValueError, RuntimeError):  # a tree we cannot read: as ever (never seen on compiled text)
         return expression
-    python = _PYTHON_FUNCTIONS.get(spec.name)
-    if python is None:
-        python = _PYTHON_FUNCTIONS[spec.name] = frozenset(
-            o.name for lib in spec.libraries for o in lib.overloads) | {_TOO_LONG, _OPAQUE_TEXT}
     try:
-        optionals.check(tree, python)
+        optionals.check(tree, spec.function_names | _OWN_FUNCTIONS)
     except optionals.OptionalEscapes as exc:
         raise CelError(str(exc)) from None
     return expression

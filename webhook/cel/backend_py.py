@@ -315,7 +315,7 @@ class PyBackend:
         tokens = tokenize(source)
         _refuse_unsupported(tokens)
         functions, namespaces = self._prepare(spec)
-        known = frozenset(o.name for lib in spec.libraries for o in lib.overloads)
+        known = spec.function_names
         _refuse_unknown_calls(tokens, known | frozenset(n.rpartition(".")[2] for n in known), namespaces)
         _refuse_undeclared(tokens, frozenset(spec.variables) | frozenset(namespaces))
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from webhook.cel.functions import Library
 from webhook.cel.lib_admission import AUTHORIZER, AUTHZ, JSONPATCH
@@ -23,6 +24,11 @@ class EnvSpec:
     defaults: tuple[tuple[str, object], ...] = ()   # activation values supplied when the caller has none
     typed_device: bool = False           # DRA: `device` fields type-checked at compile time
     or_value_compat: bool = False        # Kyverno's x.orValue(y) on plain fields (webhook.cel.orvalue)
+
+    @cached_property
+    def function_names(self) -> frozenset[str]:
+        """The names of the functions its libraries declare (ours, implemented in Python), dotted names whole."""
+        return frozenset(o.name for lib in self.libraries for o in lib.overloads)
 
 
 _ADMISSION_VARS = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")

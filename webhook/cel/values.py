@@ -125,9 +125,13 @@ def to_json(value: Any) -> Any:
 _JSON_SCALARS = (str, bool, int, type(None))
 
 
+class NotJson(ValueError):
+    """A value for the API server holds what JSON cannot carry; the message says where."""
+
+
 def json_value(value: Any, where: str = "the value") -> Any:
     """`to_json(value)`, refused where it holds what JSON cannot carry (a CEL type, a double that is not finite):
-    ValueError naming the place. What a mutation patches in and what a policy generates go to the API server as
+    NotJson naming the place. What a mutation patches in and what a policy generates go to the API server as
     JSON; a CEL `duration` there was a 500 when the answer was encoded, and the policy's failure policy never
     decided."""
     converted = to_json(value)
@@ -144,4 +148,4 @@ def _refuse_what_json_cannot_hold(value: Any, where: str) -> None:
             _refuse_what_json_cannot_hold(item, f"{where}[{index}]")
     elif not (isinstance(value, _JSON_SCALARS) or isinstance(value, float) and math.isfinite(value)):
         what = str(value) if isinstance(value, float) else f"a {describe(value)} value"
-        raise ValueError(f"{where} is {what}, which JSON cannot hold")
+        raise NotJson(f"{where} is {what}, which JSON cannot hold")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
-from webhook.cel.values import json_value
-from webhook.families.cel.applyconfig import apply_patch, merge
+from webhook.cel.values import NotJson, json_value
+from webhook.families.cel.applyconfig import PatchError, apply_patch, merge
 from webhook.families.cel.base import CelPolicy, Variant, exception_message
 from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
 from webhook.model.lookups import LookupRefused
@@ -92,7 +92,7 @@ class MutatingPolicy(CelPolicy):
                 # as JSON, as cel-go converts it (a duration "1s", bytes base64); a CEL type is an error
                 value = json_value(step.evaluate(mutation.expr), "its value")
                 current = merge(current, value) if mutation.patch_type == "ApplyConfiguration" else apply_patch(current, value)
-            except (CelError, ValueError, LookupRefused) as exc:  # PatchError is a ValueError
+            except (CelError, PatchError, NotJson, LookupRefused) as exc:
                 return MutationOutcome(obj, (self._result(Outcome.ERROR, f"{mutation.expr.field}: {exc}", rule),))
             if not isinstance(current, dict):
                 return MutationOutcome(obj, (self._result(Outcome.ERROR, f"{mutation.expr.field}: must produce an object", rule),))
