@@ -83,7 +83,9 @@ async def test_all_corpus_validating_policies_together_agree_on_every_corpus_res
           len(parts), "members", sorted(len(part.tables) for part in parts), "trimmed", trims_checked)
     assert len(grouped) > 50 and len(parts) > 3  # the groups were active: decisions from joined programs
     assert sum(by_group) > shadow.decided // 2
-    assert trims_checked.compared > 10_000 and trims_checked.trimmed > trims_checked.compared // 2, trims_checked
+    # the runtime's trimmed runs, and the values of joined programs' Python forms (no runtime run then), checked
+    assert trims_checked.compared > 5_000 and trims_checked.trimmed > trims_checked.compared // 2, trims_checked
+    assert trims_checked.python > 500, trims_checked
     assert shadow.compared > 3_000 and shadow.decided > shadow.compared // 2
 
 

@@ -9,6 +9,7 @@ import yaml
 
 from tests.cel_family.test_fused import CEL, VALIDATIONS, engine, named, pod, policy, results
 from webhook.engine.offline import admit_offline
+from webhook.cel import to_python
 from webhook.families.cel import fused, fusedgroup
 from webhook.policy.documents import Document
 from webhook.policy.family import CompileEnv
@@ -23,17 +24,26 @@ GROUP = "---\n".join([
 
 
 class Calls:
-    """Counts the runtime calls of fused programs (alone or joined)."""
+    """Counts the evaluations of fused programs (alone or joined) that gave a value: on the runtime, or a joined
+    program's Python form (`tiers` says which)."""
 
     def __init__(self, monkeypatch):
-        self.values = []
-        run = fused.run
+        self.values, self.tiers = [], []
+        run, run_python = fused.run, fused.run_python
 
         def counted(program, shared, budget):
             value = run(program, shared, budget)
             self.values.append(value)
+            self.tiers.append("runtime")
+            return value
+
+        def counted_python(program, values, budget):
+            value = run_python(program, values, budget)
+            self.values.append(value)
+            self.tiers.append("python")
             return value
         monkeypatch.setattr(fused, "run", counted)
+        monkeypatch.setattr(fused, "run_python", counted_python)
 
 
 def _plan(eng):
@@ -57,12 +67,33 @@ async def test_a_group_decides_its_members_in_one_program(fast_path_agrees_with_
     assert shadow.decided == shadow.compared - 1
 
 
-async def test_one_members_error_sends_every_member_its_own_way(fast_path_agrees_with_reference):
-    eng = engine(GROUP)
-    for _ in range(fusedgroup.GIVE_UP):
+async def _admit_unlabelled(eng, times):
+    for _ in range(times):
         unlabelled = await admit_offline(eng, pod())  # `labels.team` is no field: that member errors
         assert [r[0] for r in results(unlabelled)] == ["pass", "error", "pass", "pass"]
         assert results(unlabelled)[1][1].startswith("spec.validations[0].expression: ")
+
+
+async def test_one_members_error_leaves_the_others_told_by_the_python_form(fast_path_agrees_with_reference, monkeypatch):
+    eng = engine(GROUP)
+    calls = Calls(monkeypatch)
+    await _admit_unlabelled(eng, fusedgroup.GIVE_UP)
+    [part] = _plan(eng).parts
+    assert part.python is not None and part.resting == 0  # the runtime's joined program never ran
+    assert calls.tiers[0] == "python" and calls.values[0] == [0, to_python.NOT_TOLD, 0, 0]
+    shadow = fast_path_agrees_with_reference
+    assert shadow.decided == shadow.compared - fusedgroup.GIVE_UP  # the erring one by its own way, every time
+
+
+async def test_one_members_error_sends_every_member_its_own_way_on_the_runtime(fast_path_agrees_with_reference,
+                                                                               monkeypatch):
+    """Where the Python form cannot tell (here: made to refuse), the runtime's joined program is one value: one
+    member's error is the list's, and a part that keeps failing rests."""
+    def refused(*_):
+        raise to_python.Refused
+    monkeypatch.setattr(fused, "run_python", refused)
+    eng = engine(GROUP)
+    await _admit_unlabelled(eng, fusedgroup.GIVE_UP)
     [part] = _plan(eng).parts
     assert part.resting == fusedgroup.REST  # it kept failing: members go their own way for a while
     assert results(await admit_offline(eng, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
@@ -207,6 +238,7 @@ async def test_the_pod_security_policies_decide_a_mutated_notebook_pod_in_one_ca
     before = shadow.decided
     verdict = await qm.engine.validate(parse_review(bodies["gpu-validate"][1]))
     assert len(calls.values) == 1 and len(calls.values[0]) == 16, calls.values
+    assert calls.tiers == ["python"]  # the joined program's Python form: the runtime was not asked
     assert shadow.decided - before == 16
     assert sum(1 for r in verdict.results if r.policy.kind == "ValidatingPolicy") == 16
 

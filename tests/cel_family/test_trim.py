@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from tests.cel.differential import cel_texts
 from tests.cel_family.test_fused import CEL, CORPUS, engine
 from tests.cel_family.trimcheck import outcome
+from webhook.cel.to_python import Refused
 from webhook.cel import Activation
 from webhook.cel.reads import trim_plans
 from webhook.cel.trim import Plan, trimmed
@@ -56,6 +57,10 @@ async def test_the_pod_security_policies_see_a_trimmed_notebook_pod(monkeypatch,
     seen = []
     run = fused.run
     monkeypatch.setattr(fused, "run", lambda program, shared, budget: seen.append(shared) or run(program, shared, budget))
+
+    def refused(*_):  # what the runtime is given when the joined program's Python form cannot tell
+        raise Refused
+    monkeypatch.setattr(fused, "run_python", refused)
     pod = _notebook_pod()
     before = copy.deepcopy(pod)
     await admit_offline(eng, pod)

@@ -20,7 +20,8 @@ _CHECKED_EXPR = "type.googleapis.com/cel.expr.CheckedExpr"
 
 @dataclass(frozen=True)
 class Const:
-    value: Any  # the constant's Python value; its exact type does not matter to the analysis
+    value: Any  # the constant's Python value (an int64 signed, a double a float)
+    kind: str = ""  # null, bool, int, uint, double, string or bytes (cel.expr.Constant's field); "" unknown
 
 
 @dataclass(frozen=True)
@@ -123,15 +124,21 @@ def _text(value: bytes) -> str:
 def _const(buf: bytes) -> Const:
     for n, wire, value in _fields(buf):
         if n == 1:
-            return Const(None)
+            return Const(None, "null")
         if n == 2:
-            return Const(bool(value))
-        if n in (3, 4, 5):
-            return Const(value)  # raw bits: the analysis never reads a number's value
+            return Const(bool(value), "bool")
+        if n == 3:  # a varint of the two's complement
+            return Const(value - (1 << 64) if value >= 1 << 63 else value, "int")
+        if n == 4:
+            return Const(value, "uint")
+        if n == 5 and wire == 1:
+            return Const(struct.unpack("<d", struct.pack("<Q", value))[0], "double")
         if n == 6:
-            return Const(_text(value))
+            return Const(_text(value), "string")
         if n == 7:
-            return Const(bytes(value))
+            return Const(bytes(value), "bytes")
+        if 5 <= n:
+            return Const(value)  # a deprecated duration or timestamp constant: no kind a reader relies on
     return Const(None)
 
 

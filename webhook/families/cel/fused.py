@@ -46,6 +46,7 @@ from webhook.cel import Activation, CelCompiler, CelError
 from webhook.cel.inline import PREFIX, fold, nest, pure
 from webhook.cel.reads import trim_plans
 from webhook.cel.source import bind_count, tokenize
+from webhook.cel.to_python import PythonProgram, Refused
 from webhook.cel.trim import compile_trim, trimmed as trim_values
 from webhook.families.cel.scope import ALL, Expr, Variables
 from webhook.model.activation import admission_activation
@@ -186,13 +187,17 @@ def reads_request(programs: Sequence[Any]) -> bool:
         return True
 
 
-def program_activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],
-                       plans: Mapping[str, Any], with_request: bool) -> Activation:
-    """What programs with these `trims` (and `reads_request`) run on, built directly: the request's shared
-    activation (`activation`) trimmed, without the `request` variable unless they may read it (building it
-    costs ~1 us; the shared activation, built only if a fallback needs it, has it). Their value is the same
-    on it: a trimmed root as in `trimmed`; a variable the text never names is never read (and if it were,
-    its absence is an error of the runtime, and an error is no decision: every caller falls back)."""
+# what `program_values` may hold: the variables a part's Python form may read
+PROGRAM_VARIABLES = frozenset({"object", "oldObject", "namespaceObject", "request", "exceptions"})
+
+
+def program_values(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapping[str, Any],
+                   with_request: bool) -> dict[str, Any]:
+    """The variables programs that may (or may not: `with_request`, see `reads_request`) read `request` run
+    on: the request's shared activation's values, without the `request` variable unless they may read it
+    (building it costs ~1 us; the shared activation, built only if a fallback needs it, has it). Their value
+    is the same on them: a variable the text never names is never read (and if it were, its absence is an
+    error, and an error is no decision: every caller falls back)."""
     if with_request:
         values = ctx.activation(obj)  # the request variable: built once per request (EvalContext.memo)
     elif ctx.request is None:
@@ -201,7 +206,22 @@ def program_activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptio
         values = admission_activation(ctx.request, None, obj, ctx.namespace)
         del values["request"]
     values["exceptions"] = exceptions
+    return values
+
+
+def program_activation(values: Mapping[str, Any], plans: Mapping[str, Any]) -> Activation:
+    """`program_values` trimmed to what programs with these `trims` read (`trimmed`), for the runtime."""
     return Activation(trim_values(values, plans) if plans else values)
+
+
+def run_python(program: PythonProgram, values: Mapping[str, Any], budget: float) -> Any:
+    """`run` of a program's Python form (webhook.cel.to_python) on `program_values`: Refused where it cannot
+    tell CEL's value, and past the budget as `run` is."""
+    started = time.monotonic()
+    value = program.evaluate(values)
+    if time.monotonic() - started > budget:
+        raise Refused
+    return value
 
 
 def run(program: Any, shared: Activation, budget: float) -> Any:

@@ -40,11 +40,17 @@ with CelPolicy.matches when the plan is built), and the decisions by member slot
 itself (one the group did not decide; a background scan; anyone calling matches() and validate() directly)
 reads the same Entry: one memo lookup per call, and a prebuilt outcome where the group decided.
 
+Python: a part whose members' programs all compile to Python (webhook.cel.to_python; the members that do are
+joined apart from those that do not) is first evaluated as Python on the request's objects as they are: each
+member it tells is decided, each it cannot (NOT_TOLD: an error, or what it does not model) goes its own way; if
+it cannot tell at all (a shared variable's error, its iteration budget), the runtime evaluates the part as
+below. Trimming and the runtime's conversion are then never paid.
+
 Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
 can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
 whole on its first read, and the pod-security policies read a fraction of a pod. Their value is the same on
 it (or an error in both cases). That activation, built for them, holds `request` only if their text names
-it (fused.program_activation); the shared one, with the whole request, is built for any fallback. (A plan
+it (fused.program_values); the shared one, with the whole request, is built for any fallback. (A plan
 that trims nothing runs on the shared activation: its conversion then serves the fallbacks too.)
 """
 
@@ -56,6 +62,7 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
 from webhook.cel.source import canonical, tokenize
+from webhook.cel.to_python import PythonProgram, Refused, compile_tree, supported
 from webhook.families.cel import fused, validating
 from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
@@ -74,6 +81,7 @@ class Part:
     tables: tuple[Mapping[int, Any], ...]  # per member: what each value of its element decides
     slots: tuple[int, ...]  # per member: its place in the group (FusedGroup.members)
     program: Any  # CelProgram of the joined list
+    python: PythonProgram | None = None  # the same tree as Python (webhook.cel.to_python), when it compiles there
     failures: int = 0
     resting: int = 0
 
@@ -220,24 +228,34 @@ class FusedGroup:
     def _decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         if not plan.parts:
             return {}
-        if plan.trims:  # built for the parts alone: trimmed, and `request` only if they name it
-            shared = fused.program_activation(ctx, request.object, NO_EXCEPTIONS.allowed, plan.trims,
-                                              plan.reads_request)
-        else:  # the request's shared activation: its conversion then serves any fallback too
-            shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+        # built for the parts alone: `request` only if they name it
+        values = fused.program_values(ctx, request.object, NO_EXCEPTIONS.allowed, plan.reads_request)
+        shared = None  # the runtime's activation, built only if a part's Python form cannot tell
         decided: dict[int, Any] = {}
         for part in plan.parts:
-            if part.resting:
-                part.resting -= 1
-                continue
-            try:
-                codes = fused.run(part.program, shared, plan.budget)
-            except Exception:  # one member's error (or the budget): each member of the part goes its own way
-                part.failures += 1
-                if part.failures >= GIVE_UP:
-                    part.failures, part.resting = 0, REST
-                continue
-            part.failures = 0
+            codes = None
+            if part.python is not None:  # (cheap enough to try even while the runtime's program rests)
+                try:
+                    codes = fused.run_python(part.python, values, plan.budget)
+                except Refused:  # what the Python form does not model: the runtime tells
+                    codes = None
+            if codes is None:
+                if part.resting:
+                    part.resting -= 1
+                    continue
+                if shared is None:
+                    # trimmed; or, trimming nothing, the request's shared activation (its conversion then serves
+                    # any fallback too)
+                    shared = fused.program_activation(values, plan.trims) if plan.trims else \
+                        fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+                try:
+                    codes = fused.run(part.program, shared, plan.budget)
+                except Exception:  # one member's error (or the budget): each member of the part goes its own way
+                    part.failures += 1
+                    if part.failures >= GIVE_UP:
+                        part.failures, part.resting = 0, REST
+                    continue
+                part.failures = 0
             if type(codes) is not list or len(codes) != len(part.tables):
                 continue
             if set(map(type, codes)) <= _INTS:
@@ -274,7 +292,11 @@ class FusedGroup:
                     and fast.program is not None:
                 members.append((slot, fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
-        parts = tuple(self._parts(members))
+        # the members whose programs compile to Python are joined apart from the others: their joined program's
+        # Python form decides them without the runtime (webhook.cel.to_python), whatever the others hold
+        pythonic = [member for member in members if supported(member[1].program.tree(), fused.PROGRAM_VARIABLES)]
+        others = [member for member in members if member not in pythonic]
+        parts = tuple(self._parts(pythonic)) + tuple(self._parts(others))
         programs = [part.program for part in parts]
         return Plan(parts, budget, fused.trims(programs), matched, reads_request=fused.reads_request(programs),
                     unmatched={policy: None for policy, hit in zip(self.members, matched) if not hit},
@@ -288,7 +310,8 @@ class FusedGroup:
         program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
                                          strict=True)
         if program is not None:
-            return [Part(tuple(_table(fast) for _, fast in members), tuple(slot for slot, _ in members), program)]
+            return [Part(tuple(_table(fast) for _, fast in members), tuple(slot for slot, _ in members), program,
+                         compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True))]
         half = len(members) // 2
         return self._parts(members[:half]) + self._parts(members[half:])
 

@@ -1,0 +1,609 @@
+"""A checked CEL expression compiled to Python, for the subset the joined pod-security programs are made of.
+
+Why: the CEL family's joined program (webhook.families.cel.fusedgroup) runs on every admission the 16
+pod-security ValidatingPolicies match. On the default runtime that costs, per notebook pod, a trimmed copy of
+the object (~5 us), its conversion into the runtime (~10 us) and ~30 us of evaluation, half of it optional
+selections (`c.?securityContext.?privileged.orValue(false)`); the same tree as Python reads the pod where it
+lies (`load-tests/bench_steps.py`).
+
+Exactness: a program compiled here returns a value only where CEL gives that very value; wherever CEL could
+give anything else (an error, a value this module does not model exactly) it raises `Refused`, and the caller
+evaluates as before, on the runtime. So every operation here is strict:
+- `&&`, `||`, `!` and `?:` take booleans only; CEL absorbs an error in `false && error`, which short-circuit
+  evaluation here gives too, and `error && false`, which raises here (the runtime then says false);
+- equality and ordering compare values of one type only (strings, booleans, int64s, doubles, null; equality
+  also lists and maps of those); CEL's cross-type rules (`1 == 1.0`, `null == 'a'`) are left to the runtime;
+- ints are int64 (a JSON integer beyond it is refused: the runtime may read it otherwise), with overflow
+  refused as CEL makes it an error;
+- fields are read from dicts only (`x.f` of an absent key, or of anything but a dict, is refused), lists are
+  iterated and indexed, never maps (CEL iterates a map's keys, in an order Python's dicts need not share);
+- optional values (`x.?f`, consumed by `orValue`) are tracked when the tree is compiled, so a value is never
+  mistaken for an optional; every other optional function, and every function not named here, makes the
+  whole expression not compile here (`compile_tree` returns None).
+Comprehensions (`all`, `exists`, `exists_one`, `map`, `filter`, `cel.bind`) are compiled from the runtime's own
+expansion, loop condition and all; their ranges and every list or string `+` builds charge one iteration
+budget per evaluation, so no object or policy makes an evaluation here long: past it, `Refused`.
+
+The generated source names only its own locals and helpers, with the tree's strings and numbers held as
+constants of the generated module (never spliced into the source).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select
+
+log = logging.getLogger(__name__)
+
+BUDGET = 10_000  # iterations and list or string elements built, per evaluation
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class Refused(Exception):
+    """This evaluation cannot say what CEL says: the caller evaluates on the runtime."""
+
+
+NOT_TOLD: Any = None  # set below: an element of a joined program's value that this module could not tell
+
+
+class Unsupported(Exception):
+    """The tree holds what this module does not compile."""
+
+
+_NONE: Any = type("OptionalNone", (), {"__repr__": lambda self: "optional.none()"})()
+
+
+# --- the helpers the generated code calls ----------------------------------------------------------
+def _truth(value: Any) -> bool:
+    if type(value) is not bool:
+        raise Refused
+    return value
+
+
+def _int64(value: int) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise Refused
+    return value
+
+
+def _eq(a: Any, b: Any) -> bool:
+    kind = type(a)
+    if kind is type(b):
+        if kind is str or kind is bool or kind is float or a is None:
+            return a == b
+        if kind is int:
+            return _int64(a) == _int64(b)
+        if kind is list:  # CEL's equality is never an error: a first pair that differs settles it
+            if len(a) != len(b):
+                return False
+            for x, y in zip(a, b):
+                if not _eq(x, y):
+                    return False
+            return True
+        if kind is dict:
+            if len(a) != len(b):
+                return False
+            for key, x in a.items():
+                if type(key) is not str:
+                    raise Refused
+                if key not in b or not _eq(x, b[key]):
+                    return False
+            return True
+    raise Refused
+
+
+def _order(a: Any, b: Any) -> tuple[Any, Any]:
+    kind = type(a)
+    if kind is type(b):
+        if kind is str or kind is float or kind is bool:
+            return a, b
+        if kind is int:
+            return _int64(a), _int64(b)
+    raise Refused
+
+
+def _lt(a: Any, b: Any) -> bool:
+    x, y = _order(a, b)
+    return x < y
+
+
+def _le(a: Any, b: Any) -> bool:
+    x, y = _order(a, b)
+    return x <= y
+
+
+def _gt(a: Any, b: Any) -> bool:
+    x, y = _order(a, b)
+    return x > y
+
+
+def _ge(a: Any, b: Any) -> bool:
+    x, y = _order(a, b)
+    return x >= y
+
+
+def _add(budget: list[int], a: Any, b: Any) -> Any:
+    kind = type(a)
+    if kind is type(b):
+        if kind is int:
+            return _int64(_int64(a) + _int64(b))
+        if kind is float:
+            return a + b
+        if kind is str or kind is list:
+            _charge(budget, len(a) + len(b))
+            return a + b
+    raise Refused
+
+
+def _sub(a: Any, b: Any) -> Any:
+    kind = type(a)
+    if kind is type(b):
+        if kind is int:
+            return _int64(_int64(a) - _int64(b))
+        if kind is float:
+            return a - b
+    raise Refused
+
+
+def _mul(a: Any, b: Any) -> Any:
+    kind = type(a)
+    if kind is type(b):
+        if kind is int:
+            return _int64(_int64(a) * _int64(b))
+        if kind is float:
+            return a * b
+    raise Refused
+
+
+def _neg(a: Any) -> Any:
+    kind = type(a)
+    if kind is int:
+        return _int64(-_int64(a))
+    if kind is float:
+        return -a
+    raise Refused
+
+
+def _select(value: Any, name: str) -> Any:
+    if type(value) is not dict:
+        raise Refused
+    try:
+        return value[name]
+    except KeyError:
+        raise Refused from None
+
+
+def _has(value: Any, name: str) -> bool:
+    if type(value) is not dict:
+        raise Refused
+    return name in value
+
+
+def _optional_select(value: Any, name: str) -> Any:
+    """`value.?name` of a value that is no optional: the field's value, or _NONE."""
+    if type(value) is not dict:
+        raise Refused
+    return value.get(name, _NONE)
+
+
+def _optional_chain(optional: Any, name: str) -> Any:
+    """`optional.?name`: _NONE stays _NONE."""
+    if optional is _NONE:
+        return _NONE
+    return _optional_select(optional, name)
+
+
+def _index(container: Any, key: Any) -> Any:
+    kind = type(container)
+    if kind is list and type(key) is int:
+        if 0 <= key < len(container):
+            return container[key]
+    elif kind is dict and type(key) is str:
+        if key in container:
+            return container[key]
+    raise Refused
+
+
+def _size(value: Any) -> int:
+    kind = type(value)
+    if kind is str or kind is list or kind is dict:
+        return len(value)
+    raise Refused
+
+
+def _in(value: Any, container: Any) -> bool:
+    kind = type(container)
+    if kind is list:
+        for element in container:
+            if _eq(value, element):
+                return True
+        return False
+    if kind is dict and type(value) is str:
+        return value in container
+    raise Refused
+
+
+def _in_strings(value: Any, strings: frozenset[str]) -> bool:
+    """`value in [...]` of a literal list of strings: a string is in it or not, anything else is the runtime's."""
+    if type(value) is not str:
+        raise Refused
+    return value in strings
+
+
+def _optional_index(container: Any, key: Any) -> Any:
+    """`container[?key]` of a value that is no optional: the element, or _NONE (an index or key of the wrong
+    type is the runtime's to judge)."""
+    kind = type(container)
+    if kind is list and type(key) is int and key >= 0:
+        return container[key] if key < len(container) else _NONE
+    if kind is dict and type(key) is str:
+        return container.get(key, _NONE)
+    raise Refused
+
+
+def _optional_index_chain(optional: Any, key: Any) -> Any:
+    if optional is _NONE:
+        return _NONE
+    return _optional_index(optional, key)
+
+
+def _value(optional: Any) -> Any:
+    if optional is _NONE:
+        raise Refused
+    return optional
+
+
+def _strings(a: Any, b: Any) -> tuple[str, str]:
+    if type(a) is not str or type(b) is not str:
+        raise Refused
+    return a, b
+
+
+def _contains(a: Any, b: Any) -> bool:
+    text, part = _strings(a, b)
+    return part in text
+
+
+def _starts_with(a: Any, b: Any) -> bool:
+    text, part = _strings(a, b)
+    return text.startswith(part)
+
+
+def _ends_with(a: Any, b: Any) -> bool:
+    text, part = _strings(a, b)
+    return text.endswith(part)
+
+
+def _refuse(*_: Any) -> Any:
+    """A function whose every call is an error (the runtime's guard of long map/filter ranges): the runtime's."""
+    raise Refused
+
+
+def _charge(budget: list[int], count: int) -> None:
+    budget[0] -= count
+    if budget[0] < 0:
+        raise Refused
+
+
+def _range(budget: list[int], value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise Refused
+    _charge(budget, len(value))
+    return value
+
+
+NOT_TOLD = _NONE
+
+_HELPERS: dict[str, Any] = {name: value for name, value in globals().items()
+                            if name.startswith("_") and callable(value) and not isinstance(value, type)}
+_HELPERS["_NONE"] = _NONE
+
+# CEL operator -> (helper, arity): strict helpers of their operands' values
+_OPERATORS = {"_==_": "_eq", "_<_": "_lt", "_<=_": "_le", "_>_": "_gt", "_>=_": "_ge", "_-_": "_sub", "_*_": "_mul"}
+_COMPARISONS = frozenset({"_==_", "_<_", "_<=_", "_>_", "_>=_"})
+# string member functions, as in CEL's standard library: code points, as Python's str
+_STRING_TESTS = {"contains": "_contains", "startsWith": "_starts_with", "endsWith": "_ends_with"}
+# functions whose every call the runtime turns into an error (webhook.cel.backend_cpp's own guard)
+REFUSED_FUNCTIONS = frozenset({"__qm_too_long"})
+
+
+@dataclass
+class _Function:
+    """A generated Python function: a comprehension's, or the program's own (`parent` None)."""
+
+    name: str
+    parent: "_Function | None"
+    params: list[str] = field(default_factory=list)  # outer locals it reads, passed by its callers
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Local:
+    python: str  # the Python name
+    owner: _Function  # the function it is a local of
+    optional: bool = False
+    boolean: bool = False  # always a bool
+    strings: str | None = None  # bound to a literal list of strings: the name of their frozenset constant
+
+
+@dataclass(frozen=True)
+class _Code:
+    text: str  # a Python expression
+    optional: bool = False  # its value is a CEL optional: a value, or _NONE
+    boolean: bool = False  # its value is always a bool (when it has one)
+    constant: bool = False  # a literal: evaluating it can never fail
+    strings: str | None = None  # a literal list of strings: the name of their frozenset constant
+
+
+class _Compiler:
+    def __init__(self, roots: frozenset[str], joined: bool = False) -> None:
+        self.roots = roots
+        self.joined = joined
+        self.constants: dict[str, Any] = {}
+        self.functions: list[_Function] = []
+        self.names = 0
+        self.root_locals: dict[str, _Local] = {}
+        self.root = _Function("run", None)
+
+    def fresh(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}{self.names}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("_k")
+        self.constants[name] = value
+        return name
+
+    def reach(self, local: _Local, where: _Function) -> str:
+        """The local's Python name in `where`: a parameter of every function between it and its owner."""
+        function = where
+        while function is not local.owner:
+            if function.parent is None:
+                raise Unsupported("a name read outside its scope")
+            if local.python not in function.params:
+                function.params.append(local.python)
+            function = function.parent
+        return local.python
+
+    def plain(self, node: Node, scope: Mapping[str, _Local], where: _Function) -> str:
+        return self.value(node, scope, where).text
+
+    def value(self, node: Node, scope: Mapping[str, _Local], where: _Function) -> _Code:
+        code = self.expr(node, scope, where)
+        if code.optional:
+            raise Unsupported("an optional where a value is expected")
+        return code
+
+    def truth(self, node: Node, scope: Mapping[str, _Local], where: _Function) -> str:
+        """A boolean operand: checked at run time unless it is known to be a bool."""
+        code = self.value(node, scope, where)
+        return code.text if code.boolean else f"_truth({code.text})"
+
+    def expr(self, node: Node, scope: Mapping[str, _Local], where: _Function) -> _Code:
+        if isinstance(node, Const):
+            if node.kind in ("null", "bool"):
+                return _Code(repr(node.value), boolean=node.kind == "bool", constant=True)
+            if node.kind in ("int", "double", "string"):
+                return _Code(self.constant(node.value), constant=True)
+            raise Unsupported(f"a {node.kind or 'deprecated'} constant")
+        if isinstance(node, Ident):
+            local = scope.get(node.name)
+            if local is None:
+                if node.name not in self.roots:
+                    raise Unsupported(f"the name {node.name!r}")
+                local = self.root_locals.get(node.name)
+                if local is None:
+                    local = self.root_locals[node.name] = _Local(self.fresh("_v"), self.root)
+            return _Code(self.reach(local, where), local.optional, local.boolean, strings=local.strings)
+        if isinstance(node, Select):
+            operand = self.plain(node.operand, scope, where)
+            name = self.constant(node.field)
+            if node.test_only:
+                return _Code(f"_has({operand}, {name})", boolean=True)
+            return _Code(f"_select({operand}, {name})")
+        if isinstance(node, ListOf):
+            if node.optional:
+                raise Unsupported("optional list elements")
+            elements = [self.value(e, scope, where) for e in node.elements]
+            strings = None
+            if elements and all(isinstance(e, Const) and e.kind == "string" for e in node.elements):
+                strings = self.constant(frozenset(e.value for e in node.elements))  # type: ignore[union-attr]
+            return _Code("[" + "".join(e.text + ", " for e in elements) + "]",
+                         constant=all(e.constant for e in elements), strings=strings)
+        if isinstance(node, Call):
+            return self.call(node, scope, where)
+        if isinstance(node, Comprehension):
+            return self.comprehension(node, scope, where)
+        raise Unsupported(type(node).__name__)
+
+    def call(self, node: Call, scope: Mapping[str, _Local], where: _Function) -> _Code:
+        name, target, args = node.function, node.target, node.args
+
+        def value(n: Node) -> str:
+            return self.plain(n, scope, where)
+
+        def truth(n: Node) -> str:
+            return self.truth(n, scope, where)
+
+        if target is None and name == "_?._" and len(args) == 2 and isinstance(args[1], Const) \
+                and args[1].kind == "string":
+            operand = self.expr(args[0], scope, where)
+            helper = "_optional_chain" if operand.optional else "_optional_select"
+            return _Code(f"{helper}({operand.text}, {self.constant(args[1].value)})", optional=True)
+        if target is None and name == "_[?_]" and len(args) == 2:
+            operand = self.expr(args[0], scope, where)
+            helper = "_optional_index_chain" if operand.optional else "_optional_index"
+            return _Code(f"{helper}({operand.text}, {value(args[1])})", optional=True)
+        if target is not None and name in ("hasValue", "value") and not args:
+            optional = self.expr(target, scope, where)
+            if not optional.optional:
+                raise Unsupported(f"{name}() of a value that is no optional")
+            if name == "value":
+                return _Code(f"_value({optional.text})")
+            return _Code(f"({optional.text} is not _NONE)", boolean=True)
+        if target is not None and name in _STRING_TESTS and len(args) == 1:
+            return _Code(f"{_STRING_TESTS[name]}({value(target)}, {value(args[0])})", boolean=True)
+        if name in REFUSED_FUNCTIONS:
+            operands = ", ".join(value(a) for a in ((target,) if target is not None else ()) + args)
+            return _Code(f"_refuse({operands})")
+        if target is not None and name == "orValue" and len(args) == 1:
+            optional = self.expr(target, scope, where)
+            if not optional.optional:
+                raise Unsupported("orValue of a value that is no optional")
+            held, default = self.fresh("_o"), self.value(args[0], scope, where)
+            if default.constant:  # a literal cannot fail: evaluated only when needed
+                return _Code(f"({default.text} if ({held} := {optional.text}) is _NONE else {held})",
+                             )
+            # CEL evaluates both (an error in the default is an error): so does a tuple, left to right
+            return _Code(f"(({held} := {optional.text}), {default.text})[1 if {held} is _NONE else 0]")
+        if target is None:
+            if name == "_&&_" and len(args) == 2:
+                return _Code(f"({truth(args[0])} and {truth(args[1])})", boolean=True)
+            if name == "_||_" and len(args) == 2:
+                return _Code(f"({truth(args[0])} or {truth(args[1])})", boolean=True)
+            if name == "!_" and len(args) == 1:
+                return _Code(f"(not {truth(args[0])})", boolean=True)
+            if name in ("@not_strictly_false", "not_strictly_false") and len(args) == 1:
+                return _Code(truth(args[0]), boolean=True)  # errors raise here: never an error value to let through
+            if name == "_?_:_" and len(args) == 3:
+                condition = truth(args[0])
+                yes, no = self.value(args[1], scope, where), self.value(args[2], scope, where)
+                return _Code(f"({yes.text} if {condition} else {no.text})", boolean=yes.boolean and no.boolean)
+            if name == "_!=_" and len(args) == 2:
+                return _Code(f"(not _eq({value(args[0])}, {value(args[1])}))", boolean=True)
+            if name in _OPERATORS and len(args) == 2:
+                return _Code(f"{_OPERATORS[name]}({value(args[0])}, {value(args[1])})",
+                             boolean=name in _COMPARISONS)
+            if name == "_+_" and len(args) == 2:
+                return _Code(f"_add(_b, {value(args[0])}, {value(args[1])})")
+            if name == "-_" and len(args) == 1:
+                return _Code(f"_neg({value(args[0])})")
+            if name == "_[_]" and len(args) == 2:
+                return _Code(f"_index({value(args[0])}, {value(args[1])})")
+            if name == "@in" and len(args) == 2:
+                item, container = value(args[0]), self.value(args[1], scope, where)
+                if container.strings is not None:
+                    return _Code(f"_in_strings({item}, {container.strings})", boolean=True)
+                return _Code(f"_in({item}, {container.text})", boolean=True)
+            if name == "size" and len(args) == 1:
+                return _Code(f"_size({value(args[0])})")
+        elif name == "size" and not args:
+            return _Code(f"_size({value(target)})")
+        raise Unsupported(f"the function {name!r}")
+
+    def comprehension(self, node: Comprehension, scope: Mapping[str, _Local], where: _Function) -> _Code:
+        if node.iter_var2:
+            raise Unsupported("two-variable comprehensions")
+        if isinstance(node.iter_range, ListOf) and not node.iter_range.elements:
+            # cel.bind (a comprehension over no elements, its loop never runs): a local of `where`, bound in place
+            init = self.expr(node.accu_init, scope, where)
+            bound = _Local(self.fresh("_a"), where, init.optional, init.boolean, init.strings)
+            result = self.expr(node.result, {**scope, node.accu_var: bound}, where)
+            return _Code(f"(({bound.python} := {init.text}), {result.text})[1]", result.optional, result.boolean)
+        function = _Function(self.fresh("_c"), where, params=["_b"])
+        self.functions.append(function)
+        init = self.value(node.accu_init, scope, function)
+        accu = _Local(self.fresh("_a"), function, boolean=init.boolean)
+        item = _Local(self.fresh("_i"), function)
+        inner = {**scope, node.accu_var: accu, node.iter_var: item}
+        lines = [f"{accu.python} = {init.text}",
+                 f"for {item.python} in _range(_b, {self.plain(node.iter_range, scope, function)}):",
+                 f"    if not {self.truth(node.loop_condition, inner, function)}:",
+                 "        break"]
+        step = self.value(node.loop_step, inner, function)
+        # the accumulator stays what it was assumed to be: a bool if it began as one
+        lines.append(f"    {accu.python} = {step.text if step.boolean or not accu.boolean else f'_truth({step.text})'}")
+        result = self.expr(node.result, {**scope, node.accu_var: accu}, function)
+        lines.append(f"return {result.text}")
+        function.lines = lines
+        # every parameter is a local of `where` or one of its own parameters (reach() made it so)
+        return _Code(f"{function.name}({', '.join(function.params)})", result.optional, result.boolean)
+
+    def module(self, node: Node) -> str:
+        root = self.root
+        self.functions.append(root)
+        lines = [f"_b = [{BUDGET}]"]
+        binds, elements = _joined(node) if self.joined else ([], None)
+        if elements is None:
+            lines.append(f"return {self.plain(node, {}, root)}")
+        else:
+            # a joined program (binds around a list of members' values): each element apart, so that one member's
+            # value this module cannot tell leaves the others told (that element is _NONE)
+            scope: dict[str, _Local] = {}
+            for name, init in binds:
+                code = self.expr(init, scope, root)
+                local = _Local(self.fresh("_a"), root, code.optional, code.boolean, code.strings)
+                lines.append(f"{local.python} = {code.text}")
+                scope = {**scope, name: local}
+            lines.append("_r = []")
+            for element in elements:
+                lines += ["try:", f"    _r.append({self.plain(element, scope, root)})",
+                          "except Exception:", "    _r.append(_NONE)"]
+            lines.append("return _r")
+        prologue = [f"{local.python} = _vars[{self.constant(name)}]" for name, local in self.root_locals.items()]
+        root.lines = prologue + lines
+        out = []
+        for function in self.functions:
+            params = "_vars" if function is root else ", ".join(function.params)
+            out.append(f"def {function.name}({params}):")
+            out += ["    " + line for line in function.lines]
+        return "\n".join(out) + "\n"
+
+
+def _joined(node: Node) -> tuple[list[tuple[str, Node]], tuple[Node, ...] | None]:
+    """A joined program's binds (name, value; outermost first) and list elements; elements None if it is not one."""
+    binds = []
+    while isinstance(node, Comprehension) and isinstance(node.iter_range, ListOf) and not node.iter_range.elements \
+            and not node.iter_var2:
+        binds.append((node.accu_var, node.accu_init))
+        node = node.result
+    if isinstance(node, ListOf) and not node.optional:
+        return binds, node.elements
+    return [], None
+
+
+@dataclass(frozen=True)
+class PythonProgram:
+    source: str  # the generated module (for tests and debugging)
+    _run: Callable[[Mapping[str, Any]], Any]
+
+    def evaluate(self, variables: Mapping[str, Any]) -> Any:
+        """CEL's value of the program on `variables`; Refused wherever this module cannot tell it (any error)."""
+        try:
+            return self._run(variables)
+        except Refused:
+            raise
+        except Exception as exc:  # a missing variable, a KeyError of a generated read: the runtime will say
+            raise Refused from exc
+
+
+def supported(tree: Node | None, roots: frozenset[str]) -> bool:
+    """Whether `compile_tree` compiles the tree (the source is made, not run)."""
+    if tree is None:
+        return False
+    try:
+        _Compiler(roots).module(tree)
+    except (Unsupported, RecursionError):
+        return False
+    return True
+
+
+def compile_tree(tree: Node | None, roots: frozenset[str], joined: bool = False) -> PythonProgram | None:
+    """The tree as Python, reading the variables named in `roots`; None when it holds anything this module does
+    not compile (then the runtime evaluates it, as before). `joined`: the tree is a joined program (binds around
+    a list of members' values, webhook.families.cel.fusedgroup) whose elements are told apart: an element this
+    module cannot tell is NOT_TOLD in the list, the others are still told."""
+    if tree is None:
+        return None
+    compiler = _Compiler(roots, joined)
+    try:
+        source = compiler.module(tree)
+        namespace: dict[str, Any] = {**_HELPERS, **compiler.constants}
+        exec(compile(source, "<cel-to-python>", "exec"), namespace)  # our own source: names and constant refs only
+    except (Unsupported, RecursionError, SyntaxError, MemoryError) as exc:
+        log.debug("not compiled to Python: %s", exc)
+        return None
+    return PythonProgram(source, namespace["run"])
