@@ -208,6 +208,11 @@ def test_the_iteration_budget_bounds_an_evaluation():
     assert python.evaluate({"object": {"a": list(range(20))}}) is True  # 20 + 400 + 8,000 iterations
     with pytest.raises(Refused):
         python.evaluate({"object": {"a": list(range(100))}})  # a million: past the budget, the runtime's turn
+    for scans in ("object.a.all(x, !(x in object.b))",
+                  "object.a.all(x, object.c != object.b)"):  # each scan and comparison is charged too
+        python = compile_tree(CPP.compile(scans, env="admission").tree(), ROOTS)
+        with pytest.raises(Refused):
+            python.evaluate({"object": {"a": list(range(5000)), "b": list(range(100_000)), "c": list(range(100_000))}})
     doubling = "object.a.map(x, object.a).map(y, y + y + y + y)"
     python = compile_tree(CPP.compile(doubling, env="admission").tree(), ROOTS)
     with pytest.raises(Refused):

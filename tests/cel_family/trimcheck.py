@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from webhook.cel import Activation, CelError
-from webhook.cel.to_python import NOT_TOLD
+from webhook.cel.to_python import NOT_TOLD, Refused
 from webhook.cel.trim import trimmed as trim_values
 from webhook.families.cel import fused
 from webhook.families.cel.fusedgroup import FusedGroup
@@ -57,6 +57,7 @@ def trim_checked() -> Iterator[TrimCheck]:
     trims_of: dict[int, Any] = {}
     # id(Python form) -> (it, its joined CelProgram, the plan's trims, the members' own CelPrograms)
     parts: dict[int, tuple[Any, Any, Any, list[Any]]] = {}
+    own_forms: set[int] = set()  # the Python forms of policies' own programs (checked by `decide`)
 
     def compare(program: Any, whole: Activation, trims: Any) -> None:
         part = Activation(trim_values(whole.values, trims)) if trims else whole
@@ -93,6 +94,8 @@ def trim_checked() -> Iterator[TrimCheck]:
 
     def run_python(python: Any, values: Any, budget: float) -> Any:
         value = original_run_python(python, values, budget)  # Refused: the runtime runs, and `run` checks it
+        if id(python) in own_forms:
+            return value  # a policy's own program's Python form: `decide` below checks it
         found, whole = parts.get(id(python)), whole_values.get(id(values))
         if found is None or found[0] is not python or whole is None or whole[0] is not values:
             check.mismatches.append(("a Python form this check did not see built", value, None))
@@ -123,6 +126,17 @@ def trim_checked() -> Iterator[TrimCheck]:
             if key not in trims_of:
                 trims_of[key] = (program, fused.trims([program.program]))
             compare(program.program, shared, trims_of[key][1])
+            if program.python is not None:  # its Python form: each value it tells is the runtime's
+                own_forms.add(id(program.python))
+                try:
+                    told = original_run_python(program.python, shared.values, budget)
+                except Refused:
+                    told = NOT_TOLD
+                if told is not NOT_TOLD:
+                    check.python += 1
+                    own = outcome(program.program, shared)
+                    if own[0] != "value" or typed(own[1]) != typed(told):
+                        check.mismatches.append(("Python form: " + program.program.expression[:200], own, told))
         return original_decide(program, shared, budget)
 
     def build(self: FusedGroup, request: Any, ctx: Any) -> Any:

@@ -21,8 +21,9 @@ evaluates as before, on the runtime. So every operation here is strict:
   mistaken for an optional; every other optional function, and every function not named here, makes the
   whole expression not compile here (`compile_tree` returns None).
 Comprehensions (`all`, `exists`, `exists_one`, `map`, `filter`, `cel.bind`) are compiled from the runtime's own
-expansion, loop condition and all; their ranges and every list or string `+` builds charge one iteration
-budget per evaluation, so no object or policy makes an evaluation here long: past it, `Refused`.
+expansion, loop condition and all; their ranges, every list or string `+` builds, every list `in` scans and
+every list or map `==` compares charge one budget per evaluation, so no object or policy makes an evaluation
+here long: past it, `Refused`.
 
 The generated source names only its own locals and helpers, with the tree's strings and numbers held as
 constants of the generated module (never spliced into the source).
@@ -69,7 +70,7 @@ def _int64(value: int) -> int:
     return value
 
 
-def _eq(a: Any, b: Any) -> bool:
+def _eq(budget: list[int], a: Any, b: Any) -> bool:
     kind = type(a)
     if kind is type(b):
         if kind is str or kind is bool or kind is float or a is None:
@@ -79,17 +80,19 @@ def _eq(a: Any, b: Any) -> bool:
         if kind is list:  # CEL's equality is never an error: a first pair that differs settles it
             if len(a) != len(b):
                 return False
+            _charge(budget, len(a))  # element by element, here and below: the budget bounds it
             for x, y in zip(a, b):
-                if not _eq(x, y):
+                if not _eq(budget, x, y):
                     return False
             return True
         if kind is dict:
             if len(a) != len(b):
                 return False
+            _charge(budget, len(a))
             for key, x in a.items():
                 if type(key) is not str:
                     raise Refused
-                if key not in b or not _eq(x, b[key]):
+                if key not in b or not _eq(budget, x, b[key]):
                     return False
             return True
     raise Refused
@@ -214,11 +217,12 @@ def _size(value: Any) -> int:
     raise Refused
 
 
-def _in(value: Any, container: Any) -> bool:
+def _in(budget: list[int], value: Any, container: Any) -> bool:
     kind = type(container)
     if kind is list:
+        _charge(budget, len(container))
         for element in container:
-            if _eq(value, element):
+            if _eq(budget, value, element):
                 return True
         return False
     if kind is dict and type(value) is str:
@@ -302,8 +306,8 @@ _HELPERS: dict[str, Any] = {name: value for name, value in globals().items()
 _HELPERS["_NONE"] = _NONE
 
 # CEL operator -> (helper, arity): strict helpers of their operands' values
-_OPERATORS = {"_==_": "_eq", "_<_": "_lt", "_<=_": "_le", "_>_": "_gt", "_>=_": "_ge", "_-_": "_sub", "_*_": "_mul"}
-_COMPARISONS = frozenset({"_==_", "_<_", "_<=_", "_>_", "_>=_"})
+_OPERATORS = {"_<_": "_lt", "_<=_": "_le", "_>_": "_gt", "_>=_": "_ge", "_-_": "_sub", "_*_": "_mul"}
+_COMPARISONS = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 # string member functions, as in CEL's standard library: code points, as Python's str
 _STRING_TESTS = {"contains": "_contains", "startsWith": "_starts_with", "endsWith": "_ends_with"}
 # functions whose every call the runtime turns into an error (webhook.cel.backend_cpp's own guard)
@@ -472,8 +476,10 @@ class _Compiler:
                 condition = truth(args[0])
                 yes, no = self.value(args[1], scope, where), self.value(args[2], scope, where)
                 return _Code(f"({yes.text} if {condition} else {no.text})", boolean=yes.boolean and no.boolean)
+            if name == "_==_" and len(args) == 2:
+                return _Code(f"_eq(_b, {value(args[0])}, {value(args[1])})", boolean=True)
             if name == "_!=_" and len(args) == 2:
-                return _Code(f"(not _eq({value(args[0])}, {value(args[1])}))", boolean=True)
+                return _Code(f"(not _eq(_b, {value(args[0])}, {value(args[1])}))", boolean=True)
             if name in _OPERATORS and len(args) == 2:
                 return _Code(f"{_OPERATORS[name]}({value(args[0])}, {value(args[1])})",
                              boolean=name in _COMPARISONS)
@@ -487,7 +493,7 @@ class _Compiler:
                 item, container = value(args[0]), self.value(args[1], scope, where)
                 if container.strings is not None:
                     return _Code(f"_in_strings({item}, {container.strings})", boolean=True)
-                return _Code(f"_in({item}, {container.text})", boolean=True)
+                return _Code(f"_in(_b, {item}, {container.text})", boolean=True)
             if name == "size" and len(args) == 1:
                 return _Code(f"_size({value(args[0])})")
         elif name == "size" and not args:

@@ -46,7 +46,7 @@ from webhook.cel import Activation, CelCompiler, CelError
 from webhook.cel.inline import PREFIX, fold, nest, pure
 from webhook.cel.reads import trim_plans
 from webhook.cel.source import bind_count, tokenize
-from webhook.cel.to_python import PythonProgram, Refused
+from webhook.cel.to_python import PythonProgram, Refused, compile_tree
 from webhook.cel.trim import compile_trim, trimmed as trim_values
 from webhook.families.cel.scope import ALL, Expr, Variables
 from webhook.model.activation import admission_activation
@@ -69,6 +69,7 @@ class Fused:
     outcomes: Mapping[int, ValidationOutcome | None]
     cel: CelCompiler
     _program: Any = field(default=_UNCOMPILED, repr=False)
+    _python: Any = field(default=_UNCOMPILED, repr=False)
 
     @property
     def source(self) -> str:
@@ -82,6 +83,14 @@ class Fused:
         if self._program is _UNCOMPILED:
             self._program = self.cel.compile_bound(self.source, [], self.env, strict=True)
         return self._program
+
+    @property
+    def python(self) -> PythonProgram | None:
+        """The program's Python form (webhook.cel.to_python), compiled on first use; None where it has none."""
+        if self._python is _UNCOMPILED:
+            program = self.program
+            self._python = compile_tree(program.tree(), PROGRAM_VARIABLES) if program is not None else None
+        return self._python  # type: ignore[no-any-return]
 
 
 def _wrap(text: str) -> str:
@@ -237,12 +246,21 @@ def run(program: Any, shared: Activation, budget: float) -> Any:
 
 
 def decide(fused: Fused, shared: Activation, budget: float) -> ValidationOutcome | None:
-    """The prebuilt outcome, or None: the reference path decides (any error, any unexpected value)."""
+    """The prebuilt outcome, or None: the reference path decides (any error, any unexpected value). The
+    program's Python form first, where it has one (webhook.cel.to_python): then the runtime neither converts
+    the request nor evaluates, unless that form cannot tell."""
     program = fused.program
     if program is None:
         return None
+    python = fused.python
     try:
-        code = run(program, shared, budget)
+        if python is None:
+            code = run(program, shared, budget)
+        else:
+            try:
+                code = run_python(python, shared.values, budget)
+            except Refused:
+                code = run(program, shared, budget)
     except Exception:  # an error of any kind: the reference path gives its exact outcome and message
         return None
     if type(code) is not int:
