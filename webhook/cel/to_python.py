@@ -47,14 +47,13 @@ class Refused(Exception):
     """This evaluation cannot say what CEL says: the caller evaluates on the runtime."""
 
 
-NOT_TOLD: Any = None  # set below: an element of a joined program's value that this module could not tell
-
-
 class Unsupported(Exception):
     """The tree holds what this module does not compile."""
 
 
 _NONE: Any = type("OptionalNone", (), {"__repr__": lambda self: "optional.none()"})()
+# an element of a joined program's value that this module could not tell (never a value of CEL's own)
+NOT_TOLD: Any = _NONE
 
 
 # --- the helpers the generated code calls ----------------------------------------------------------
@@ -299,13 +298,11 @@ def _range(budget: list[int], value: Any) -> list[Any]:
     return value
 
 
-NOT_TOLD = _NONE
-
 _HELPERS: dict[str, Any] = {name: value for name, value in globals().items()
                             if name.startswith("_") and callable(value) and not isinstance(value, type)}
 _HELPERS["_NONE"] = _NONE
 
-# CEL operator -> (helper, arity): strict helpers of their operands' values
+# CEL's binary operators -> the strict helpers of their operands' values
 _OPERATORS = {"_<_": "_lt", "_<=_": "_le", "_>_": "_gt", "_>=_": "_ge", "_-_": "_sub", "_*_": "_mul"}
 _COMPARISONS = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 # string member functions, as in CEL's standard library: code points, as Python's str
@@ -459,8 +456,7 @@ class _Compiler:
                 raise Unsupported("orValue of a value that is no optional")
             held, default = self.fresh("_o"), self.value(args[0], scope, where)
             if default.constant:  # a literal cannot fail: evaluated only when needed
-                return _Code(f"({default.text} if ({held} := {optional.text}) is _NONE else {held})",
-                             )
+                return _Code(f"({default.text} if ({held} := {optional.text}) is _NONE else {held})")
             # CEL evaluates both (an error in the default is an error): so does a tuple, left to right
             return _Code(f"(({held} := {optional.text}), {default.text})[1 if {held} is _NONE else 0]")
         if target is None:
