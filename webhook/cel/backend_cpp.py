@@ -30,7 +30,7 @@ from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_sca
 from webhook.cel.values import KINDS, check_size, opaque_type, plain, with_name
 
 MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
-_TOO_LONG = "__qm_too_long"
+TOO_LONG = "__qm_too_long"  # the guard of long map/filter ranges: every call is an error
 _OPAQUE_TEXT = "__qm_opaque_text"
 
 T = cel.Type
@@ -305,7 +305,7 @@ def _clean(message: str) -> str:
 
 # text that can make an optional value: `.?f`, `[?k]`, `optional.*`, a list's `first()` and `last()` (`?`
 # entries store values, not optionals)
-_OWN_FUNCTIONS = frozenset({_TOO_LONG, _OPAQUE_TEXT})  # this backend's own Python functions, beside the libraries'
+_OWN_FUNCTIONS = frozenset({TOO_LONG, _OPAQUE_TEXT})  # this backend's own Python functions, beside the libraries'
 _MAY_MAKE_OPTIONALS = re.compile(r"\.\s*\?|\[\s*\?|\boptional\b|\b(?:first|last)\s*\(")
 
 
@@ -335,7 +335,7 @@ class CppBackend:
         env = self._envs.get(spec.name)
         if env is None:
             overloads = tuple(o for lib in spec.libraries for o in lib.overloads) + (
-                fn(_TOO_LONG, ["int"], "dyn", _too_long), fn(_OPAQUE_TEXT, ["map"], "string", _opaque_text))
+                fn(TOO_LONG, ["int"], "dyn", _too_long), fn(_OPAQUE_TEXT, ["map"], "string", _opaque_text))
             env = cel.NewEnv(
                 variables={name: T.DYN for name in spec.variables},
                 extensions=[ext_optional.ExtOptional(), ext_math.ExtMath(), ext_encoders.ExtEncoders(),
@@ -350,7 +350,7 @@ class CppBackend:
     def compile_plain(self, spec: EnvSpec, source: str) -> CppProgram:
         """The plain form alone, for programs only ever run by `run_strict` (which never retries)."""
         try:
-            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, TOO_LONG)
             env = self._env(spec)
             return CppProgram(_checked(env.compile(plain_text), spec, plain_text), env, None, spec, source)
         except ValueError as exc:
@@ -365,10 +365,10 @@ class CppBackend:
         form does not type-check because of them): its extra nesting would otherwise cost every
         evaluation and can exceed the parser's depth limit of 32 on large mutations."""
         try:
-            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, _TOO_LONG)
+            plain_text = guard_accumulating_ranges(source, tokenize(source), MAX_ACCUMULATED, TOO_LONG)
             faithful = presence_tests_on_scalars(source, tokenize(source))
             faithful = route_string_conversions(faithful, tokenize(faithful), _OPAQUE_TEXT)
-            faithful = guard_accumulating_ranges(faithful, tokenize(faithful), MAX_ACCUMULATED, _TOO_LONG)
+            faithful = guard_accumulating_ranges(faithful, tokenize(faithful), MAX_ACCUMULATED, TOO_LONG)
         except ValueError as exc:
             raise CelError(str(exc)) from None
         env = self._env(spec)

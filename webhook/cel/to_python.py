@@ -35,6 +35,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from webhook.cel.backend_cpp import TOO_LONG
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select
 
 log = logging.getLogger(__name__)
@@ -308,7 +309,7 @@ _COMPARISONS = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 # string member functions, as in CEL's standard library: code points, as Python's str
 _STRING_TESTS = {"contains": "_contains", "startsWith": "_starts_with", "endsWith": "_ends_with"}
 # functions whose every call the runtime turns into an error (webhook.cel.backend_cpp's own guard)
-REFUSED_FUNCTIONS = frozenset({"__qm_too_long"})
+REFUSED_FUNCTIONS = frozenset({TOO_LONG})
 
 
 @dataclass
@@ -580,17 +581,6 @@ class PythonProgram:
             raise
         except Exception as exc:  # a missing variable, a KeyError of a generated read: the runtime will say
             raise Refused from exc
-
-
-def supported(tree: Node | None, roots: frozenset[str]) -> bool:
-    """Whether `compile_tree` compiles the tree (the source is made, not run)."""
-    if tree is None:
-        return False
-    try:
-        _Compiler(roots).module(tree)
-    except (Unsupported, RecursionError):
-        return False
-    return True
 
 
 def compile_tree(tree: Node | None, roots: frozenset[str], joined: bool = False) -> PythonProgram | None:

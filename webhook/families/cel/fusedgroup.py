@@ -62,7 +62,7 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
 from webhook.cel.source import canonical, tokenize
-from webhook.cel.to_python import PythonProgram, Refused, compile_tree, supported
+from webhook.cel.to_python import PythonProgram, Refused, compile_tree
 from webhook.families.cel import fused, validating
 from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
 from webhook.families.cel.validating import ValidatingPolicy
@@ -293,9 +293,12 @@ class FusedGroup:
                 members.append((slot, fast))  # (one that compiles only in its faithful form stays out)
                 budget = min(budget, policy.timeout)
         # the members whose programs compile to Python are joined apart from the others: their joined program's
-        # Python form decides them without the runtime (webhook.cel.to_python), whatever the others hold
-        pythonic = [member for member in members if supported(member[1].program.tree(), fused.PROGRAM_VARIABLES)]
-        others = [member for member in members if member not in pythonic]
+        # Python form decides them without the runtime (webhook.cel.to_python), whatever the others hold. (Each
+        # member's own Python form, compiled here once, also serves it when it goes its own way: fused.decide.)
+        pythonic: list[tuple[int, fused.Fused]] = []
+        others: list[tuple[int, fused.Fused]] = []
+        for member in members:
+            (pythonic if member[1].python is not None else others).append(member)
         parts = tuple(self._parts(pythonic)) + tuple(self._parts(others))
         programs = [part.program for part in parts]
         return Plan(parts, budget, fused.trims(programs), matched, reads_request=fused.reads_request(programs),
