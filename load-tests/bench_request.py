@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +110,19 @@ async def _bodies(handler: Any, app: web.Application) -> dict[str, tuple[str, by
             "gpu-validate": ("validate", json.dumps(review(await mutated(gpu))).encode())}
 
 
-async def main_async(args: argparse.Namespace, tmp: Path) -> None:
-    policies, extra = policies_dir(tmp / "policies", with_pod_security=not args.defaults_only)
+@dataclass
+class InProcess:
+    """`serve`'s application in this process, with the suite's policies and state, and the cases' bodies."""
+
+    qm: Quartermaster
+    app: web.Application
+    handlers: dict[str, Any]  # "/mutate", "/validate": the route handlers `serve` runs
+    cases: dict[str, tuple[str, bytes]]  # case: (endpoint, body)
+    extra: int  # pod-security ValidatingPolicies loaded besides the defaults
+
+
+async def in_process(tmp: Path, with_pod_security: bool = True) -> InProcess:
+    policies, extra = policies_dir(tmp / "policies", with_pod_security=with_pod_security)
     namespaces = [namespace("apps", profile=False), namespace(PROFILE, True, f"{PROFILE}@example.org")]
     state = write_state(tmp / "state" / "state.yaml", namespaces, {})
     qm = Quartermaster.build(Settings(policies=policies, state=state.parent))
@@ -120,7 +132,12 @@ async def main_async(args: argparse.Namespace, tmp: Path) -> None:
     logging.basicConfig(level=logging.INFO, stream=open("/dev/null", "w"))  # formatted and written, as in serve
     for h in logging.getLogger().handlers:
         h.setFormatter(JsonFormatter())
-    cases = await _bodies(handlers["/mutate"], app)
+    return InProcess(qm, app, handlers, await _bodies(handlers["/mutate"], app), extra)
+
+
+async def main_async(args: argparse.Namespace, tmp: Path) -> None:
+    setup = await in_process(tmp, with_pod_security=not args.defaults_only)
+    qm, app, handlers, cases, extra = setup.qm, setup.app, setup.handlers, setup.cases, setup.extra
     rows: dict[str, dict[str, float]] = {}
     if not args.json:
         print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}; CPU us per "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 import tempfile
 import time
@@ -24,12 +23,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_request  # noqa: E402  (puts BENCH_TREE's webhook package first on the path)
-from workload import namespace, policies_dir, write_state  # noqa: E402
 
 import webhook.engine.dispatch as dispatch  # noqa: E402
 import webhook.server.handlers as handlers  # noqa: E402
-from webhook.app import Quartermaster, Settings  # noqa: E402
-from webhook.server.app import build_app  # noqa: E402
 
 TOTALS: dict[str, int] = {}
 
@@ -49,15 +45,9 @@ def timed(owner: Any, name: str, label: str | None = None) -> None:
 
 
 async def main_async(case: str, count: int, tmp: Path) -> None:
-    policies, _ = policies_dir(tmp / "policies", with_pod_security=True)
-    state = write_state(tmp / "state" / "state.yaml", [namespace("apps", profile=False),
-                                                       namespace(bench_request.PROFILE, True, "u@example.org")], {})
-    qm = Quartermaster.build(Settings(policies=policies, state=state.parent))
-    qm.load_policies()
-    app = build_app(qm.services())
-    routes = {r.resource.canonical: r.handler for r in app.router.routes() if r.method == "POST"}  # type: ignore[union-attr]
-    logging.basicConfig(level=logging.INFO, stream=open("/dev/null", "w"))
-    endpoint, body = (await bench_request._bodies(routes["/mutate"], app))[case]
+    setup = await bench_request.in_process(tmp)
+    qm, app, routes = setup.qm, setup.app, setup.handlers
+    endpoint, body = setup.cases[case]
     handler = routes[f"/{endpoint}"]
     for http in [bench_request._request(app, endpoint, body) for _ in range(200)]:
         await handler(http)

@@ -57,3 +57,27 @@ def test_empty_matches_are_visited_as_go_visits_them():
     assert query("regex_replace_all('a*', s, 'x')", data) == "xbxcx"
     assert query("regex_replace_all_literal('a*', s, 'x')", data) == "xbxcx"
     assert query("regex_replace_all('x*', s, '-')", data) == "-b-a-a-a-c-"
+
+
+@pytest.mark.parametrize("pattern, template, expected", [
+    # the examples of Go's regexp.Regexp.ReplaceAllString documentation, on "-ab-axxb-"
+    ("a(x*)b", "T", "-T-T-"),
+    ("a(x*)b", "$1", "--xx-"),
+    ("a(x*)b", "$1W", "---"),  # the longest name: $1W is ${1W}, a group that does not exist
+    ("a(x*)b", "${1}W", "-W-xxW-"),
+    ("a(?P<1W>x*)b", "$1W", "--xx-"),  # ... which a named group can be
+    ("a(?P<1W>x*)b", "${1}W", "-W-xxW-"),
+    # the rest of Go's Regexp.Expand: $$, names, and a "$" that starts no name
+    ("a(?P<xs>x*)b", "<$xs>", "-<>-<xx>-"),
+    ("a(?P<xs>x*)b", "${xs}$$", "-$-xx$-"),
+    ("a(x*)b", "$$1", "-$1-$1-"),
+    ("a(x*)b", "$", "-$-$-"),
+    ("a(x*)b", "${1", "-${1-${1-"),
+    ("a(x*)b", "${}", "-${}-${}-"),
+    ("a(x*)b", "$2|$01|$0", "-||ab-||axxb-"),  # out of range, a leading zero (a name), the whole match
+    ("a(x)?(b)", "[$1$2]", "-[b]-axxb-"),  # a group that took no part is empty
+    ("a(x*)b", "\\1\\$1", "-\\1\\-\\1\\xx-"),  # a backslash is text
+])
+def test_replacements_expand_as_go_expands_them(pattern, template, expected):
+    data = {"s": "-ab-axxb-", "p": pattern, "t": template}
+    assert query("regex_replace_all(p, s, t)", data) == expected

@@ -70,6 +70,9 @@ def _int64(value: int) -> int:
     return value
 
 
+_INLINE_EQUAL = {"string": "str", "bool": "bool"}  # constants compared in place (_Compiler.equal): kind -> type
+
+
 def _eq(budget: list[int], a: Any, b: Any) -> bool:
     kind = type(a)
     if kind is type(b):
@@ -170,35 +173,6 @@ def _neg(a: Any) -> Any:
     raise Refused
 
 
-def _select(value: Any, name: str) -> Any:
-    if type(value) is not dict:
-        raise Refused
-    try:
-        return value[name]
-    except KeyError:
-        raise Refused from None
-
-
-def _has(value: Any, name: str) -> bool:
-    if type(value) is not dict:
-        raise Refused
-    return name in value
-
-
-def _optional_select(value: Any, name: str) -> Any:
-    """`value.?name` of a value that is no optional: the field's value, or _NONE."""
-    if type(value) is not dict:
-        raise Refused
-    return value.get(name, _NONE)
-
-
-def _optional_chain(optional: Any, name: str) -> Any:
-    """`optional.?name`: _NONE stays _NONE."""
-    if optional is _NONE:
-        return _NONE
-    return _optional_select(optional, name)
-
-
 def _index(container: Any, key: Any) -> Any:
     kind = type(container)
     if kind is list and type(key) is int:
@@ -295,7 +269,9 @@ def _charge(budget: list[int], count: int) -> None:
 def _range(budget: list[int], value: Any) -> list[Any]:
     if type(value) is not list:
         raise Refused
-    _charge(budget, len(value))
+    budget[0] -= len(value)  # _charge, written out: every comprehension calls this
+    if budget[0] < 0:
+        raise Refused
     return value
 
 
@@ -403,9 +379,12 @@ class _Compiler:
         if isinstance(node, Select):
             operand = self.plain(node.operand, scope, where)
             name = self.constant(node.field)
+            # _has and _select, written out: a call per field cost more than reading the field
+            held = operand if operand.isidentifier() else self.fresh("_o")
+            reached = held if held == operand else f"({held} := {operand})"
             if node.test_only:
-                return _Code(f"_has({operand}, {name})", boolean=True)
-            return _Code(f"_select({operand}, {name})")
+                return _Code(f"({name} in {held} if type({reached}) is dict else _refuse())", boolean=True)
+            return _Code(f"({held}[{name}] if type({reached}) is dict and {name} in {held} else _refuse())")
         if isinstance(node, ListOf):
             if node.optional:
                 raise Unsupported("optional list elements")
@@ -421,6 +400,19 @@ class _Compiler:
             return self.comprehension(node, scope, where)
         raise Unsupported(type(node).__name__)
 
+    def equal(self, left: Node, right: Node, scope: Mapping[str, _Local], where: _Function) -> str:
+        """`left == right`. Against a string or bool constant (most comparisons in policies) the value is compared
+        in place when it has the constant's type, which is all `_eq` would do; anything else goes to `_eq`."""
+        if isinstance(left, Const) and left.kind in _INLINE_EQUAL:
+            left, right = right, left  # equality is symmetric; the constant on the right
+        if isinstance(right, Const) and right.kind in _INLINE_EQUAL:
+            operand, constant = self.plain(left, scope, where), self.plain(right, scope, where)
+            held = operand if operand.isidentifier() else self.fresh("_o")
+            reached = held if held == operand else f"({held} := {operand})"
+            return (f"({held} == {constant} if type({reached}) is {_INLINE_EQUAL[right.kind]} "
+                    f"else _eq(_b, {held}, {constant}))")
+        return f"_eq(_b, {self.plain(left, scope, where)}, {self.plain(right, scope, where)})"
+
     def call(self, node: Call, scope: Mapping[str, _Local], where: _Function) -> _Code:
         name, target, args = node.function, node.target, node.args
 
@@ -432,9 +424,14 @@ class _Compiler:
 
         if target is None and name == "_?._" and len(args) == 2 and isinstance(args[1], Const) \
                 and args[1].kind == "string":
-            operand = self.expr(args[0], scope, where)
-            helper = "_optional_chain" if operand.optional else "_optional_select"
-            return _Code(f"{helper}({operand.text}, {self.constant(args[1].value)})", optional=True)
+            # _optional_select and _optional_chain, written out: a call per selection cost more than the selection
+            operand, name = self.expr(args[0], scope, where), self.constant(args[1].value)
+            held = operand.text if operand.text.isidentifier() else self.fresh("_o")
+            reached = held if held == operand.text else f"({held} := {operand.text})"
+            select = f"({held}.get({name}, _NONE) if type({held}) is dict else _refuse())"
+            if operand.optional:
+                return _Code(f"(_NONE if {reached} is _NONE else {select})", optional=True)
+            return _Code(f"({held}.get({name}, _NONE) if type({reached}) is dict else _refuse())", optional=True)
         if target is None and name == "_[?_]" and len(args) == 2:
             operand = self.expr(args[0], scope, where)
             helper = "_optional_index_chain" if operand.optional else "_optional_index"
@@ -474,9 +471,9 @@ class _Compiler:
                 yes, no = self.value(args[1], scope, where), self.value(args[2], scope, where)
                 return _Code(f"({yes.text} if {condition} else {no.text})", boolean=yes.boolean and no.boolean)
             if name == "_==_" and len(args) == 2:
-                return _Code(f"_eq(_b, {value(args[0])}, {value(args[1])})", boolean=True)
+                return _Code(self.equal(args[0], args[1], scope, where), boolean=True)
             if name == "_!=_" and len(args) == 2:
-                return _Code(f"(not _eq(_b, {value(args[0])}, {value(args[1])}))", boolean=True)
+                return _Code(f"(not {self.equal(args[0], args[1], scope, where)})", boolean=True)
             if name in _OPERATORS and len(args) == 2:
                 return _Code(f"{_OPERATORS[name]}({value(args[0])}, {value(args[1])})",
                              boolean=name in _COMPARISONS)

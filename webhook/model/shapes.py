@@ -61,80 +61,44 @@ def _problem(value: Any, shape: Any, where: str) -> str | None:
 Check = Callable[[Any], bool]
 
 
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
-
-
-def _leaf_types(shape: Any) -> tuple[type, ...] | None:
-    """The types a leaf shape accepts besides None (a scalar also refuses bool), or None for an object or
-    list shape."""
-    return None if isinstance(shape, (Mapping, list)) else _TYPES[shape]
-
-
 def _checker(shape: Any) -> Check:
-    """A predicate that is True exactly when `_problem` finds nothing: the same walk without building a
-    field path per node, which is most of `_problem`'s cost on a well-formed object (every admission).
-    Leaves (most fields: names, images, lists of objects) are checked inline by their parent, not by a
-    call each: a pod has a few dozen of them and the calls were most of what remained."""
-    if isinstance(shape, list):
-        return _each(list, shape[0])
-    if isinstance(shape, Mapping):
-        if "*" in shape:
-            if len(shape) > 1:
-                raise ValueError("a shape is either {'*': shape} or named fields, not both")
-            return _each(dict, shape["*"])
-        # per field: (name, leaf types or None, sub-checker or None)
-        plan = tuple((key, _leaf_types(sub), None if _leaf_types(sub) is not None else _checker(sub))
-                     for key, sub in shape.items())
-        scalar_types = _TYPES[SCALAR]
-
-        def check(value: Any) -> bool:
-            if value is None:
-                return True
-            if not isinstance(value, dict):
-                return False
-            # the shape's fields looked up (fewer than a pod's or a container's keys): absent or null is never wrong
-            get = value.get
-            for key, leaf, sub in plan:
-                item = get(key)
-                if item is None:
-                    continue
-                if leaf is not None:
-                    if not isinstance(item, leaf) or leaf is scalar_types and item.__class__ is bool:
-                        return False
-                elif not sub(item):  # type: ignore[misc]
-                    return False
-            return True
-        return check
-    types = _TYPES[shape]
-    if shape == SCALAR:
-        return lambda value: value is None or _is_scalar(value)
-    return lambda value: value is None or isinstance(value, types)
+    """A predicate that is True exactly when `_problem` finds nothing: the same walk as straight-line code
+    generated from the shape, without a field path per node (most of `_problem`'s cost on a well-formed
+    object, which every admission is) and without a call or a loop over a plan per object (most of what
+    remained: a pod has a few dozen fields to look at). The source comes from the shapes above alone, never
+    from input."""
+    lines = ["def check(v0):", " if v0 is None: return True"]
+    _emit(shape, "v0", 1, lines, [0])
+    lines.append(" return True")
+    namespace: dict[str, Any] = {"_SCALAR": _TYPES[SCALAR]}
+    exec(compile("\n".join(lines), f"<shape checker {_kind_of(shape)}>", "exec"), namespace)
+    return namespace["check"]  # type: ignore[no-any-return]
 
 
-def _each(container: type, shape: Any) -> Check:
-    """A list whose every item has `shape` (container list), or an object whose every value has it
-    ({'*': shape}, container dict: a map of quantities)."""
-    leaf = _leaf_types(shape)
-    sub = None if leaf is not None else _checker(shape)
-    scalar = leaf is _TYPES[SCALAR]
-    of_object = container is dict
-
-    def check(value: Any) -> bool:
-        if value is None:
-            return True
-        if not isinstance(value, container):
-            return False
-        for item in value.values() if of_object else value:
-            if item is None:
-                continue
-            if leaf is not None:
-                if not isinstance(item, leaf) or scalar and item.__class__ is bool:
-                    return False
-            elif not sub(item):  # type: ignore[misc]
-                return False
-        return True
-    return check
+def _emit(shape: Any, var: str, depth: int, lines: list[str], names: list[int]) -> None:
+    """Lines (at `depth` spaces) that return False when `var`, known not to be None, does not have `shape`."""
+    pad = " " * depth
+    if not isinstance(shape, (Mapping, list)):  # a leaf
+        wrong = f"{var}.__class__ is bool or not isinstance({var}, _SCALAR)" if shape == SCALAR \
+            else f"not isinstance({var}, {_TYPES[shape][0].__name__})"
+        lines.append(f"{pad}if {wrong}: return False")
+        return
+    if isinstance(shape, Mapping) and "*" in shape and len(shape) > 1:
+        raise ValueError("a shape is either {'*': shape} or named fields, not both")
+    container = "dict" if isinstance(shape, Mapping) else "list"
+    lines.append(f"{pad}if not isinstance({var}, {container}): return False")
+    names[0] += 1
+    item = f"v{names[0]}"
+    if isinstance(shape, list) or "*" in shape:  # every item (list) or every value ({'*': shape}) has the shape
+        each = shape[0] if isinstance(shape, list) else shape["*"]
+        lines.append(f"{pad}for {item} in {var}{'.values()' if container == 'dict' else ''}:")
+        lines.append(f"{pad} if {item} is not None:")
+        _emit(each, item, depth + 2, lines, names)
+        return
+    for key, sub in shape.items():  # the shape's fields looked up (fewer than an object's keys)
+        lines.append(f"{pad}{item} = {var}.get({key!r})")  # absent or null is never wrong
+        lines.append(f"{pad}if {item} is not None:")
+        _emit(sub, item, depth + 1, lines, names)
 
 
 _CHECKERS: Mapping[str, Check] = {kind: _checker(shape) for kind, shape in SHAPES.items()}
