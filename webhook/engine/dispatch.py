@@ -20,6 +20,7 @@ from webhook.model.cluster import ClusterState, ObjectKey
 from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
 from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, PolicyBatch, ValidationOutcome
+from webhook.model.quickinit import quick_init
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
@@ -34,6 +35,7 @@ DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default ti
 CREATE_TIMEOUT = 3.0
 
 
+@quick_init
 @dataclass(frozen=True)
 class MutateResult:
     verdict: Verdict

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from webhook.model.lookups import Lookups
+from webhook.model.quickinit import quick_init
 
 # Kinds the state holds, by their API kind; every key below is one of these.
 NAMESPACE = "Namespace"
@@ -21,6 +22,7 @@ TRACKED_KINDS = (NAMESPACE, POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, P
 CLUSTER_SCOPED = frozenset({NAMESPACE, PROFILE})
 
 
+@quick_init
 @dataclass(frozen=True)
 class ObjectKey:
     kind: str
@@ -38,6 +40,7 @@ class ObjectKey:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class CreateResult:
     created: bool  # False: it already existed, which admission treats as success

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Protocol
 from webhook.model.activation import admission_activation, request_variable
 from webhook.model.cluster import ClusterState
 from webhook.model.lookups import NO_LOOKUPS, Lookups
+from webhook.model.quickinit import quick_init
 from webhook.model.results import PolicyId, RuleResult
 from webhook.model.review import AdmissionRequest
 
@@ -47,6 +48,7 @@ class Condition(Protocol):
     def __call__(self, activation: Mapping[str, Any]) -> bool: ...
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class EvalContext:
     """Everything a policy may read for one request; built once per request by the dispatcher."""
@@ -77,6 +79,7 @@ class EvalContext:
         return admission_activation(self.request, request_var, obj, self.namespace)
 
 
+@quick_init
 @dataclass(frozen=True)
 class MutationOutcome:
     object: Mapping[str, Any]  # the mutated copy (the same object when nothing changed)
@@ -85,6 +88,7 @@ class MutationOutcome:
     warnings: tuple[str, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True)
 class ValidationOutcome:
     results: tuple[RuleResult, ...] = ()

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
+from webhook.model.quickinit import quick_init
+
 
 @dataclass(frozen=True, order=True)
 class PolicyId:
@@ -65,6 +67,7 @@ class _once:
         return value
 
 
+@quick_init
 @dataclass(frozen=True)
 class RuleResult:
     policy: PolicyId

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from webhook.model.errors import MalformedReview
+from webhook.model.quickinit import quick_init
 from webhook.model.shapes import shape_problem
 from webhook.model.verdict import Verdict
 
@@ -23,6 +24,7 @@ MAX_DEPTH = 100
 _META_STRINGS = ("name", "namespace", "generateName", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
 
 
+@quick_init
 @dataclass(frozen=True)
 class GroupVersionKind:
     group: str
@@ -34,6 +36,7 @@ class GroupVersionKind:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
+@quick_init
 @dataclass(frozen=True)
 class GroupVersionResource:
     group: str
@@ -41,6 +44,7 @@ class GroupVersionResource:
     resource: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class UserInfo:
     username: str = ""
@@ -49,6 +53,7 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
+@quick_init
 @dataclass(frozen=True)
 class AdmissionRequest:
     """What the engine reads. The object dicts are shared, never mutated: mutators work on copies."""

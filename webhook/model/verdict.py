@@ -6,12 +6,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from webhook.model.quickinit import quick_init
 from webhook.model.results import RuleResult
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 WARNING_LIMIT = 120  # kube-apiserver's advice: shorter warnings render well in kubectl
 
 
+@quick_init
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool

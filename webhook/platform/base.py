@@ -6,6 +6,7 @@ from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webhook.model.quickinit import quick_init
 from webhook.policy.common import SpecMatched
 from webhook.policy.common import document_schema as _document_schema
 
@@ -44,6 +45,7 @@ class Battery(SpecMatched):
 
 
 # --- profiles --------------------------------------------------------------------------------------
+@quick_init
 @dataclass(frozen=True)
 class ProfileInfo:
     """A Kubeflow profile namespace, as the batteries see it."""

@@ -7,9 +7,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
+from webhook.model.quickinit import quick_init
 from webhook.model.results import RuleResult
 
 
+@quick_init
 @dataclass(frozen=True)
 class ResourceRef:
     api_version: str

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import ClusterState, ObjectKey
+from webhook.model.quickinit import quick_init
 
 
+@quick_init
 @dataclass(frozen=True)
 class Reservation:
     scope: str

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, NamedTuple
 
 from webhook.model.quantity import QuantityRangeError, parse_quantity, plain_whole
+from webhook.model.quickinit import quick_init
 from webhook.platform.dra.config import RewriteConfig
 from webhook.platform.base import is_mapping
 
@@ -41,12 +42,14 @@ class ContainerRef(NamedTuple):
         return f"{kind} {self.name}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class LegacyAmount:
     resource: str
     count: int  # 0 is allowed: the key goes, no device is asked for
 
 
+@quick_init
 @dataclass(frozen=True)
 class LegacyUse:
     container: ContainerRef

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from webhook.model.jsoncopy import copier
+from webhook.model.quickinit import quick_init
 from webhook.platform.dra.config import InitClaims, RewriteConfig
 from webhook.platform.dra.legacy import ContainerRef, LegacyUse
 from webhook.platform.dra.templates import DeviceRequest, build_template
@@ -21,6 +22,7 @@ from webhook.platform.dra.templates import DeviceRequest, build_template
 MAX_LABEL = 63
 
 
+@quick_init
 @dataclass(frozen=True)
 class ClaimUse:
     container: ContainerRef
@@ -29,6 +31,7 @@ class ClaimUse:
     reused: bool  # borrowed from another container (regular init containers only)
 
 
+@quick_init
 @dataclass(frozen=True)
 class RewritePlan:
     pod: dict[str, Any]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webhook.model.quickinit import quick_init
 from webhook.platform.notebook.config import HomeSpec, NotebookSpec, SidecarMode
 from webhook.platform.notebook.credentials import credential_conflicts, refresher_mismatch
 from webhook.platform.notebook.merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
@@ -20,6 +21,7 @@ from webhook.platform.notebook.render import Desired
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Injection:
     pod: Mapping[str, Any]  # the injected pod; the original when nothing changed or something conflicts

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 
 from webhook.model.jsoncopy import copier
+from webhook.model.quickinit import quick_init
 from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
@@ -24,6 +25,7 @@ class InvalidOwner(Exception):
     """The profile has no usable owner, so there is no home to mount and no credentials to use."""
 
 
+@quick_init
 @dataclass(frozen=True)
 class Desired:
     volumes: tuple[Mapping[str, Any], ...]  # pod volumes

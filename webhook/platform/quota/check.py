@@ -13,6 +13,7 @@ from typing import AbstractSet, Callable
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quantity import format_bytes, format_count
+from webhook.model.quickinit import quick_init
 from webhook.platform.quota.limits import Limit, ProfileLimits, gpus_text
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import ADVICE_FIELDS, QuotaSettings
@@ -23,6 +24,7 @@ STORAGE_RULE = "storage-quota"
 RULE_KINDS = {GPU_RULE: frozenset({POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE}), STORAGE_RULE: frozenset({POD, PVC})}
 
 
+@quick_init
 @dataclass(frozen=True)
 class Subject:
     """The object under review, named as the messages name it."""
@@ -37,6 +39,7 @@ class Subject:
         return f"this update of {what}" if self.operation == "UPDATE" else f"this {what}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class RuleOutcome:
     rule: str
@@ -45,6 +48,7 @@ class RuleOutcome:
     summary: str = ""  # the warning kubectl prints in Audit mode: short, with where to read the rest
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     outcomes: tuple[RuleOutcome, ...]
@@ -169,4 +173,3 @@ def decide_usage(settings: QuotaSettings, limits: ProfileLimits, base: Usage, pr
         adds = adds or added
     notes = projected.charge(subject.kind, subject.name).notes if subject.kind == POD else ()
     return Decision(tuple(outcomes), adds, tuple(limits.notes) + tuple(notes))
-

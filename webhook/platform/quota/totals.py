@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any, Iterator, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM
+from webhook.model.quickinit import quick_init
 from webhook.platform.quota.devices import ZERO
 from webhook.platform.quota.objects import COUNTED_KINDS, object_name
 from webhook.platform.quota.reads import NOTHING, GeneratedReads, Key, Read, RecordingView
@@ -39,6 +40,7 @@ from webhook.platform.quota.usage import (POD_UID_READ_FOR, Charge, Usage, claim
 CHARGED = frozenset({POD, RESOURCE_CLAIM, PVC})
 
 
+@quick_init
 @dataclass(frozen=True)
 class KnownUsage(Usage):
     """A Usage whose totals were kept as objects changed, instead of summed over `charges`."""

@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.quickinit import quick_init
 from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import CountingRules
@@ -42,6 +43,7 @@ POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the res
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Charge:
     kind: str
