@@ -120,7 +120,8 @@ def test_remembered_static_matches_are_the_matches(fast_path_agrees_with_referen
     if CORPUS is not None:
         docs += [Document(str(path), i, d, None) for path, i, d in _corpus_documents()[0]]
     policies = [p for p in CelFamily().compile(docs, CompileEnv(CEL)).policies if isinstance(p, CelPolicy)]
-    assert sum(p.static_match for p in policies) >= 4 and not all(p.static_match for p in policies)
+    static = [p.static_match for p in policies]
+    assert any(static) and not all(static), static  # both kinds are exercised, with the corpus or without it
     state = InMemoryClusterState(NAMESPACES)
     for _ in range(2):  # the second round answers from what the first remembered
         for req in _match_requests():
