@@ -380,8 +380,7 @@ class _Compiler:
             operand = self.plain(node.operand, scope, where)
             name = self.constant(node.field)
             # _has and _select, written out: a call per field cost more than reading the field
-            held = operand if operand.isidentifier() else self.fresh("_o")
-            reached = held if held == operand else f"({held} := {operand})"
+            held, reached = self.hold(operand)
             if node.test_only:
                 return _Code(f"({name} in {held} if type({reached}) is dict else _refuse())", boolean=True)
             return _Code(f"({held}[{name}] if type({reached}) is dict and {name} in {held} else _refuse())")
@@ -400,6 +399,14 @@ class _Compiler:
             return self.comprehension(node, scope, where)
         raise Unsupported(type(node).__name__)
 
+    def hold(self, text: str) -> tuple[str, str]:
+        """`text` evaluated once and read again: (the name to read it by, the expression to evaluate first).
+        A name is read as it is; anything else is bound to a fresh name where it is first evaluated."""
+        if text.isidentifier():
+            return text, text
+        held = self.fresh("_o")
+        return held, f"({held} := {text})"
+
     def equal(self, left: Node, right: Node, scope: Mapping[str, _Local], where: _Function) -> str:
         """`left == right`. Against a string or bool constant (most comparisons in policies) the value is compared
         in place when it has the constant's type, which is all `_eq` would do; anything else goes to `_eq`."""
@@ -407,8 +414,7 @@ class _Compiler:
             left, right = right, left  # equality is symmetric; the constant on the right
         if isinstance(right, Const) and right.kind in _INLINE_EQUAL:
             operand, constant = self.plain(left, scope, where), self.plain(right, scope, where)
-            held = operand if operand.isidentifier() else self.fresh("_o")
-            reached = held if held == operand else f"({held} := {operand})"
+            held, reached = self.hold(operand)
             return (f"({held} == {constant} if type({reached}) is {_INLINE_EQUAL[right.kind]} "
                     f"else _eq(_b, {held}, {constant}))")
         return f"_eq(_b, {self.plain(left, scope, where)}, {self.plain(right, scope, where)})"
@@ -426,10 +432,9 @@ class _Compiler:
                 and args[1].kind == "string":
             # _optional_select and _optional_chain, written out: a call per selection cost more than the selection
             operand, name = self.expr(args[0], scope, where), self.constant(args[1].value)
-            held = operand.text if operand.text.isidentifier() else self.fresh("_o")
-            reached = held if held == operand.text else f"({held} := {operand.text})"
+            held, reached = self.hold(operand.text)
             select = f"({held}.get({name}, _NONE) if type({held}) is dict else _refuse())"
-            if operand.optional:
+            if operand.optional:  # _NONE stays _NONE
                 return _Code(f"(_NONE if {reached} is _NONE else {select})", optional=True)
             return _Code(f"({held}.get({name}, _NONE) if type({reached}) is dict else _refuse())", optional=True)
         if target is None and name == "_[?_]" and len(args) == 2:

@@ -25,12 +25,13 @@ def quick_init(cls: type[T]) -> type[T]:
         raise TypeError(f"{cls.__name__}: quick_init writes __dict__ and calls no __post_init__")
     generated = inspect.signature(cls.__init__)
     fields = dataclasses.fields(cls)
+    init_fields = [f for f in fields if f.init]
     parameters = [p for name, p in generated.parameters.items() if name != "self"]
-    if [p.name for p in parameters] != [f.name for f in fields if f.init]:
+    if [p.name for p in parameters] != [f.name for f in init_fields]:
         raise TypeError(f"{cls.__name__}: quick_init needs the fields as the only parameters (no InitVar)")
     namespace: dict[str, Any] = {}
     signature, body, keyword_only = ["self"], ["    d = self.__dict__"], False
-    for field, parameter in zip([f for f in fields if f.init], parameters):
+    for field, parameter in zip(init_fields, parameters):
         name = field.name
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
             signature.append("*")

@@ -77,21 +77,20 @@ def _checker(shape: Any) -> Check:
 
 def _emit(shape: Any, var: str, depth: int, lines: list[str], names: list[int]) -> None:
     """Lines (at `depth` spaces) that return False when `var`, known not to be None, does not have `shape`."""
-    pad = " " * depth
-    if not isinstance(shape, (Mapping, list)):  # a leaf
-        wrong = f"{var}.__class__ is bool or not isinstance({var}, _SCALAR)" if shape == SCALAR \
-            else f"not isinstance({var}, {_TYPES[shape][0].__name__})"
-        lines.append(f"{pad}if {wrong}: return False")
+    pad, kind = " " * depth, _kind_of(shape)
+    if kind == SCALAR:
+        lines.append(f"{pad}if {var}.__class__ is bool or not isinstance({var}, _SCALAR): return False")
         return
-    if isinstance(shape, Mapping) and "*" in shape and len(shape) > 1:
-        raise ValueError("a shape is either {'*': shape} or named fields, not both")
-    container = "dict" if isinstance(shape, Mapping) else "list"
-    lines.append(f"{pad}if not isinstance({var}, {container}): return False")
+    lines.append(f"{pad}if not isinstance({var}, {_TYPES[kind][0].__name__}): return False")
+    if not isinstance(shape, (Mapping, list)):  # a leaf: its type is all there is to check
+        return
     names[0] += 1
     item = f"v{names[0]}"
     if isinstance(shape, list) or "*" in shape:  # every item (list) or every value ({'*': shape}) has the shape
+        if isinstance(shape, Mapping) and len(shape) > 1:
+            raise ValueError("a shape is either {'*': shape} or named fields, not both")
         each = shape[0] if isinstance(shape, list) else shape["*"]
-        lines.append(f"{pad}for {item} in {var}{'.values()' if container == 'dict' else ''}:")
+        lines.append(f"{pad}for {item} in {var}{'.values()' if kind == OBJ else ''}:")
         lines.append(f"{pad} if {item} is not None:")
         _emit(each, item, depth + 2, lines, names)
         return

@@ -51,7 +51,8 @@ def _go_regex(pattern: str) -> Any:
 def _go_name_length(text: str) -> int:
     """How many characters at the start of `text` make a name in Go's Expand: letters, digits, underscore."""
     for length, char in enumerate(text):
-        if not (char == "_" or unicodedata.category(char)[0] == "L" or unicodedata.category(char) == "Nd"):
+        category = unicodedata.category(char)
+        if not (char == "_" or category[0] == "L" or category == "Nd"):
             return length
     return len(text)
 
@@ -62,7 +63,9 @@ def _go_expansion(regex: Any, template: str) -> Callable[[Any], str]:
     that joins literal text and groups. (Python's and RE2's expand parse the template again at every match,
     which cost more than the match itself; and a name is Go's longest run of letters, digits and underscores,
     so "$1x" names the group "1x", not group 1 and an "x".)"""
-    pieces: list[str | int] = []  # literal text, or a group's number (-1: a group that does not exist)
+    # literal text around each group: texts[0], groups[0], texts[1], ... (-1: a group that does not exist)
+    texts: list[str] = []
+    groups: list[int] = []
     literal, rest = [], template
     while True:
         before, dollar, rest = rest.partition("$")
@@ -84,13 +87,13 @@ def _go_expansion(regex: Any, template: str) -> Callable[[Any], str]:
             group = int(name) if int(name) <= regex.groups else -1
         else:
             group = regex.groupindex.get(name, -1)
-        pieces += ("".join(literal), group)
+        texts.append("".join(literal))
+        groups.append(group)
         literal = []
-    pieces.append("".join(literal))
-    if len(pieces) == 1:
-        text = pieces[0]
+    texts.append("".join(literal))
+    if not groups:
+        text = texts[0]
         return lambda _match: text
-    texts, groups = pieces[::2], pieces[1::2]
     read = sorted({g for g in groups if g >= 0})  # each group read once per match: RE2's reads cost ~1 us each
 
     def expand(match: Any) -> str:
