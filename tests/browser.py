@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,39 @@ def chromium_binary() -> str:
     pytest.skip("chromium is not installed (apt-get install -y chromium)")
 
 
+def _running_in_group(group: int) -> bool:
+    """Is a process of this group still running (a zombie is not: it writes nothing, and in a container
+    nobody may ever reap it)?"""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Stop chromium and its helpers (renderer, network, GPU processes): they write into the profile
+    directory until they are gone, and removing it while one still writes fails with "Directory not empty"."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + 10
+    while _running_in_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever ignored SIGTERM for 10 s
+    proc.wait()
+    deadline = time.monotonic() + 10  # SIGKILL cannot be ignored: this ends at once but for a process stuck in the kernel
+    while _running_in_group(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class Browser:
     """One browser process with one page; `async with Browser() as page:`."""
 
@@ -46,7 +82,7 @@ class Browser:
         self._proc = subprocess.Popen(
             [chromium_binary(), *FLAGS, f"--user-data-dir={self._profile.name}",
              f"--window-size={self.size[0]},{self.size[1]}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port = await self._debug_port(Path(self._profile.name) / "DevToolsActivePort")
         self._http = aiohttp.ClientSession()
         async with self._http.get(f"http://127.0.0.1:{port}/json/list") as response:
@@ -64,12 +100,7 @@ class Browser:
         self._reader.cancel()
         await self._ws.close()
         await self._http.close()
-        self._proc.terminate()
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        _stop_group(self._proc)
         self._profile.cleanup()
 
     async def _debug_port(self, marker: Path) -> int:

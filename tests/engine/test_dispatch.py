@@ -34,6 +34,28 @@ async def test_admitted_create_is_recorded_and_delete_removes(tmp_path):
     assert qm.state.get("Pod", "jdoe", "a") is None
 
 
+async def test_recorded_object_says_what_the_request_did_and_is_the_states_own(tmp_path):
+    """The stored object carries the request's namespace and name, and its kind and apiVersion, when the object
+    left them out; either way the state keeps its own copies of the object and its metadata, never the request's."""
+    qm = build(tmp_path, REQUIRE_TEAM)
+    bare = {"spec": {"containers": [{"name": "c", "image": "busybox"}]}, "metadata": {"labels": {"team": "x"}}}
+    complete = pod("b", labels={"team": "x"})
+    for name, obj in (("a", bare), ("b", complete)):
+        doc = review(obj, namespace="jdoe")
+        doc["request"]["name"] = name
+        admitted = parse_review(json.dumps(doc).encode())
+        sent = json.loads(json.dumps(admitted.object))
+        assert (await qm.engine.validate(admitted)).allowed
+        stored = qm.state.get("Pod", "jdoe", name)
+        assert stored is not None and stored is not admitted.object
+        assert stored["metadata"] is not admitted.object["metadata"]
+        assert admitted.object == sent  # the request's object is left as it came
+        assert (stored["kind"], stored["apiVersion"]) == ("Pod", "v1")
+        assert (stored["metadata"]["namespace"], stored["metadata"]["name"]) == ("jdoe", name)
+        assert stored["metadata"]["labels"] == {"team": "x"} and stored["spec"] == sent["spec"]
+        assert stored["metadata"]["uid"] and stored["metadata"]["resourceVersion"]
+
+
 async def test_dry_run_is_not_recorded(tmp_path):
     qm = build(tmp_path, REQUIRE_TEAM)
     assert (await qm.engine.validate(request(pod("a", labels={"team": "x"}), dry_run=True))).allowed

@@ -179,3 +179,31 @@ def test_surrogate_pairs_and_huge_integers_still_parse():
     text = json.dumps(doc).replace('"uid": "', '"uid": "\\ud83d\\ude00', 1).replace('"dryRun": false', '"dryRun": false, "x": 123456789012345678901234567890')
     assert "123456789012345678901234567890" in text  # orjson refuses it: the fallback parser reads this body
     assert parse_review(text.encode()).uid.startswith("\U0001F600")
+
+
+_KINDS = [None, {"group": "", "version": "v1", "kind": "Pod"}, {"version": "v1", "kind": "Pod"},
+          {"group": "", "version": "v1beta1", "kind": "Pod"}, {"group": "apps", "version": "v1", "kind": "Pod"}, {}]
+_RESOURCES = [None, {"group": "", "version": "v1", "resource": "pods"}, {"version": "v1", "resource": "pods"},
+              {"group": "", "version": "v1beta1", "resource": "pods"}, {}, {"resource": "pods"}]
+
+
+@pytest.mark.parametrize("request_kind", _KINDS)
+@pytest.mark.parametrize("resource, request_resource", [(r, rr) for r in _RESOURCES for rr in _RESOURCES])
+def test_request_kind_and_resource_are_what_was_sent(request_kind, resource, request_resource):
+    """requestKind/requestResource equal to kind/resource (the API server's usual review) take a shortcut:
+    each field still comes out as sent, None when absent or null, empty where a field is missing."""
+    doc = review(pod(), namespace="jdoe")
+    doc["request"].update(kind={"group": "", "version": "v1", "kind": "Pod"}, resource=resource,
+                          requestKind=request_kind, requestResource=request_resource)
+    req = parse_review(body(doc))
+    expected_kind = None if request_kind is None else (request_kind.get("group", ""), request_kind.get("version", ""),
+                                                       request_kind.get("kind", ""))
+    got_kind = None if req.request_kind is None else (req.request_kind.group, req.request_kind.version,
+                                                      req.request_kind.kind)
+    assert got_kind == expected_kind
+    expected_resource = None if request_resource is None else (
+        request_resource.get("group", ""), request_resource.get("version", ""), request_resource.get("resource", ""))
+    got_resource = None if req.request_resource is None else (
+        req.request_resource.group, req.request_resource.version, req.request_resource.resource)
+    assert got_resource == expected_resource
+    assert req.resource == (resource or {}).get("resource", "")

@@ -333,8 +333,16 @@ class AdmissionEngine:
             if self.on_deleted is not None:
                 self.on_deleted(ObjectKey(request.kind.kind, request.namespace, request.name))
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
-            obj = dict(request.object)
-            meta = dict(obj.get("metadata") or {})
+            obj = request.object
+            meta = obj.get("metadata")
+            if "kind" in obj and "apiVersion" in obj and type(meta) is dict and meta.get("namespace", "") == request.namespace \
+                    and (not request.name or "name" in meta):
+                # says already what the defaults below would fill in (most objects): the state copies what it
+                # keeps, so a copy here would be made only to be copied again
+                self.state.record_admitted(obj, request.operation)
+                return
+            obj = dict(obj)
+            meta = dict(meta or {})
             if request.namespace:
                 meta.setdefault("namespace", request.namespace)
             if request.name:

@@ -62,7 +62,9 @@ class ClusterState(Protocol):
     async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult: ...
 
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
-        """An object /validate admitted; the standalone store persists it, the live one waits for its informer."""
+        """An object /validate admitted; the standalone store persists it, the live one waits for its informer.
+        `obj` may be the request's own object: a store keeps copies of what it writes into (the object and its
+        metadata), never `obj` itself."""
 
     def record_deleted(self, kind: str, namespace: str, name: str) -> None: ...
 

@@ -134,6 +134,11 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
     return GroupVersionResource(value.get("group", ""), value.get("version", ""), value.get("resource", ""))
 
 
+def _same_resource(resource: Mapping[str, Any]) -> GroupVersionResource:
+    """requestResource when it equals request.resource: its fields are strings (checked), absent ones empty."""
+    return GroupVersionResource(resource.get("group", ""), resource.get("version", ""), resource.get("resource", ""))
+
+
 def _user(req: Mapping[str, Any]) -> UserInfo:
     user = req.get("userInfo")
     if user is None:
@@ -372,9 +377,14 @@ def parse_review(body: bytes) -> AdmissionRequest:
         problem = shape_problem(gvk["kind"], value, where) if value is not None else None
         if problem is not None:
             raise MalformedReview(problem)
+    kind = GroupVersionKind(gvk.get("group", ""), gvk["version"], gvk["kind"])
+    # the API server sends requestKind and requestResource equal to kind and resource unless it converted the
+    # request (equal dicts hold the same strings, already checked): the same values, without building them twice
+    request_kind = req.get("requestKind")
+    request_resource = req.get("requestResource")
     return AdmissionRequest(
         uid=uid,
-        kind=GroupVersionKind(gvk.get("group", ""), gvk["version"], gvk["kind"]),
+        kind=kind,
         resource=str(resource.get("resource", "")),
         sub_resource=_optional_str(req, "subResource"),
         namespace=namespace,
@@ -384,8 +394,9 @@ def parse_review(body: bytes) -> AdmissionRequest:
         old_object=old,
         dry_run=bool(dry_run),
         user=user,
-        request_kind=_gvk(req, "requestKind"),
-        request_resource=_gvr(req, "requestResource"),
+        request_kind=kind if request_kind == gvk and type(request_kind) is dict else _gvk(req, "requestKind"),
+        request_resource=_same_resource(resource) if request_resource == resource and type(request_resource) is dict
+        else _gvr(req, "requestResource"),
         request_sub_resource=req.get("requestSubResource") if isinstance(req.get("requestSubResource"), str) else None,
         options=_optional_object(req, "options"),
         resource_group_version=(str(resource.get("group", "")), str(resource.get("version", "")))
