@@ -6,7 +6,8 @@
 
 The real aiohttp handler of bench_request.py, 200 reviews to warm up, then `--count` reviews with a few of the
 request path's steps wrapped in timers (each wrapper costs ~0.2 us). Steps nest: the engine's batch answer
-(`_answered`: the CEL family's joined program) is inside the handler, the verdict inside the engine. A
+(`_answered`: the CEL family's joined program) and the batteries (the quota decision, the notebook injection, the
+DRA rewrite) are inside the handler, the verdict inside the engine. A
 full collection of the cyclic collector lands in whichever step runs at the time: compare runs, alternate trees,
 and read the steps that move together.
 """
@@ -26,6 +27,9 @@ import bench_request  # noqa: E402  (puts BENCH_TREE's webhook package first on 
 
 import webhook.engine.dispatch as dispatch  # noqa: E402
 import webhook.server.handlers as handlers  # noqa: E402
+from webhook.platform.dra.mutator import DeviceClaimRewrite  # noqa: E402
+from webhook.platform.notebook.policy import NotebookInjection  # noqa: E402
+from webhook.platform.quota.policy import ProfileQuotaPolicy  # noqa: E402
 
 TOTALS: dict[str, int] = {}
 
@@ -41,6 +45,19 @@ def timed(owner: Any, name: str, label: str | None = None) -> None:
             return inner(*args, **kwargs)
         finally:
             TOTALS[key] = TOTALS.get(key, 0) + time.perf_counter_ns() - started
+    setattr(owner, name, step)
+
+
+def timed_async(owner: Any, name: str, label: str) -> None:
+    """The same for a coroutine method (the batteries): the time until it returns, its waits included."""
+    inner: Callable[..., Any] = getattr(owner, name)
+
+    async def step(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter_ns()
+        try:
+            return await inner(*args, **kwargs)
+        finally:
+            TOTALS[label] = TOTALS.get(label, 0) + time.perf_counter_ns() - started
     setattr(owner, name, step)
 
 
@@ -60,6 +77,9 @@ async def main_async(case: str, count: int, tmp: Path) -> None:
         timed(dispatch.AdmissionEngine, method)
     timed(type(qm.metrics), "admission", "metrics")
     timed(type(qm.metrics), "rule_results", "metrics per result")
+    timed_async(ProfileQuotaPolicy, "validate", "quota (battery)")
+    timed_async(NotebookInjection, "mutate", "notebook injection")
+    timed_async(DeviceClaimRewrite, "mutate", "DRA rewrite")
     requests = [bench_request._request(app, endpoint, body) for _ in range(count)]
     started = time.perf_counter_ns()
     for http in requests:
