@@ -101,7 +101,7 @@ def _edit(value: Any, choices: Any) -> Any:
     return choices.draw(JSON) if action < 3 else value
 
 
-@settings(max_examples=3000)
+@settings(max_examples=1000)
 @given(JSON, st.data())
 def test_diff_is_the_reference_diff(original: Any, data: Any) -> None:
     mutated = _edit(original, data)

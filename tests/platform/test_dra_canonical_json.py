@@ -23,7 +23,7 @@ def _reference(content: Any) -> bytes:
     return json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
 
 
-@settings(max_examples=3000)
+@settings(max_examples=1000)
 @given(st.dictionaries(TEXT, CONTENT, max_size=4))
 def test_canonical_json_is_the_standard_encoders(content: dict[str, Any]) -> None:
     assert canonical_json(content) == _reference(content)

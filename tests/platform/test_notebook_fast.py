@@ -52,7 +52,7 @@ _MOUNT = st.fixed_dictionaries({"name": st.sampled_from(["eos", "home", "oidc-to
                                optional={"readOnly": st.booleans()})
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=750, deadline=None)
 @given(st.lists(_MOUNT, max_size=5), st.sampled_from(["eos", "y"]),
        st.one_of(NORMAL, PATHS.filter(lambda p: isinstance(p, str)), st.text(alphabet="/.abeos", max_size=8)),
        st.sampled_from(list(Strategy)))
@@ -138,7 +138,7 @@ _VOLUME = st.one_of(
     st.just({"name": "s", "secret": None, "projected": None}), st.just("odd"), st.just({}))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(st.one_of(_CONTAINER, st.just("odd")), max_size=3), st.lists(_CONTAINER, max_size=2),
        st.lists(_CONTAINER, max_size=1), st.lists(_VOLUME, max_size=4), st.sampled_from(["initContainers", "containers"]),
        st.sampled_from(["oidc-jdoe", ""]))  # a name, as _credential_conflicts gives (str of the Secret name)
@@ -162,7 +162,7 @@ def _path_reference(path: str) -> Any:
     return posixpath.normpath(path)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.one_of(st.text(alphabet="/.ab~", max_size=10), PATHS.filter(lambda p: isinstance(p, str))))
 def test_render_paths_as_before(path: str) -> None:
     from webhook.platform.base import ProfileInfo

@@ -70,7 +70,7 @@ def _outcome(call):
         return type(exc), str(exc)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=750, deadline=None)
 @given(spec, request, subject, subject)
 def test_matches_statically_agrees_with_the_walk_it_replaced(match, review, obj, namespace):
     assert _outcome(lambda: match.matches_statically(review, obj, namespace)) == \
