@@ -50,21 +50,23 @@ def _running_in_group(group: int) -> bool:
 def _stop_group(proc: subprocess.Popen) -> None:
     """Stop chromium and its helpers (renderer, network, GPU processes): they write into the profile
     directory until they are gone, and removing it while one still writes fails with "Directory not empty"."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-    deadline = time.monotonic() + 10
-    while _running_in_group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # whatever ignored SIGTERM for 10 s
+    for sig in (signal.SIGTERM, signal.SIGKILL):  # SIGKILL: whatever ignored SIGTERM for 10 s
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        if _group_gone(proc.pid, within=10):  # after SIGKILL at once, but for a process stuck in the kernel
+            break
     proc.wait()
-    deadline = time.monotonic() + 10  # SIGKILL cannot be ignored: this ends at once but for a process stuck in the kernel
-    while _running_in_group(proc.pid) and time.monotonic() < deadline:
+
+
+def _group_gone(group: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while _running_in_group(group):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
+    return True
 
 
 class Browser:

@@ -335,21 +335,19 @@ class AdmissionEngine:
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
             obj = request.object
             meta = obj.get("metadata")
-            if "kind" in obj and "apiVersion" in obj and type(meta) is dict and meta.get("namespace", "") == request.namespace \
-                    and (not request.name or "name" in meta):
-                # says already what the defaults below would fill in (most objects): the state copies what it
-                # keeps, so a copy here would be made only to be copied again
-                self.state.record_admitted(obj, request.operation)
-                return
-            obj = dict(obj)
-            meta = dict(meta or {})
-            if request.namespace:
-                meta.setdefault("namespace", request.namespace)
-            if request.name:
-                meta.setdefault("name", request.name)
-            obj["metadata"] = meta
-            obj.setdefault("kind", request.kind.kind)
-            obj.setdefault("apiVersion", request.kind.api_version)
+            if not ("kind" in obj and "apiVersion" in obj and type(meta) is dict
+                    and (not request.namespace or "namespace" in meta) and (not request.name or "name" in meta)):
+                # the object leaves out what the request says: filled in on copies of the two levels written
+                obj = dict(obj)
+                meta = dict(meta or {})
+                if request.namespace:
+                    meta.setdefault("namespace", request.namespace)
+                if request.name:
+                    meta.setdefault("name", request.name)
+                obj["metadata"] = meta
+                obj.setdefault("kind", request.kind.kind)
+                obj.setdefault("apiVersion", request.kind.api_version)
+            # otherwise the request's own object (most objects): the state keeps copies of what it stores
             self.state.record_admitted(obj, request.operation)
 
     # --- verdict -----------------------------------------------------------------------------------

@@ -131,12 +131,12 @@ def _gvr(req: Mapping[str, Any], key: str) -> GroupVersionResource | None:
         return None
     if not isinstance(value, dict) or not _string_fields(value, "group", "version", "resource"):
         raise MalformedReview(f"request.{key} must be an object with string group, version and resource")
+    return _resource_of(value)
+
+
+def _resource_of(value: Mapping[str, Any]) -> GroupVersionResource:
+    """A resource object whose fields are checked to be strings; absent ones are empty."""
     return GroupVersionResource(value.get("group", ""), value.get("version", ""), value.get("resource", ""))
-
-
-def _same_resource(resource: Mapping[str, Any]) -> GroupVersionResource:
-    """requestResource when it equals request.resource: its fields are strings (checked), absent ones empty."""
-    return GroupVersionResource(resource.get("group", ""), resource.get("version", ""), resource.get("resource", ""))
 
 
 def _user(req: Mapping[str, Any]) -> UserInfo:
@@ -395,7 +395,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
         dry_run=bool(dry_run),
         user=user,
         request_kind=kind if request_kind == gvk and type(request_kind) is dict else _gvk(req, "requestKind"),
-        request_resource=_same_resource(resource) if request_resource == resource and type(request_resource) is dict
+        request_resource=_resource_of(resource) if request_resource == resource and type(request_resource) is dict
         else _gvr(req, "requestResource"),
         request_sub_resource=req.get("requestSubResource") if isinstance(req.get("requestSubResource"), str) else None,
         options=_optional_object(req, "options"),
