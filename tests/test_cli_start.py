@@ -25,9 +25,17 @@ def _imported_after(call: str, prefixes: list[str]) -> tuple[object, list[str]]:
 
 
 def test_apply_of_platform_policies_leaves_the_heavy_modules_unimported():
+    # prometheus_client: a one-shot command serves no metrics; multiprocessing: only a large --state forks a reader
     code, imported = _imported_after(
-        "main(['apply', '--policies', 'policies', '--state', 'examples/state', 'examples/notebook-pod.yaml'])", HEAVY)
+        "main(['apply', '--policies', 'policies', '--state', 'examples/state', 'examples/notebook-pod.yaml'])",
+        HEAVY + ["prometheus_client", "multiprocessing"])
     assert code == 0 and imported == []
+
+
+def test_validate_and_report_leave_prometheus_unimported():
+    for call in ("main(['validate', 'policies'])", "main(['report', '--policies', 'policies', '--state', 'examples/state'])"):
+        code, imported = _imported_after(call, ["prometheus_client", "aiohttp"])
+        assert code == 0 and imported == [], call
 
 
 def test_version_imports_no_command():

@@ -16,7 +16,6 @@ from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
-from webhook.observability.metrics import Metrics
 from webhook.observability.tracing import Tracing
 from webhook.platform import platform_family
 from webhook.platform.quota.backstop import QuotaPolicyLimits
@@ -29,9 +28,10 @@ from webhook.server.limits import ServerLimits
 from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
 
-if TYPE_CHECKING:  # the server side (aiohttp, cryptography) is imported when serving: `apply` starts faster
+if TYPE_CHECKING:  # the server side (aiohttp, cryptography, prometheus_client) is imported when serving: `apply` starts faster
     from webhook.certs.generate import CertPaths
     from webhook.kube.runtime import LiveRuntime
+    from webhook.observability.metrics import Metrics
     from webhook.server.handlers import Services
     from webhook.server.tls import CertificateReloader
 
@@ -90,7 +90,7 @@ class Quartermaster:
     store: PolicyStore
     source: DirectoryPolicySource
     engine: AdmissionEngine
-    metrics: Metrics
+    metrics: "Metrics | None"  # None in the one-shot commands (apply, report, validate): they serve no /metrics
     tracing: Tracing
     sink: ResultSink
     ledgers: ReservationLedgers
@@ -98,9 +98,15 @@ class Quartermaster:
 
     @classmethod
     def build(cls, settings: Settings, state: ClusterState | None = None, registry: FamilyRegistry | None = None,
-              ledgers: ReservationLedgers | None = None) -> "Quartermaster":
-        """`registry` and `ledgers` for tests: a registry built with other families must share `ledgers`."""
-        metrics = Metrics()
+              ledgers: ReservationLedgers | None = None, with_metrics: bool = True) -> "Quartermaster":
+        """`registry` and `ledgers` for tests: a registry built with other families must share `ledgers`.
+        `with_metrics=False` for the one-shot commands: no registry of counters nobody reads, and no import of
+        prometheus_client (~40 ms of their start)."""
+        metrics = None
+        if with_metrics or settings.live is not None:
+            from webhook.observability.metrics import Metrics
+
+            metrics = Metrics()
         store = PolicyStore()
         ledgers = ledgers if ledgers is not None else ReservationLedgers()
         registry = registry if registry is not None else build_registry(ledgers)
@@ -131,7 +137,12 @@ class Quartermaster:
     def services(self) -> "Services":
         from webhook.server.handlers import Services
 
-        return Services(self.engine, self.store, self.state, self.metrics, self.tracing)
+        return Services(self.engine, self.store, self.state, self._served_metrics(), self.tracing)
+
+    def _served_metrics(self) -> "Metrics":
+        if self.metrics is None:
+            raise RuntimeError("built with_metrics=False, as the one-shot commands are: there is no /metrics to serve")
+        return self.metrics
 
     def tls(self) -> tuple["CertificateReloader", "CertPaths"]:
         from webhook.certs.generate import CertPaths, ensure_certificates, service_names
@@ -149,6 +160,7 @@ class Quartermaster:
         from webhook.server.eventloop import loop_name
         from webhook.server.listener import Listener
 
+        metrics = self._served_metrics()
         self.load_policies()
         # what was loaded so far (the --state seed, compiled policies, imported modules) lives as long as the
         # process: out of the collector's sight, a full collection no longer walks every stored object
@@ -158,7 +170,7 @@ class Quartermaster:
         reloader, _ = self.tls()
         app = build_app(self.services(), self.settings.limits, client_cert_required=self.settings.client_ca is not None)
         listener = Listener(app, self.settings.host, self.settings.port,
-                            reloader.context, self.settings.limits, self.metrics)
+                            reloader.context, self.settings.limits, metrics)
         await listener.start()
         log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port, extra={"event_loop": loop_name()})
         stop = stop or asyncio.Event()
@@ -185,5 +197,5 @@ class Quartermaster:
             if self.live is not None:
                 await self.live.stop()
             self.tracing.shutdown()
-            self.metrics.shutdown()
+            metrics.shutdown()
             log.info("stopped")

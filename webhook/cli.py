@@ -239,7 +239,8 @@ def _apply(args: argparse.Namespace) -> int:
     configure_cli_logging("quartermaster apply")
     try:
         resources = read_resources(args.files)
-        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state), state=_cluster_state(args))
+        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state), state=_cluster_state(args),
+                                 with_metrics=False)
         loaded = qm.load_policies()
     except (BadInput, StateSeedError) as exc:
         print(f"quartermaster apply: {exc}", file=sys.stderr)

@@ -77,7 +77,7 @@ def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Re
     from webhook.reports.policyreport import PolicyMeta, reports_from_entries
     from webhook.reports.sink import MemoryResultSink
 
-    qm = Quartermaster.build(Settings(policies=policies, state=state))
+    qm = Quartermaster.build(Settings(policies=policies, state=state), with_metrics=False)
     qm.load_policies()
     sink = MemoryResultSink()
     asyncio.run(scan(qm.store, qm.state, sink, namespace=namespace))

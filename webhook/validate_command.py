@@ -28,7 +28,7 @@ class Checked:
 def check(path: Path) -> Checked:
     if not path.exists():
         return Checked(path, 0, 0, (f"{path}: no such file or directory",))
-    qm = Quartermaster.build(Settings(policies=path))
+    qm = Quartermaster.build(Settings(policies=path), with_metrics=False)
     result = qm.source.reload()
     base = path if path.is_dir() else path.parent
     problems = tuple(str(error).replace(error.file, str(base / error.file), 1) if error.file else str(error)

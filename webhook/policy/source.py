@@ -21,13 +21,15 @@ import hashlib
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from webhook.model.errors import PolicyLoadError
-from webhook.observability.metrics import Metrics
 from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
+
+if TYPE_CHECKING:  # prometheus_client is imported by those who serve metrics only
+    from webhook.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

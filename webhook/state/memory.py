@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import itertools
 import logging
-import multiprocessing
 import os
 import secrets
 import signal
@@ -118,11 +117,14 @@ class InMemoryClusterState:
             raise StateSeedError(f"--state {root}: no such file or directory")
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in STATE_SUFFIXES)
         with _collector_paused():
-            if sum(p.stat().st_size for p in files) > FORK_ABOVE and "fork" in multiprocessing.get_all_start_methods():
-                # parsing a large state peaks at several times what it keeps, and the heap stays that size
-                # (the survivors are scattered over it): a child process parses, and hands over only what is kept
-                with multiprocessing.get_context("fork").Pool(1, initializer=_dies_on_terminate) as pool:
-                    return cls(pool.apply(_read_all, (files,)), owned=True)
+            if sum(p.stat().st_size for p in files) > FORK_ABOVE:
+                import multiprocessing  # only for a large state: a small one (apply's) is read without its import
+
+                if "fork" in multiprocessing.get_all_start_methods():
+                    # parsing a large state peaks at several times what it keeps, and the heap stays that size
+                    # (the survivors are scattered over it): a child process parses, and hands over only what is kept
+                    with multiprocessing.get_context("fork").Pool(1, initializer=_dies_on_terminate) as pool:
+                        return cls(pool.apply(_read_all, (files,)), owned=True)
             return cls(_read_all(files), owned=True)
 
     # --- reads ---------------------------------------------------------------------------------
