@@ -41,4 +41,3 @@ def test_validate_and_report_leave_prometheus_unimported():
 def test_version_imports_no_command():
     code, imported = _imported_after("main(['--version'])", HEAVY + ["asyncio", "yaml", "webhook.app", "webhook.engine"])
     assert code == 0 and imported == []
-
