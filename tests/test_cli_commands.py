@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.support import REPO
-from webhook.cli import build_parser, main
+from webhook.cli import COMMANDS, build_parser, command_named, main
 
 BROKEN_QUOTA = """\
 apiVersion: quartermaster.dev/v1alpha1
@@ -43,6 +43,33 @@ def test_every_command_has_examples_and_every_option_help():
             if action.option_strings and not isinstance(action, argparse._HelpAction):
                 assert action.help, f"quartermaster {' '.join(path)} {action.option_strings[0]}: no help text"
         assert "None" not in text and "timedelta" not in text, f"{path}: a Python repr in the help"
+
+
+def _command_lines(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each command's line in `quartermaster --help`: its name and summary, as the command list shows them."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {choice.dest: choice.help for choice in action._choices_actions}
+
+
+def test_placeholders_list_what_the_declared_commands_say():
+    """A command not being run is a placeholder with COMMANDS' summary: the one its declaration gives."""
+    declared = _command_lines(build_parser())
+    assert declared == {name: summary for name, summary, _ in COMMANDS}
+    assert _command_lines(build_parser(["--version"])) == declared
+    assert _command_lines(build_parser(["apply", "pod.yaml"])) == declared
+
+
+@pytest.mark.parametrize("argv, declared", [
+    (["--version"], set()),
+    (["--help"], set()),
+    (["apply", "--policies", "serve", "pod.yaml"], {"apply"}),
+    (["token-refresher", "--help"], {"token-refresher"}),
+    (["bogus"], set()),
+])
+def test_only_the_command_being_run_is_declared(argv, declared):
+    action = next(a for a in build_parser(argv)._actions if isinstance(a, argparse._SubParsersAction))
+    whole = {name for name, sub in action.choices.items() if sub.get_default("run") is not None}
+    assert whole == declared and command_named(argv) == (argv[0] if not argv[0].startswith("-") else None)
 
 
 @pytest.mark.parametrize("argv, error", [

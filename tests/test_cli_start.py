@@ -38,6 +38,16 @@ def test_validate_and_report_leave_prometheus_unimported():
         assert code == 0 and imported == [], call
 
 
+COMMAND_MODULES = ["webhook.report_command", "webhook.convert_command", "webhook.validate_command", "webhook.refresher",
+                   "webhook.deploy", "webhook.testsuite"]
+
+
 def test_version_imports_no_command():
-    code, imported = _imported_after("main(['--version'])", HEAVY + ["asyncio", "yaml", "webhook.app", "webhook.engine"])
+    code, imported = _imported_after("main(['--version'])", HEAVY + COMMAND_MODULES + [
+        "asyncio", "yaml", "webhook.app", "webhook.engine"])
     assert code == 0 and imported == []
+
+
+def test_a_command_imports_no_other_commands_module():
+    code, imported = _imported_after("main(['validate', 'policies'])", COMMAND_MODULES)
+    assert code == 0 and imported == ["webhook.validate_command"]

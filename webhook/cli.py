@@ -2,8 +2,10 @@
 
 Each subcommand is one `_add_<name>` function that declares its options (each with help) and its
 Examples, and names the function that runs it; that function imports what the command needs only
-when it runs, so `quartermaster --help` and a short command start fast. To add a command, add one
-`_add_<name>` function (or one in the command's own module) and list it in COMMANDS.
+when it runs. Only the command being run is declared: the others are placeholders with their line of
+`quartermaster --help`, so a short command (or `--version`) builds one parser and imports one command
+module. To add a command, add one `_add_<name>` function (or one in the command's own module) and list
+it in COMMANDS with its summary.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from webhook import __version__
 from webhook.commandline import add_command, configure_cli_logging, existing_path, port, seconds
@@ -120,10 +122,16 @@ def _add_report(commands: Any) -> None:
     add_report_command(commands)
 
 
-def _add_deploy(commands: Any, argv: Sequence[str] | None = None) -> None:
-    from webhook.deploy.commands import add_deploy_commands
+def _add_certs(commands: Any) -> None:
+    from webhook.deploy.certs_cli import add_certs_command  # cryptography (~0.25 s): only when `certs` runs
 
-    add_deploy_commands(commands, argv)  # certs, crds: their modules (cryptography, ~0.25 s) only when one runs
+    add_certs_command(commands)
+
+
+def _add_crds(commands: Any) -> None:
+    from webhook.deploy.crds_cli import add_crds_command
+
+    add_crds_command(commands)
 
 
 def _add_test(commands: Any) -> None:
@@ -159,22 +167,40 @@ def _add_token_refresher(commands: Any) -> None:
     add_token_refresher_command(commands)
 
 
-COMMANDS = (_add_serve, _add_apply, _add_validate, _add_test, _add_convert, _add_report, _add_deploy,
-            _add_token_refresher)
+# (name, summary, declaration), in the order of `quartermaster --help`; each summary is the one its declaration
+# gives (tests/test_cli_commands.py checks that they agree)
+COMMANDS: tuple[tuple[str, str, Callable[[Any], None]], ...] = (
+    ("serve", "serve /mutate and /validate over HTTPS", _add_serve),
+    ("apply", "run admission offline on manifests, like kyverno apply", _add_apply),
+    ("validate", "check policy files as serve would load them (lint)", _add_validate),
+    ("test", "run Kyverno CLI test suites (kyverno-test.yaml)", _add_test),
+    ("convert", "convert Kyverno ClusterPolicies to ValidatingPolicy/MutatingPolicy", _add_convert),
+    ("report", "show policy results (PolicyReports) as a table, JSON, YAML or HTML", _add_report),
+    ("certs", "inspect and rotate the webhook certificates", _add_certs),
+    ("crds", "print the CRDs of the platform policy kinds", _add_crds),
+    ("token-refresher", "keep an OIDC access token fresh in a file (the notebook sidecar)", _add_token_refresher),
+)
+
+
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command `argv` runs: its first argument that is not an option (no top-level option takes a value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """`argv`: the arguments about to be parsed, so that commands not asked for import nothing heavy."""
+    """`argv`: the arguments about to be parsed; only the command they name is declared whole (its module
+    imported, its options added), the others get their line of the command list. None: every command whole."""
     parser = argparse.ArgumentParser(
         prog="quartermaster", description="Admission webhook and policy engine for shared GPU platforms.",
         epilog="Run `quartermaster COMMAND --help` for a command's options and examples.")
     parser.add_argument("--version", action="version", version=f"quartermaster {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in COMMANDS:
-        if add is _add_deploy:
-            _add_deploy(commands, argv)
+    wanted = command_named(argv) if argv is not None else None
+    for name, summary, declare in COMMANDS:
+        if argv is None or name == wanted:
+            declare(commands)
         else:
-            add(commands)
+            commands.add_parser(name, help=summary)
     return parser
 
 
