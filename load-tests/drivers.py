@@ -182,16 +182,6 @@ def open_loop(case: str, base: str, ca: Path, bodies: list[tuple[str, bytes]], r
                    errors, requests=len(latencies[endpoint])) for endpoint in ("mutate", "validate")]
 
 
-def timed(argv: list[str], repeat: int, cwd: Path) -> float:
-    """Best wall time of `repeat` runs, in milliseconds (the CLI's start-up cost)."""
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        best = min(best, (time.perf_counter() - started) * 1000)
-    return best
-
-
 def quartermaster_argv() -> list[str]:
     """The installed console script (what users run); `python -m webhook` when PYTHONPATH picks another checkout."""
     script = Path(sys.executable).parent / "quartermaster"

@@ -16,7 +16,6 @@ import argparse
 import functools
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,8 @@ from typing import Callable
 import jsonpatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from drivers import Result, Server, free_port, open_loop, quartermaster_argv, timed, wrk, wrk_together  # noqa: E402
+from bench_cli import best_times  # noqa: E402
+from drivers import Result, Server, free_port, open_loop, quartermaster_argv, wrk, wrk_together  # noqa: E402
 from workload import (REPO, dump, namespace, notebook_pod, plain_pod, policies_dir, review, write_state,  # noqa: E402
                       write_state_json)
 
@@ -172,17 +172,6 @@ def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | 
         server.stop()
 
 
-def cli_times(tmp: Path) -> dict[str, float]:
-    """Best-of wall times, with the package's bytecode compiled first: pip and the image compile it on install,
-    while a checkout run with PYTHONDONTWRITEBYTECODE=1 would time the bytecode compiler on every start."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "webhook")], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    argv = quartermaster_argv()
-    return {"version_ms": timed(argv + ["--version"], 5, REPO),
-            "apply_ms": timed(argv + ["apply", "--policies", "policies", "--state", "examples/state",
-                                      "examples/notebook-pod.yaml"], 5, REPO)}
-
-
 def table(results: dict[str, list[Result]]) -> str:
     """`ratio`: to issue #12's yardstick (the no-op on asyncio's loop); `ratio uv`: to the same no-op on uvloop,
     the loop quartermaster serves on by default, so that the loop's own share of the ratio shows. `CPU us`: the
@@ -230,7 +219,7 @@ def main() -> int:
         tmp = Path(name)
         results = side_by_side(args, tmp)
         print(table(results))
-        extra: dict[str, object] = {"cli": cli_times(tmp)}
+        extra: dict[str, object] = {"cli": best_times(REPO)}
         if not (args.quick or args.skip_startup):
             extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
                                 "yaml": startup(tmp, args.yaml_pods, args.profiles, "yaml")}

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Wall time of the CLI's short commands (issue 12, target 5): `quartermaster --version` and `apply` of one pod.
+
+    python load-tests/bench_cli.py                          # this tree, 10 rounds
+    python load-tests/bench_cli.py --compare OTHER_TREE     # and another tree's webhook/ (e.g. a `git archive`), in turns
+
+Each command is a fresh process running what the console script runs (`from webhook.cli import main`), with the
+tree's bytecode compiled first, as pip and the image leave it (a checkout run with PYTHONDONTWRITEBYTECODE=1
+would time the bytecode compiler on every start). Trees take turns command by command, so the machine's other
+load falls on both alike. The best of the rounds is what a command costs; the median shows what other load adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# run from the tree itself: examples/ holds the pod and the state
+COMMANDS = {"--version": ["--version"],
+            "apply": ["apply", "--policies", "policies", "--state", "examples/state", "examples/notebook-pod.yaml"]}
+_MAIN = "import sys\nfrom webhook.cli import main\nsys.exit(main())"
+
+
+def compile_bytecode(tree: Path) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "webhook")], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_ms(tree: Path, args: list[str]) -> float:
+    """One run of the command with `tree`'s webhook package, in milliseconds of wall time."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _MAIN, *args], cwd=tree, env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+    return (time.perf_counter() - started) * 1000
+
+
+def measure(trees: list[Path], rounds: int) -> dict[tuple[Path, str], list[float]]:
+    """Milliseconds per (tree, command), `rounds` runs each, the trees taking turns."""
+    for tree in trees:
+        compile_bytecode(tree)
+    times: dict[tuple[Path, str], list[float]] = {(tree, name): [] for tree in trees for name in COMMANDS}
+    for _ in range(rounds):
+        for name, args in COMMANDS.items():
+            for tree in trees:
+                times[(tree, name)].append(run_ms(tree, args))
+    return times
+
+
+def best_times(tree: Path, rounds: int = 5) -> dict[str, float]:
+    """{"version_ms", "apply_ms"}: the best of `rounds` runs of each (the suite's CLI line)."""
+    times = measure([tree], rounds)
+    return {"version_ms": min(times[(tree, "--version")]), "apply_ms": min(times[(tree, "apply")])}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10, help="runs of each command per tree")
+    parser.add_argument("--compare", type=Path, metavar="OTHER_TREE", help="another tree, run in turns with this one")
+    args = parser.parse_args()
+    trees = [REPO] + ([args.compare.resolve()] if args.compare else [])
+    times = measure(trees, args.rounds)
+    print(f"wall ms per command, {args.rounds} runs each{', trees in turns' if args.compare else ''}")
+    print("| tree | command | best | median |")
+    print("| --- | --- | ---: | ---: |")
+    for (tree, name), values in times.items():
+        label = "this tree" if tree == REPO else str(tree)
+        print(f"| {label} | `{name}` | {min(values):.0f} | {statistics.median(values):.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
