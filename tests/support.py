@@ -7,7 +7,9 @@ import asyncio
 import base64
 import contextlib
 import copy
+import functools
 import json
+import pickle
 import socket
 import ssl
 import subprocess
@@ -80,6 +82,18 @@ def decode_patch(response: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def load_yaml(path: Path) -> list[Any]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+@functools.cache
+def _parsed_once(path: Path) -> bytes:
+    return pickle.dumps(list(yaml.safe_load_all(path.read_text())))
+
+
+def shared_yaml(path: Path) -> list[Any]:
+    """yaml.safe_load_all of a file that several tests read (the conformance corpus: ~12 s of pure-Python YAML a
+    pass), parsed once per test run; each call gets its own copy, so no test sees another's changes. A file that
+    does not parse raises yaml.YAMLError every time."""
+    return pickle.loads(_parsed_once(path))
 
 
 def case_state(case: Path) -> Any:

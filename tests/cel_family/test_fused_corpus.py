@@ -9,7 +9,8 @@ import json
 import pytest
 import yaml
 
-from tests.cel_family.test_fused import CEL, CORPUS, NAMESPACES, VALIDATIONS, engine, named, pod, policy, results
+from tests.cel_family.test_fused import CEL, CORPUS, NAMESPACES, VALIDATIONS, named, policy
+from tests.support import shared_yaml
 from webhook.engine import AdmissionEngine
 from webhook.engine.offline import admit_offline
 from webhook.families.cel.family import CelFamily
@@ -35,7 +36,7 @@ def _corpus_documents():
     policies, resources = [], []
     for path in sorted(CORPUS.rglob("*.yaml")):
         try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+            docs = [d for d in shared_yaml(path) if isinstance(d, dict)]
         except yaml.YAMLError:
             continue
         if ".kyverno-test" in path.parts:

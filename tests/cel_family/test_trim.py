@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from tests.cel.differential import cel_texts
 from tests.cel_family.test_fused import CEL, CORPUS, engine
 from tests.cel_family.trimcheck import outcome
+from tests.support import shared_yaml
 from webhook.cel.to_python import Refused
 from webhook.cel import Activation
 from webhook.cel.reads import trim_plans
@@ -161,7 +162,7 @@ def _suites():
         texts, variables, resources = [], [], []
         for path in sorted(directory.rglob("*.yaml")):
             try:
-                docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+                docs = [d for d in shared_yaml(path) if isinstance(d, dict)]
             except yaml.YAMLError:
                 continue
             for doc in docs:
