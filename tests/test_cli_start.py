@@ -3,11 +3,16 @@ modules a fresh process holds afterwards, never by timing: a heavy module import
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import REPO
+from webhook.app import Quartermaster, Settings
+from webhook.engine.offline import admit_offline
 
 HEAVY = ["jsonschema", "aiohttp", "kubernetes", "cryptography", "celpy", "lark", "jmespath", "opentelemetry",
          "webhook.families", "webhook.server.app", "webhook.server.handlers", "webhook.kube.client"]
@@ -51,3 +56,15 @@ def test_version_imports_no_command():
 def test_a_command_imports_no_other_commands_module():
     code, imported = _imported_after("main(['validate', 'policies'])", COMMAND_MODULES)
     assert code == 0 and imported == ["webhook.validate_command"]
+
+
+
+def test_a_quartermaster_built_without_metrics_admits_but_cannot_serve():
+    qm = Quartermaster.build(Settings(policies=REPO / "policies", state=REPO / "examples" / "state"), with_metrics=False)
+    assert qm.metrics is None and qm.load_policies().ok
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert asyncio.run(admit_offline(qm.engine, pod, dry_run=True)).allowed
+    with pytest.raises(RuntimeError, match="with_metrics=False"):
+        qm.services()
+    assert Quartermaster.build(Settings(policies=REPO / "policies")).metrics is not None  # serve's default

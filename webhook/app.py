@@ -101,7 +101,7 @@ class Quartermaster:
               ledgers: ReservationLedgers | None = None, with_metrics: bool = True) -> "Quartermaster":
         """`registry` and `ledgers` for tests: a registry built with other families must share `ledgers`.
         `with_metrics=False` for the one-shot commands: no registry of counters nobody reads, and no import of
-        prometheus_client (~40 ms of their start)."""
+        prometheus_client (~40 ms of their start). Live mode has metrics whatever it says: its informers count."""
         metrics = None
         if with_metrics or settings.live is not None:
             from webhook.observability.metrics import Metrics
