@@ -3,17 +3,21 @@
 
     python load-tests/bench_cli.py                          # this tree, 10 rounds
     python load-tests/bench_cli.py --compare OTHER_TREE     # and another tree's webhook/ (e.g. a `git archive`), in turns
+    python load-tests/bench_cli.py --instructions [--compare OTHER_TREE]   # instructions per command (callgrind)
 
 Each command is a fresh process running what the console script runs (`from webhook.cli import main`), with the
 tree's bytecode compiled first, as pip and the image leave it (a checkout run with PYTHONDONTWRITEBYTECODE=1
 would time the bytecode compiler on every start). Trees take turns command by command, so the machine's other
 load falls on both alike. The best of the rounds is what a command costs; the median shows what other load adds.
+`--instructions` counts each command's machine instructions over the whole process under valgrind's callgrind
+instead (one run each, ~10-40 s): the same count whatever else the machine does, so small changes show.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,6 +45,18 @@ def run_ms(tree: Path, args: list[str]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def instructions(tree: Path, args: list[str]) -> int:
+    """Machine instructions of one run of the command with `tree`'s webhook package (callgrind, whole process)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", _MAIN,
+                           *args], cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind reported no count: {done.stderr[-500:]}")
+    return int(found.group(1))
+
+
 def measure(trees: list[Path], rounds: int) -> dict[tuple[Path, str], list[float]]:
     """Milliseconds per (tree, command), `rounds` runs each, the trees taking turns."""
     for tree in trees:
@@ -63,8 +79,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="runs of each command per tree")
     parser.add_argument("--compare", type=Path, metavar="OTHER_TREE", help="another tree, run in turns with this one")
+    parser.add_argument("--instructions", action="store_true", help="count instructions under callgrind (needs valgrind)")
     args = parser.parse_args()
     trees = [REPO] + ([args.compare.resolve()] if args.compare else [])
+    if args.instructions:
+        for tree in trees:
+            compile_bytecode(tree)
+        print("machine instructions per command (callgrind, whole process, one run each)")
+        print("| tree | command | instructions |")
+        print("| --- | --- | ---: |")
+        for name, command in COMMANDS.items():
+            for tree in trees:
+                label = "this tree" if tree == REPO else str(tree)
+                print(f"| {label} | `{name}` | {instructions(tree, command):,} |", flush=True)
+        return 0
     times = measure(trees, args.rounds)
     print(f"wall ms per command, {args.rounds} runs each{', trees in turns' if args.compare else ''}")
     print("| tree | command | best | median |")
