@@ -52,7 +52,7 @@ def _command_lines(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 
 def test_placeholders_list_what_the_declared_commands_say():
-    """A command not being run is a placeholder with COMMANDS' summary: the one its declaration gives."""
+    """A command not being run is a placeholder with COMMANDS' summary; declared, it shows the same line."""
     declared = _command_lines(build_parser())
     assert declared == {name: summary for name, summary, _ in COMMANDS}
     assert _command_lines(build_parser(["--version"])) == declared

@@ -4,8 +4,8 @@ Each subcommand is one `_add_<name>` function that declares its options (each wi
 Examples, and names the function that runs it; that function imports what the command needs only
 when it runs. Only the command being run is declared: the others are placeholders with their line of
 `quartermaster --help`, so a short command (or `--version`) builds one parser and imports one command
-module. To add a command, add one `_add_<name>` function (or one in the command's own module) and list
-it in COMMANDS with its summary.
+module. To add a command, add one `_add_<name>(commands, summary)` function (or one in the command's own
+module) and list it in COMMANDS with its summary, the one place that line is written.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from webhook.commandline import add_command, configure_cli_logging, existing_pat
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _add_serve(commands: Any) -> None:
+def _add_serve(commands: Any, summary: str) -> None:
     serve = add_command(
-        commands, "serve", "serve /mutate and /validate over HTTPS",
+        commands, "serve", summary,
         "Serve admission webhooks over HTTPS. Without --kubeconfig/--in-cluster it runs standalone: cluster state\n"
         "in memory, seeded from --state. Missing certificates are generated in --cert-dir. Logs are JSON lines on\n"
         "standard error: one per denied or warned admission (policy, rule, message, user); --log-level debug adds\n"
@@ -69,9 +69,9 @@ def _add_serve(commands: Any) -> None:
                             "none: files only (default: quartermaster.dev)")
 
 
-def _add_apply(commands: Any) -> None:
+def _add_apply(commands: Any, summary: str) -> None:
     apply = add_command(
-        commands, "apply", "run admission offline on manifests, like kyverno apply",
+        commands, "apply", summary,
         "Run admission offline. Standard output: each admitted resource as mutated, then every object the\n"
         "policies would create (YAML, or a JSON List), or with --policy-report one ClusterPolicyReport of every\n"
         "result. A table of failures, warnings and skips (every result with --detailed-results) goes to standard\n"
@@ -103,9 +103,9 @@ def _add_apply(commands: Any) -> None:
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
 
 
-def _add_validate(commands: Any) -> None:
+def _add_validate(commands: Any, summary: str) -> None:
     validate = add_command(
-        commands, "validate", "check policy files as serve would load them (lint)",
+        commands, "validate", summary,
         "Check every policy document under each PATH as `serve --policies PATH` would load it: schema, CEL,\n"
         "references between documents. One line per problem (file:line: document N field F: what is wrong) on\n"
         "standard output, then a summary on standard error. Exit 0 when every PATH loads, 2 on any problem.",
@@ -116,27 +116,27 @@ def _add_validate(commands: Any) -> None:
     validate.add_argument("--allow-empty", action="store_true", help="a PATH without policies is no warning")
 
 
-def _add_report(commands: Any) -> None:
+def _add_report(commands: Any, summary: str) -> None:
     from webhook.report_command import add_report_command
 
-    add_report_command(commands)
+    add_report_command(commands, summary)
 
 
-def _add_certs(commands: Any) -> None:
+def _add_certs(commands: Any, summary: str) -> None:
     from webhook.deploy.certs_cli import add_certs_command  # cryptography (~0.25 s): only when `certs` runs
 
-    add_certs_command(commands)
+    add_certs_command(commands, summary)
 
 
-def _add_crds(commands: Any) -> None:
+def _add_crds(commands: Any, summary: str) -> None:
     from webhook.deploy.crds_cli import add_crds_command
 
-    add_crds_command(commands)
+    add_crds_command(commands, summary)
 
 
-def _add_test(commands: Any) -> None:
+def _add_test(commands: Any, summary: str) -> None:
     test = add_command(
-        commands, "test", "run Kyverno CLI test suites (kyverno-test.yaml)",
+        commands, "test", summary,
         "Run policy test suites: cli.kyverno.io/v1alpha1 Test files named kyverno-test.yaml (or\n"
         ".kyverno-test/kyverno-test.yaml), found recursively under each PATH. Prints a table per suite, then\n"
         "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
@@ -155,21 +155,21 @@ def _test(args: argparse.Namespace) -> int:
     return run_test_command(args)
 
 
-def _add_convert(commands: Any) -> None:
+def _add_convert(commands: Any, summary: str) -> None:
     from webhook.convert_command import add_convert_command
 
-    add_convert_command(commands)
+    add_convert_command(commands, summary)
 
 
-def _add_token_refresher(commands: Any) -> None:
+def _add_token_refresher(commands: Any, summary: str) -> None:
     from webhook.refresher.arguments import add_token_refresher_command
 
-    add_token_refresher_command(commands)
+    add_token_refresher_command(commands, summary)
 
 
-# (name, summary, declaration), in the order of `quartermaster --help`; each summary is the one its declaration
-# gives (tests/test_cli_commands.py checks that they agree)
-COMMANDS: tuple[tuple[str, str, Callable[[Any], None]], ...] = (
+# (name, summary, declaration), in the order of `quartermaster --help`: the summary is the command's line there,
+# shown by its placeholder and passed to its declaration
+COMMANDS: tuple[tuple[str, str, Callable[[Any, str], None]], ...] = (
     ("serve", "serve /mutate and /validate over HTTPS", _add_serve),
     ("apply", "run admission offline on manifests, like kyverno apply", _add_apply),
     ("validate", "check policy files as serve would load them (lint)", _add_validate),
@@ -198,7 +198,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     wanted = command_named(argv) if argv is not None else None
     for name, summary, declare in COMMANDS:
         if argv is None or name == wanted:
-            declare(commands)
+            declare(commands, summary)
         else:
             commands.add_parser(name, help=summary)
     return parser

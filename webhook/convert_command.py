@@ -16,9 +16,9 @@ from webhook.commandline import add_command
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def add_convert_command(commands: argparse._SubParsersAction) -> None:
+def add_convert_command(commands: argparse._SubParsersAction, summary: str) -> None:
     convert = add_command(
-        commands, "convert", "convert Kyverno ClusterPolicies to ValidatingPolicy/MutatingPolicy",
+        commands, "convert", summary,
         "Print the policies.kyverno.io/v1 ValidatingPolicy/MutatingPolicy equivalent of each rule of kyverno.io\n"
         "ClusterPolicy/Policy documents where a faithful translation exists; rules that have none are listed on\n"
         "standard error with the reason. Exit 0 all converted, 1 some not, 2 unreadable input.",

@@ -19,9 +19,9 @@ from webhook.commandline import add_command, configure_cli_logging, existing_pat
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def add_report_command(commands: Any) -> None:
+def add_report_command(commands: Any, summary: str) -> None:
     report = add_command(
-        commands, "report", "show policy results (PolicyReports) as a table, JSON, YAML or HTML",
+        commands, "report", summary,
         "Show policy results: policy, rule, resource, result, message. With --kubeconfig/--in-cluster it reads the\n"
         "PolicyReports Quartermaster wrote; otherwise it scans the --state manifests against --policies, as the\n"
         "background scan would. The HTML page has summaries per policy and namespace, filters and search.",

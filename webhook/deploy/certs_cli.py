@@ -35,8 +35,8 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--in-cluster", action="store_true", help="use the pod's service account for --secret")
 
 
-def add_certs_command(commands: argparse._SubParsersAction) -> None:
-    certs = add_command(commands, "certs", "inspect and rotate the webhook certificates",
+def add_certs_command(commands: argparse._SubParsersAction, summary: str) -> None:
+    certs = add_command(commands, "certs", summary,
                         "Inspect and rotate the webhook's certificates (a cert dir or a Kubernetes Secret), print the CA\n"
                         "bundle. Exit 0 done or nothing due, 1 refused, 2 bad input.", _EXAMPLES["certs"], run_certs)
     sub = certs.add_subparsers(dest="certs_command", metavar="SUBCOMMAND", required=True)

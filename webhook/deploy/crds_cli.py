@@ -17,9 +17,9 @@ from webhook.deploy.crds import generate_crds
 from webhook.deploy.openapi import SchemaConversionError
 
 
-def add_crds_command(commands: argparse._SubParsersAction) -> None:
+def add_crds_command(commands: argparse._SubParsersAction, summary: str) -> None:
     crds = add_command(
-        commands, "crds", "print the CRDs of the platform policy kinds",
+        commands, "crds", summary,
         "Print the CustomResourceDefinitions of the platform policy kinds (their openAPIV3Schema is derived from\n"
         "the kinds' JSON schemas), as one YAML stream, or write one file each.",
         ["quartermaster crds | kubectl apply -f -       # install or update the CRDs without the chart",

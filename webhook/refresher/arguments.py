@@ -21,9 +21,9 @@ def _duration(text: str) -> float:
     return value
 
 
-def add_token_refresher_command(commands: argparse._SubParsersAction) -> None:
+def add_token_refresher_command(commands: argparse._SubParsersAction, summary: str) -> None:
     refresher = add_command(
-        commands, "token-refresher", "keep an OIDC access token fresh in a file (the notebook sidecar)",
+        commands, "token-refresher", summary,
         "Refresh an OIDC access token ahead of its expiry with the refresh-token grant (and, with --audience,\n"
         "RFC 8693 token exchange) and write it for EOS as 'oauth2:<token>:<oauth-url>', mode 0600, owned by the\n"
         "running uid, replaced atomically. The credentials directory holds client_id, client_secret (absent for\n"
