@@ -31,25 +31,33 @@ COMMANDS = {"--version": ["--version"],
 _MAIN = "import sys\nfrom webhook.cli import main\nsys.exit(main())"
 
 
-def compile_bytecode(tree: Path) -> None:
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "webhook")], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def compile_bytecode(trees: list[Path]) -> None:
+    for tree in trees:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "webhook")], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _env(tree: Path) -> dict[str, str]:
+    """The environment that runs `tree`'s webhook package."""
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def _label(tree: Path) -> str:
+    return "this tree" if tree == REPO else str(tree)
 
 
 def run_ms(tree: Path, args: list[str]) -> float:
     """One run of the command with `tree`'s webhook package, in milliseconds of wall time."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", _MAIN, *args], cwd=tree, env=env, stdout=subprocess.DEVNULL,
+    subprocess.run([sys.executable, "-c", _MAIN, *args], cwd=tree, env=_env(tree), stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
     return (time.perf_counter() - started) * 1000
 
 
 def instructions(tree: Path, args: list[str]) -> int:
     """Machine instructions of one run of the command with `tree`'s webhook package (callgrind, whole process)."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", _MAIN,
-                           *args], cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           *args], cwd=tree, env=_env(tree), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           check=False)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
@@ -59,8 +67,7 @@ def instructions(tree: Path, args: list[str]) -> int:
 
 def measure(trees: list[Path], rounds: int) -> dict[tuple[Path, str], list[float]]:
     """Milliseconds per (tree, command), `rounds` runs each, the trees taking turns."""
-    for tree in trees:
-        compile_bytecode(tree)
+    compile_bytecode(trees)
     times: dict[tuple[Path, str], list[float]] = {(tree, name): [] for tree in trees for name in COMMANDS}
     for _ in range(rounds):
         for name, args in COMMANDS.items():
@@ -83,23 +90,20 @@ def main() -> int:
     args = parser.parse_args()
     trees = [REPO] + ([args.compare.resolve()] if args.compare else [])
     if args.instructions:
-        for tree in trees:
-            compile_bytecode(tree)
+        compile_bytecode(trees)
         print("machine instructions per command (callgrind, whole process, one run each)")
         print("| tree | command | instructions |")
         print("| --- | --- | ---: |")
         for name, command in COMMANDS.items():
             for tree in trees:
-                label = "this tree" if tree == REPO else str(tree)
-                print(f"| {label} | `{name}` | {instructions(tree, command):,} |", flush=True)
+                print(f"| {_label(tree)} | `{name}` | {instructions(tree, command):,} |", flush=True)
         return 0
     times = measure(trees, args.rounds)
     print(f"wall ms per command, {args.rounds} runs each{', trees in turns' if args.compare else ''}")
     print("| tree | command | best | median |")
     print("| --- | --- | ---: | ---: |")
     for (tree, name), values in times.items():
-        label = "this tree" if tree == REPO else str(tree)
-        print(f"| {label} | `{name}` | {min(values):.0f} | {statistics.median(values):.0f} |")
+        print(f"| {_label(tree)} | `{name}` | {min(values):.0f} | {statistics.median(values):.0f} |")
     return 0
 
 
