@@ -16,6 +16,7 @@ from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
+from webhook.model.quickinit import frozen_dataclass
 from webhook.observability.tracing import Tracing
 from webhook.platform import platform_family
 from webhook.platform.quota.backstop import QuotaPolicyLimits
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # the server side (aiohttp, cryptography, prometheus_client) 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Settings:
     policies: Path = Path("policies")
     state: Path | None = None

@@ -17,6 +17,7 @@ import yaml
 from webhook.app import Quartermaster
 from webhook.engine.offline import admit_offline
 from webhook.model.cluster import ObjectKey
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
 from webhook.model.review import object_problem
 from webhook.policy.documents import safe_load_all
@@ -26,7 +27,7 @@ class BadInput(Exception):
     pass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Skip:
     """A resource no namespace-selecting policy could match: its namespace is not in the state."""
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
 from webhook.commandline import add_command, configure_cli_logging, existing_path
+from webhook.model.quickinit import frozen_dataclass
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -45,7 +45,7 @@ def add_report_command(commands: Any, summary: str) -> None:
     live.add_argument("--in-cluster", action="store_true", help="read the reports with the pod's service account")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Reports:
     items: list[dict[str, Any]]
     reason: str = ""  # why there is no result, when there is none

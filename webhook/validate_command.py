@@ -7,17 +7,17 @@ wrote it; the summary goes to standard error. Exit 0 when every set loads, 2 on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from webhook.app import Quartermaster, Settings
+from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.loader import LoadResult
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Checked:
     path: Path
     files: int

@@ -12,44 +12,45 @@ Anything this module does not recognise raises ValueError; callers then assume t
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any, Iterator, Union
+
+from webhook.model.quickinit import frozen_dataclass
 
 _CHECKED_EXPR = "type.googleapis.com/cel.expr.CheckedExpr"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Const:
     value: Any  # the constant's Python value (an int64 signed, a double a float)
     kind: str = ""  # null, bool, int, uint, double, string or bytes (cel.expr.Constant's field); "" unknown
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Ident:
     name: str
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Select:
     operand: "Node"
     field: str
     test_only: bool  # has(operand.field)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Call:
     function: str
     target: "Node | None"  # the receiver of a member call
     args: tuple["Node", ...]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ListOf:
     elements: tuple["Node", ...]
     optional: frozenset[int] = frozenset()  # positions written `?e`: an optional whose value (if any) is the element
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Struct:
     """A map literal or a message construction: keys (None for a message field) and values."""
 
@@ -57,7 +58,7 @@ class Struct:
     optional: frozenset[int] = frozenset()  # entries written `?k: v`: an optional whose value (if any) is stored
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Comprehension:
     iter_var: str
     iter_var2: str  # "" unless a two-variable comprehension

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from webhook.cel import checked, dra, source
@@ -19,6 +18,7 @@ from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext
 from webhook.cel.inline import bind_variables
 from webhook.cel.orvalue import rewrite_or_value
+from webhook.model.quickinit import frozen_dataclass
 
 MAX_EXPRESSION_LENGTH = 5000
 MAX_COMPREHENSION_DEPTH = 3
@@ -51,7 +51,7 @@ def _short(expression: str) -> str:
     return flat if len(flat) <= 160 else flat[:157] + "..."
 
 
-@dataclass(frozen=True, eq=False)
+@frozen_dataclass(eq=False)
 class CelProgram:
     expression: str
     env: str

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 from webhook.cel.functions import Library
@@ -13,9 +12,10 @@ from webhook.cel.lib_net import CIDR, IP
 from webhook.cel.lib_url import URLS
 from webhook.cel.lib_quantity import QUANTITY, SEMVER
 from webhook.cel.lib_strings import STRINGS
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class EnvSpec:
     name: str
     variables: tuple[str, ...]

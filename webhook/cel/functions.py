@@ -11,8 +11,10 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from webhook.model.quickinit import frozen_dataclass
 
-@dataclass(frozen=True)
+
+@frozen_dataclass
 class Overload:
     name: str                   # CEL name; a dotted name ("sets.contains") is a namespaced global function
     params: tuple[str, ...]     # kinds (values.KINDS or "dyn"); for a member function the first is the receiver
@@ -21,7 +23,7 @@ class Overload:
     member: bool = False
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Library:
     name: str
     overloads: tuple[Overload, ...]

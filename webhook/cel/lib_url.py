@@ -9,11 +9,11 @@ more lenient and decodes differently (`/a%2Fb` came back as `/a/b`), hence this 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.values import expect, opaque
+from webhook.model.quickinit import frozen_dataclass
 
 _ERROR = "URL parse error during conversion from string"
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
@@ -25,7 +25,7 @@ _USERINFO_VALID = _UNRESERVED | frozenset("-._:~!$&'()*+,;=%@")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class _Parts:
     scheme: str
     host: str

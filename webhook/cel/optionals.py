@@ -18,13 +18,13 @@ consumed by `orValue`, `value`, `hasValue`, `or` and further optional selects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select, Struct
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Value:
     """What a subexpression's value may be: an optional itself (`optional`); a list, map or optional whose
     own parts (elements, keys and values, the optional's value) may be optionals (`holds`); one with

@@ -24,11 +24,11 @@ A tree this module does not recognise raises ValueError; callers then trim nothi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select, Struct
 from webhook.cel.trim import Need, Plan
+from webhook.model.quickinit import frozen_dataclass
 
 MAX_FIXPOINT = 8    # rounds for an accumulator's places to settle; past it they are read whole
 MAX_REFS = 256      # places one value may be; past it the analysis gives up (ValueError)
@@ -38,7 +38,7 @@ EACH = None
 _PASS_ON = frozenset({"orValue", "or", "_?_:_"})  # results one of their operands (places of all of them)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Ref:
     """A place a value may be: root variable `root` at `path`; `spread`: the value is a list whose
     elements are values at `path` (built by `+`, a list literal, `map` or `filter`)."""

@@ -14,8 +14,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
+
+from webhook.model.quickinit import frozen_dataclass
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+|//[^\n]*)
@@ -29,7 +30,7 @@ _KEYWORDS = frozenset({"in", "true", "false", "null"})
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Token:
     kind: str
     text: str

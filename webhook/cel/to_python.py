@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping
 
 from webhook.cel.backend_cpp import TOO_LONG
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select
+from webhook.model.quickinit import frozen_dataclass
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +299,7 @@ class _Function:
     lines: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class _Local:
     python: str  # the Python name
     owner: _Function  # the function it is a local of
@@ -307,7 +308,7 @@ class _Local:
     strings: str | None = None  # bound to a literal list of strings: the name of their frozenset constant
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class _Code:
     text: str  # a Python expression
     optional: bool = False  # its value is a CEL optional: a value, or _NONE
@@ -570,7 +571,7 @@ def _joined(node: Node) -> tuple[list[tuple[str, Node]], tuple[Node, ...] | None
     return [], None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PythonProgram:
     source: str  # the generated module (for tests and debugging)
     _run: Callable[[Mapping[str, Any]], Any]

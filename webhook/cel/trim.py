@@ -18,8 +18,9 @@ unchanged, whatever the value's shape:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+
+from webhook.model.quickinit import frozen_dataclass
 
 _MISSING: Any = object()
 
@@ -63,7 +64,7 @@ class Need:
         return describe(self.plan())
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Plan:
     """A frozen Need that is not `whole`; a child plan of None means that child is kept whole."""
 

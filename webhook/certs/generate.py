@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
@@ -17,10 +16,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from webhook.model.quickinit import frozen_dataclass
+
 CA_CERT, CA_KEY, TLS_CERT, TLS_KEY = "ca.crt", "ca.key", "tls.crt", "tls.key"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CertPaths:
     directory: Path
 

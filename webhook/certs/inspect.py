@@ -7,7 +7,7 @@ rollover can be seen to serve clients of either CA.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from cryptography import x509
@@ -16,9 +16,10 @@ from cryptography.hazmat.primitives import hashes
 from webhook.certs.material import CertMaterial
 from webhook.certs.rotate import RotationPolicy
 from webhook.certs.verify import is_ca, serving_names, verify_serving
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CertInfo:
     role: str  # "CA" (bundle), "serving", "intermediate"
     subject: str
@@ -34,7 +35,7 @@ class CertInfo:
     signing: bool = False  # for CAs: ca.key belongs to it
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Inspection:
     certificates: tuple[CertInfo, ...]
     verifies_with_bundle: bool

@@ -10,7 +10,6 @@ The four entries have the same names in both places, so a Secret mounted as a vo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Union
 
@@ -19,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from webhook.certs.generate import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, _write_private, _write_public
+from webhook.model.quickinit import frozen_dataclass
 
 PrivateKey = Union[ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey]  # ours are EC; Helm's genCA writes RSA
 
@@ -57,7 +57,7 @@ def _load_key(name: str, data: bytes) -> PrivateKey:
     return key
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CertMaterial:
     bundle: tuple[x509.Certificate, ...]
     ca_key: PrivateKey | None

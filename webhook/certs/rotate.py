@@ -17,7 +17,7 @@ CA rollover, with no moment where a client that trusts either the old or the new
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from cryptography import x509
@@ -27,6 +27,7 @@ from cryptography.x509.oid import NameOID
 from webhook.certs.generate import CA_DAYS, SERVING_DAYS, make_ca, make_serving_cert
 from webhook.certs.material import CertMaterial, PrivateKey, read_directory, write_directory
 from webhook.certs.verify import serving_names, verify_serving
+from webhook.model.quickinit import frozen_dataclass
 
 
 def _hours(span: dt.timedelta) -> str:
@@ -42,7 +43,7 @@ class RotationError(Exception):
     """The material cannot be rotated as asked (no CA key, a rollover already in progress)."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RotationPolicy:
     serving_days: int = SERVING_DAYS
     renew_before_days: int = 30       # a third of the serving lifetime: many daily runs get a chance
@@ -59,7 +60,7 @@ class RotationPolicy:
             raise ValueError("overlap must be positive")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RotationPlan:
     before: CertMaterial
     after: CertMaterial

@@ -7,18 +7,18 @@ and the API server validates policy objects with the CRD made from that same sch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from webhook.deploy.openapi import Conversion, SchemaConversionError, to_structural
 from webhook.deploy.structural import structural_problems
+from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.family import PolicyKind
 
 CATEGORY = "quartermaster"
 MANAGED_BY = {"app.kubernetes.io/part-of": "quartermaster"}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class GeneratedCrd:
     kind: PolicyKind
     manifest: dict[str, Any]

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from webhook.model.quickinit import frozen_dataclass
+
 ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "examples", "deprecated", "readOnly", "writeOnly", "default", "title"})
 VALUE_KEYWORDS = frozenset({"enum", "pattern", "minLength", "maxLength", "minimum", "maximum", "multipleOf",
                             "minItems", "maxItems", "minProperties", "maxProperties", "required", "format"})
@@ -56,7 +58,7 @@ class _Context:
         self.loosened.append(f"{path or '<root>'}: {what}")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Conversion:
     schema: dict[str, Any]
     loosened: tuple[str, ...]

@@ -11,13 +11,13 @@ the next run even when nothing is due.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from webhook.certs.generate import CA_CERT
 from webhook.certs.material import CertMaterial
 from webhook.certs.rotate import RotationPlan, RotationPolicy, plan_rotation
+from webhook.model.quickinit import frozen_dataclass
 
 
 class SecretLike(Protocol):
@@ -30,7 +30,7 @@ class CaPublisher(Protocol):
     def set_ca_bundle(self, kind: str, name: str, bundle: bytes) -> bool: ...
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class SecretRotation:
     plan: RotationPlan
     published: tuple[str, ...]  # what was written, in order

@@ -20,7 +20,7 @@ from webhook.model.cluster import ClusterState, ObjectKey
 from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
 from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, PolicyBatch, ValidationOutcome
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
@@ -35,8 +35,7 @@ DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default ti
 CREATE_TIMEOUT = 3.0
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class MutateResult:
     verdict: Verdict
     object: Mapping[str, Any] | None  # the mutated object (the original when denied or unchanged)

@@ -8,19 +8,20 @@ run see them, and generated objects are created there, as the API server would h
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Mapping
 
 from webhook.engine.dispatch import AdmissionEngine
 from webhook.model.apiresources import lookup as api_resource
 from webhook.model.cluster import CLUSTER_SCOPED
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
 from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 OFFLINE_USER = UserInfo("quartermaster-apply", ("system:authenticated",))
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class OfflineResult:
     request: AdmissionRequest  # the review as the mutate phase saw it
     allowed: bool

@@ -11,12 +11,12 @@ found by a scan denied nothing, the resource exists and its report must say so).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Sequence
 
 from webhook.engine.dispatch import AdmissionEngine
 from webhook.engine.offline import admit_offline
 from webhook.model.cluster import CLUSTER_SCOPED, TRACKED_KINDS, ClusterState
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome
 from webhook.model.review import UserInfo
 from webhook.policy.snapshot import PolicyStore
@@ -25,7 +25,7 @@ from webhook.reports.sink import ResultSink
 SCAN_USER = UserInfo("system:serviceaccount:quartermaster:background-scan", ("system:serviceaccounts",))
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ScanSummary:
     resources: int  # objects evaluated
     results: int  # rule results produced

@@ -9,7 +9,6 @@ hard limit holds whatever happened before it. Only the Lease holder reconciles.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Protocol
 
@@ -21,6 +20,7 @@ from webhook.kube.resources import RESOURCE_QUOTAS
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import NAMESPACE, ClusterState
 from webhook.model.quantity import parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def same_hard(current: Mapping[str, Any], desired: Mapping[str, Fraction]) -> bo
         return False
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class BackstopResult:
     created: int = 0
     updated: int = 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -20,6 +19,7 @@ from kubernetes.watch import Watch
 
 from webhook.kube.resources import ResourceType
 from webhook.kube.settings import LiveSetupError
+from webhook.model.quickinit import frozen_dataclass
 
 Timeout = float | tuple[float, float]
 
@@ -28,7 +28,7 @@ class KubeConfigError(LiveSetupError):
     """The kubeconfig or in-cluster service account cannot be used."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ApiStatus:
     """What a failed call said: the HTTP code and the metav1.Status reason ("AlreadyExists", "Conflict", ...)."""
 
@@ -86,7 +86,7 @@ def _with_kind(obj: dict[str, Any], resource: ResourceType) -> dict[str, Any]:
     return obj
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ObjectList:
     items: list[dict[str, Any]]
     resource_version: str

@@ -21,7 +21,6 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import urllib3
@@ -32,6 +31,7 @@ from webhook.kube.cache import ObjectCache
 from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.resources import ResourceType
 from webhook.kube.settings import LiveSettings
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import object_problem
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def backoff_delay(failures: int, initial: float, cap: float, rng: Callable[[], f
     return delay * (0.5 + rng() / 2)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class InformerStatus:
     kind: str
     synced: bool  # the first list is done

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from webhook.model.cluster import NAMESPACE, POD, PROFILE, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ResourceType:
     kind: str
     group: str  # "" for the core API (/api/v1)

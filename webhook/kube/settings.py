@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from webhook.model.quickinit import frozen_dataclass
 
 
 def default_identity() -> str:
@@ -14,7 +15,7 @@ def default_identity() -> str:
     return os.environ.get("POD_NAME") or socket.gethostname()
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class LiveSettings:
     kubeconfig: Path | None = None
     in_cluster: bool = False

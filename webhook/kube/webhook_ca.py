@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import copy
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from urllib3.exceptions import HTTPError
 
 from webhook.kube.client import ApiStatus, KubeApi, KubeConfigError
 from webhook.kube.resources import ResourceType
+from webhook.model.quickinit import frozen_dataclass
 
 SECRETS = ResourceType("Secret", "", "v1", "secrets", namespaced=True)
 WEBHOOK_CONFIGURATIONS = {
@@ -35,7 +35,7 @@ class ApiCallFailed(ConnectionError):
     """The API server refused or could not be reached; the message says which object and why."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class SecretData:
     namespace: str
     name: str

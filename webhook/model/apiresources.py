@@ -7,10 +7,10 @@ Unknown kinds (CRDs) get the plural Kubernetes would give them and are taken as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class APIResource:
     group: str  # "" for the core API
     version: str

@@ -10,10 +10,12 @@ built: each node is visited once, whatever the aliases expand to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import yaml
+
+from webhook.model.quickinit import frozen_dataclass
 
 # libyaml composes ~100x faster than PyYAML's own reader and stops at 1,000 levels of flow nesting with an
 # error where the Python composer recurses for a second before its RecursionError
@@ -24,7 +26,7 @@ MAX_DEPTH = 100
 MAX_ALIAS_NODES = 10_000
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class NodeShape:
     nodes: int  # distinct nodes of the document
     expanded: int  # nodes of the tree the data is once every alias is expanded

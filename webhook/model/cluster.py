@@ -5,11 +5,10 @@ Narrow on purpose: the standalone store and the live informer cache both impleme
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from webhook.model.lookups import Lookups
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 
 # Kinds the state holds, by their API kind; every key below is one of these.
 NAMESPACE = "Namespace"
@@ -22,8 +21,7 @@ TRACKED_KINDS = (NAMESPACE, POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, P
 CLUSTER_SCOPED = frozenset({NAMESPACE, PROFILE})
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class ObjectKey:
     kind: str
     namespace: str
@@ -40,8 +38,7 @@ class ObjectKey:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class CreateResult:
     created: bool  # False: it already existed, which admission treats as success
     object: Mapping[str, Any]

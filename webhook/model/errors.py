@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from webhook.model.quickinit import frozen_dataclass
 
 
 class MalformedReview(ValueError):
     """The body is not an AdmissionReview we can answer; the server replies 400 with this reason."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicyLoadError:
     """Why one policy document was refused, precise enough to fix it without reading our code."""
 

@@ -6,14 +6,14 @@ documents into objects of this shape; the engine knows nothing else about them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, Callable, Mapping, Protocol
 
 from webhook.model.activation import admission_activation, request_variable
 from webhook.model.cluster import ClusterState
 from webhook.model.lookups import NO_LOOKUPS, Lookups
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import PolicyId, RuleResult
 from webhook.model.review import AdmissionRequest
 
@@ -31,7 +31,7 @@ class FailurePolicy(str, Enum):
     IGNORE = "Ignore"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class SourceRef:
     file: str
     document: int
@@ -48,8 +48,7 @@ class Condition(Protocol):
     def __call__(self, activation: Mapping[str, Any]) -> bool: ...
 
 
-@quick_init
-@dataclass(frozen=True, eq=False)
+@frozen_dataclass(eq=False, dict_init=True)
 class EvalContext:
     """Everything a policy may read for one request; built once per request by the dispatcher."""
 
@@ -79,8 +78,7 @@ class EvalContext:
         return admission_activation(self.request, request_var, obj, self.namespace)
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class MutationOutcome:
     object: Mapping[str, Any]  # the mutated copy (the same object when nothing changed)
     results: tuple[RuleResult, ...] = ()
@@ -88,8 +86,7 @@ class MutationOutcome:
     warnings: tuple[str, ...] = ()
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class ValidationOutcome:
     results: tuple[RuleResult, ...] = ()
     warnings: tuple[str, ...] = ()

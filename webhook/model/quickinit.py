@@ -1,67 +1,138 @@
-"""Frozen dataclasses that a review builds by the dozen, constructed at the cost of plain ones.
+"""Frozen dataclasses, made at the cost of plain ones.
 
-A frozen dataclass's generated `__init__` sets each field through `object.__setattr__` (its own `__setattr__`
-refuses), a call per field: ~0.2 us a field, ~2.5 us for a nine-field Verdict, and a GPU notebook's review
-builds ~25 such objects (~100 fields). `quick_init` gives the class an `__init__` that writes the new
-instance's `__dict__` instead, which is what `object.__setattr__` does for them in the end: the same
-signature (checked against the generated one when the class is made), the same defaults and factories,
-the same instances (`==`, hash, repr, `dataclasses.replace`, still frozen after construction).
+`@frozen_dataclass` is `@dataclass(frozen=True)`: the same fields, `__init__` signature, `==`, hash, repr and
+`dataclasses.replace`, and FrozenInstanceError on assignment or deletion. Two costs differ:
+- Making the class. On Python 3.11, `dataclass` compiles each method it generates on its own (~0.2 ms each on a
+  slow machine); a frozen class gets six, and the ~110 classes `quartermaster apply` imports spent about a sixth
+  of its instructions compiling them. Here `__setattr__` and `__delattr__` are two functions shared by every
+  class: four compilations a class instead of six.
+- Constructing an instance, with `dict_init=True`. The generated frozen `__init__` sets each field through
+  `object.__setattr__` (its own `__setattr__` refuses), a call per field (~0.2 us); a GPU notebook's review
+  builds ~25 objects of a few classes. Their `__init__` writes the new instance's `__dict__` instead. That makes
+  CPython keep a dict per instance rather than its values inline, so each later read of a field costs a little
+  more: right for what a review builds and reads a few times, wrong for what a policy compiles once and every
+  review reads (measured: the notebook pod's /mutate took 3.5 % more instructions with every class so made).
 """
-
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, TypeVar
+import typing
+from dataclasses import MISSING, FrozenInstanceError
+from typing import Any, Callable, TypeVar, overload
 
 T = TypeVar("T")
 
 
-def quick_init(cls: type[T]) -> type[T]:
-    """Use above `@dataclass(frozen=True)` on a class without slots, `__post_init__` or InitVar fields."""
-    if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        raise TypeError(f"{cls.__name__}: quick_init is for frozen dataclasses")
-    if "__slots__" in vars(cls) or hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__}: quick_init writes __dict__ and calls no __post_init__")
-    generated = inspect.signature(cls.__init__)
+class _Factory:
+    """The default an `__init__` parameter shows for a field made by a default_factory, as dataclasses shows it."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+FACTORY = _Factory()
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    # as the generated one: a frozen class refuses every name, a plain subclass of it only the fields
+    if type(self).__dict__.get("__setattr__") is _frozen_setattr or name in self.__dataclass_fields__:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    if type(self).__dict__.get("__delattr__") is _frozen_delattr or name in self.__dataclass_fields__:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+    object.__delattr__(self, name)
+
+
+def _init_for(cls: type, dict_init: bool) -> Callable[..., None]:
+    """The `__init__` dataclasses would generate for `cls`; with `dict_init`, one that writes `__dict__` instead
+    of calling object.__setattr__ per field. Its source holds field names only, never input."""
     fields = dataclasses.fields(cls)
-    init_fields = [f for f in fields if f.init]
-    parameters = [p for name, p in generated.parameters.items() if name != "self"]
-    if [p.name for p in parameters] != [f.name for f in init_fields]:
-        raise TypeError(f"{cls.__name__}: quick_init needs the fields as the only parameters (no InitVar)")
-    namespace: dict[str, Any] = {}
-    signature, body, keyword_only = ["self"], ["    d = self.__dict__"], False
-    for field, parameter in zip(init_fields, parameters):
-        name = field.name
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
-            signature.append("*")
-            keyword_only = True
-        if parameter.default is inspect.Parameter.empty:
-            signature.append(name)
+    # an InitVar is a parameter of __init__ that fields() leaves out (dataclasses marks it so since 3.8)
+    made = vars(cls)["__dataclass_fields__"].values()
+    if any(f._field_type is dataclasses._FIELD_INITVAR for f in made):  # type: ignore[attr-defined]
+        raise TypeError(f"{cls.__name__}: frozen_dataclass takes no InitVar fields; use @dataclass(frozen=True)")
+    namespace: dict[str, Any] = {"_FACTORY": FACTORY, "_set": object.__setattr__}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body = ["    d = self.__dict__"] if dict_init else []
+
+    def assign(name: str, value: str) -> str:
+        return f"    d[{name!r}] = {value}" if dict_init else f"    _set(self, {name!r}, {value})"
+    seen_default = None
+    for f in fields:
+        if not f.init:
+            if f.default_factory is not MISSING:  # as the generated one; a plain default is the class's attribute
+                namespace[f"_factory_{f.name}"] = f.default_factory
+                body.append(assign(f.name, f"_factory_{f.name}()"))
+            continue
+        if f.default_factory is not MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            parameter = f"{f.name}=_FACTORY"
+            body.append(assign(f.name, f"_factory_{f.name}() if {f.name} is _FACTORY else {f.name}"))
         else:
-            namespace[f"_default_{name}"] = parameter.default  # the generated __init__'s own default object
-            signature.append(f"{name}=_default_{name}")
-        if field.default_factory is not dataclasses.MISSING:  # the default is the factory's marker
-            namespace[f"_factory_{name}"] = field.default_factory
-            body.append(f"    d[{name!r}] = _factory_{name}() if {name} is _default_{name} else {name}")
-        else:
-            body.append(f"    d[{name!r}] = {name}")
-    for field in fields:  # as the generated __init__: a factory's value is the instance's, a default the class's
-        if not field.init and field.default_factory is not dataclasses.MISSING:
-            namespace[f"_factory_{field.name}"] = field.default_factory
-            body.append(f"    d[{field.name!r}] = _factory_{field.name}()")
-    source = f"def __init__({', '.join(signature)}):\n" + "\n".join(body) + "\n"
-    exec(compile(source, f"<quick_init {cls.__qualname__}>", "exec"), namespace)  # field names only, no input
-    init = namespace["__init__"]
+            if f.default is not MISSING:
+                namespace[f"_default_{f.name}"] = f.default
+                parameter = f"{f.name}=_default_{f.name}"
+            else:
+                parameter = f.name
+            body.append(assign(f.name, f.name))
+        if f.kw_only:
+            keyword.append(parameter)
+            continue
+        if parameter == f.name and seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        seen_default = seen_default or parameter != f.name
+        positional.append(parameter)
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    source = f"def __init__({signature}):\n" + "\n".join(body or ["    pass"]) + "\n"
+    exec(compile(source, f"<frozen_dataclass {cls.__qualname__}>", "exec"), namespace)
+    init: Callable[..., None] = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
-    init.__doc__ = cls.__init__.__doc__
-    if _calling_convention(inspect.signature(init)) != _calling_convention(generated):
-        raise TypeError(f"{cls.__name__}: quick_init's signature {inspect.signature(init)} is not {generated}")
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
+    init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
+    return init
 
 
-def _calling_convention(signature: inspect.Signature) -> list[tuple[str, Any, Any]]:
-    """What a caller sees of a signature: names, kinds and default objects (annotations aside)."""
-    return [(p.name, p.kind, p.default) for p in signature.parameters.values()]
+def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
+    if "__slots__" in vars(cls) or options.get("slots"):
+        raise TypeError(f"{cls.__name__}: frozen_dataclass writes __dict__; use @dataclass(frozen=True, slots=True)")
+    init = options.pop("init", True)
+    dict_init = options.pop("dict_init", False)
+    # dataclasses would add a hash of the fields to a frozen class that compares them and defines none
+    unsafe_hash = options.pop("unsafe_hash", False) or (options.get("eq", True) and "__hash__" not in vars(cls))
+    documented = bool(vars(cls).get("__doc__"))
+    if not documented:
+        cls.__doc__ = "(written below)"  # dataclasses would write it from the __init__ that is not there yet
+    made = dataclasses.dataclass(cls, init=False, frozen=False, unsafe_hash=unsafe_hash, **options)
+    if init and "__init__" not in vars(cls):
+        made.__init__ = _init_for(made, dict_init)  # type: ignore[misc]
+    made.__setattr__ = _frozen_setattr  # type: ignore[method-assign, assignment]
+    made.__delattr__ = _frozen_delattr  # type: ignore[method-assign, assignment]
+    if not documented:  # as dataclasses words it
+        made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+    return made
+
+
+@overload
+def frozen_dataclass(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def frozen_dataclass(*, init: bool = True, repr: bool = True, eq: bool = True, order: bool = False,
+                     unsafe_hash: bool = False, match_args: bool = True, kw_only: bool = False,
+                     dict_init: bool = False) -> Callable[[type[T]], type[T]]: ...
+
+
+@typing.dataclass_transform(frozen_default=True)
+def frozen_dataclass(cls: type[T] | None = None, /, **options: Any) -> type[T] | Callable[[type[T]], type[T]]:
+    """`@dataclass(frozen=True, **options)`; bare or with dataclass's own options (no slots, no InitVar), and
+    `dict_init=True` for the classes a review builds by the dozen."""
+    if cls is None:
+        return lambda c: _make(c, dict(options))
+    return _make(cls, dict(options))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True, order=True)
+@frozen_dataclass(order=True)
 class PolicyId:
     """The full identity of a policy: two kinds may use the same name, a namespaced kind repeats names per namespace."""
 
@@ -67,8 +66,7 @@ class _once:
         return value
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class RuleResult:
     policy: PolicyId
     rule: str

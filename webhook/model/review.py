@@ -8,11 +8,11 @@ import math
 import re
 
 import orjson
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from webhook.model.errors import MalformedReview
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.shapes import shape_problem
 from webhook.model.verdict import Verdict
 
@@ -24,8 +24,7 @@ MAX_DEPTH = 100
 _META_STRINGS = ("name", "namespace", "generateName", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class GroupVersionKind:
     group: str
     version: str
@@ -36,16 +35,14 @@ class GroupVersionKind:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class GroupVersionResource:
     group: str
     version: str
     resource: str
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class UserInfo:
     username: str = ""
     groups: tuple[str, ...] = ()
@@ -53,8 +50,7 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class AdmissionRequest:
     """What the engine reads. The object dicts are shared, never mutated: mutators work on copies."""
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
+
+from webhook.model.quickinit import frozen_dataclass
 
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Requirement:
     key: str
     operator: str
@@ -25,7 +26,7 @@ class Requirement:
         return not present or labels[self.key] not in self.values  # NotIn
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class LabelSelector:
     requirements: tuple[Requirement, ...] = ()
     everything: bool = True

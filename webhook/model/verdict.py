@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 WARNING_LIMIT = 120  # kube-apiserver's advice: shorter warnings render well in kubectl
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Verdict:
     allowed: bool
     code: int = 200

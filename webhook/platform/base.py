@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping as MappingABC
-from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.common import SpecMatched
 from webhook.policy.common import document_schema as _document_schema
 
@@ -45,8 +44,7 @@ class Battery(SpecMatched):
 
 
 # --- profiles --------------------------------------------------------------------------------------
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class ProfileInfo:
     """A Kubeflow profile namespace, as the batteries see it."""
 

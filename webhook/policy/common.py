@@ -4,13 +4,13 @@ failure policy and mode. Any family may use them; none has to."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.model.cluster import CLUSTER_SCOPED
 from webhook.model.errors import PolicyCompileError
 from webhook.model.policy import Condition, EvalContext, FailurePolicy
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action
 from webhook.model.review import AdmissionRequest
 from webhook.model.selectors import MATCH_ALL, LabelSelector, parse_selector
@@ -90,7 +90,7 @@ def document_schema(api_version: str, kind: str, spec_properties: Mapping[str, A
 
 
 # --- matching ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen_dataclass
 class MatchSpec:
     """Cheap checks first: kind and operation, then selectors, then CEL conditions. No subresources."""
 

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import yaml
 
 from webhook.model import boundedyaml
+from webhook.model.quickinit import frozen_dataclass
 
 # what the YAML reader refuses: C0 controls but tab, LF and CR; DEL; C1 controls but NEL
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f]")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Document:
     file: str
     index: int

@@ -8,12 +8,12 @@ documents at once, so bindings, params and exceptions can join their policies. T
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy
+from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document
 from webhook.policy.schemacheck import Check, compile_check
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # jsonschema is imported only to explain a violation (see sch
     from jsonschema import Draft202012Validator
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicyKind:
     api_version: str
     kind: str
@@ -35,12 +35,12 @@ class PolicyKind:
         return (self.api_version, self.kind)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CompileEnv:
     cel: CelCompiler
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class FamilyResult:
     policies: tuple[CompiledPolicy, ...]  # broken ones carry .error
     errors: tuple[PolicyLoadError, ...] = ()  # set-level errors: these refuse the whole load

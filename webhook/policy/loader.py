@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy, PolicyId
+from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
 from webhook.policy.errors import schema_error
 from webhook.policy.family import CompileEnv, FamilyRegistry, PolicyFamily
@@ -26,7 +27,7 @@ from webhook.policy.family import CompileEnv, FamilyRegistry, PolicyFamily
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class LoadResult:
     policies: tuple[CompiledPolicy, ...]  # in load order (file order, then document order)
     errors: tuple[PolicyLoadError, ...]

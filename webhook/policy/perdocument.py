@@ -7,17 +7,17 @@ the previous snapshot serving rather than turning one typo into an `error` on ev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from webhook.model.errors import PolicyCompileError, PolicyLoadError
 from webhook.model.policy import CompiledPolicy, PolicyId, SourceRef
+from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document
 from webhook.policy.errors import compile_error
 from webhook.policy.family import CompileEnv, FamilyResult, PolicyKind
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicyHeader:
     """What every compiled policy carries from its document's envelope."""
 
@@ -37,7 +37,7 @@ class PolicyHeader:
 Compile = Callable[[Mapping[str, Any], PolicyHeader, CompileEnv], CompiledPolicy]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class DocumentKind:
     kind: PolicyKind
     compile: Compile  # raises PolicyCompileError for what the schema cannot catch

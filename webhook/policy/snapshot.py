@@ -7,9 +7,10 @@ from typing import Mapping, Sequence
 
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy, Phase, PolicyBatch, PolicyId
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicySnapshot:
     policies: tuple[CompiledPolicy, ...] = ()  # load order
     generation: int = 0
@@ -52,7 +53,7 @@ def batch_may_answer(policy: CompiledPolicy) -> bool:
     return getattr(policy, "batch", None) is not None and policy.error is None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class LoadStatus:
     """The outcome of the last load attempt; errors here mean the snapshot is an older, good one."""
 

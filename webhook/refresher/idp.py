@@ -10,13 +10,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import requests
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.requests_client import OAuth2Session
+
+from webhook.model.quickinit import frozen_dataclass
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
@@ -30,7 +31,7 @@ class IdpError(Exception):
         self.permanent = permanent
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Credentials:
     client_id: str
     client_secret: str | None
@@ -51,13 +52,13 @@ class Credentials:
         return cls(client_id=client_id, client_secret=field("client_secret", required=False), refresh_token=refresh_token)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Endpoints:
     token: str
     userinfo: str | None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class IssuedToken:
     access_token: str
     expires_at: float  # wall-clock seconds

@@ -10,10 +10,10 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.refresher.idp import IdentityProvider, IdpError, IssuedToken
 from webhook.refresher.metrics import RefresherMetrics
 from webhook.refresher.schedule import Schedule, backoff_delay, refresh_delay
@@ -22,7 +22,7 @@ from webhook.refresher.tokenfile import TokenFileError, eos_token_content, mark_
 log = logging.getLogger("quartermaster.token_refresher")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Output:
     token_file: Path
     ready_file: Path | None

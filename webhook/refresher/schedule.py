@@ -8,12 +8,13 @@ current token needs replacing: a retry that lands after expiry would leave EOS w
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+
+from webhook.model.quickinit import frozen_dataclass
 
 MIN_DELAY = 1.0  # never spin on the IdP, even with a token that is about to expire
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Schedule:
     margin: float = 300.0     # refresh this long before expiry...
     jitter: float = 0.2       # ...and up to this fraction of the margin earlier, at random

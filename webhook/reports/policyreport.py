@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome, PolicyId, RuleResult
 from webhook.reports.sink import ReportEntry, ResourceRef
 
@@ -29,7 +29,7 @@ MESSAGE_LIMIT = 1024
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicyMeta:
     """What a policy's annotations ask of reporting."""
 

@@ -6,11 +6,11 @@ Rendering reads PolicyReport objects only, so live reports and standalone result
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import yaml
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.shapes import plain
 from webhook.reports.policyreport import OUTCOMES
 
@@ -18,7 +18,7 @@ FORMATS = ("table", "json", "yaml", "html")
 ORDER = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Row:
     namespace: str  # "" for cluster-scoped resources
     kind: str

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Protocol
 
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class ResourceRef:
     api_version: str
     kind: str
@@ -21,7 +19,7 @@ class ResourceRef:
     uid: str
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ReportEntry:
     resource: ResourceRef
     result: RuleResult

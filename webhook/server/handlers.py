@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 import orjson
@@ -16,6 +15,7 @@ from webhook.engine import AdmissionEngine
 from webhook.engine.dispatch import DEFAULT_BUDGET
 from webhook.model.cluster import ClusterState
 from webhook.model.errors import MalformedReview
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import AdmissionRequest, encode_response, parse_review
 from webhook.model.verdict import Verdict
 from webhook.observability.logs import RepeatWindow, log_admission
@@ -38,7 +38,7 @@ def _dumps(obj: object) -> bytes:
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Services:
     """What the handlers need, built once by the composition root."""
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from webhook.model.quickinit import frozen_dataclass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ServerLimits:
     # TLS handshake, then the request line and headers: the API server sends a review in one write
     handshake_seconds: float = 10.0

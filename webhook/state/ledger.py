@@ -20,15 +20,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import ClusterState, ObjectKey
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Reservation:
     scope: str
     key: ObjectKey

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
 from webhook.testsuite.compare import differences, fixup_generate_labels, same_resource
 from webhook.testsuite.model import ExpectedResult, Suite
@@ -32,7 +33,7 @@ RULELESS_KINDS = frozenset({
 })
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Row:
     policy: str
     rule: str
@@ -56,7 +57,7 @@ class Observed:
     steps: list[tuple[Any, Mapping[str, Any]]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicyInfo:
     kind: str
     name: str

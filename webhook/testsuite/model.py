@@ -6,9 +6,11 @@ suites in the wild spell `isMUtatingPolicy`. Unknown fields are kept out, never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Mapping
+
+from webhook.model.quickinit import frozen_dataclass
 
 RESULTS = ("pass", "fail", "skip", "warn", "error")
 # the Test fields this runner understands; anything else in a suite fails its results with a reason
@@ -28,7 +30,7 @@ def fold(mapping: Any) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in mapping.items()} if isinstance(mapping, Mapping) else {}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExpectedResult:
     index: int
     policy: str  # "name" or "namespace/name"
@@ -74,7 +76,7 @@ class ExpectedResult:
         )
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Subresource:
     """A values `subresources` entry: objects of `api_version`/`kind` are sent as `parent`'s subresource
     (a Binding as pods/binding, a Scale as deployments/scale), with the parent's kind, as the Kyverno CLI does."""
@@ -98,7 +100,7 @@ class Subresource:
                                                    str(parent["kind"])), str(parent.get("name") or resource), name)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Values:
     """What a suite says about the world its resources live in (Kyverno's `Value`)."""
 
@@ -140,7 +142,7 @@ class Values:
         return str(self.global_values.get("request.operation", "") or "").upper()
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Suite:
     path: Path
     name: str

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TextIO
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.testsuite.check import Row
 
 HEADERS = ("ID", "POLICY", "RULE", "RESOURCE", "RESULT", "REASON")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class SuiteReport:
     path: str
     name: str

@@ -9,9 +9,9 @@ other suites run on.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.testsuite.check import Checker, Observed, PolicyInfo, Row, resource_key
 from webhook.testsuite.load import read_expected, read_objects
 from webhook.testsuite.model import ExpectedResult, Suite, SuiteError
@@ -31,7 +31,7 @@ class World(Protocol):
 WorldFactory = Callable[[Suite, list[dict[str, Any]]], Awaitable[World]]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RunOptions:
     build_world: WorldFactory
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+
+from webhook.model.quickinit import frozen_dataclass
 
 CONTROLLERS = {  # spec.autogen.podControllers.controllers name -> (group, version, resource, kind, template)
     "daemonsets": ("apps", "v1", "daemonsets", "DaemonSet", "defaults"),
@@ -32,7 +33,7 @@ CONTROLLERS = {  # spec.autogen.podControllers.controllers name -> (group, versi
 TEMPLATE_PATHS = {"defaults": "spec.template", "cronjobs": "spec.jobTemplate.spec.template"}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Variant:
     """One generated copy of a policy spec: for `config` ("defaults" or "cronjobs")."""
 

@@ -11,6 +11,7 @@ from webhook.families.cel.match import MatchResources, MatchSpecError, static_ke
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import AdmissionRequest
 
 _VARIANTS = "cel-family.variant"  # this family's entries in the request's EvalContext cache
@@ -19,7 +20,7 @@ MAX_KEYS = 256  # static match decisions a policy keeps (one per resource and op
 DEFAULT_TIMEOUT = 10.0  # seconds: webhookConfiguration.timeoutSeconds when unset, as Kubernetes defaults it
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Conditions:
     exprs: tuple[Expr, ...] = ()
 
@@ -46,7 +47,7 @@ class Conditions:
         return not errors
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Exception_:
     """A policies.kyverno.io PolicyException joined to the policy it names."""
 
@@ -66,7 +67,7 @@ class Exception_:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExceptionOutcome:
     exempt: tuple[Exception_, ...] = ()  # full exemptions that matched: the policy is skipped
     allowed: Mapping[str, list[str]] = field(default_factory=lambda: {"allowedImages": [], "allowedValues": []})
@@ -102,7 +103,7 @@ def timeout(spec: Mapping[str, Any]) -> float:
     return float(seconds)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Variant:
     """The policy as it applies to one set of kinds: the original, or an autogen copy for pod controllers."""
 

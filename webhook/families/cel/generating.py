@@ -18,6 +18,7 @@ from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
 from webhook.families.cel.template import Template
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, Outcome, RuleResult
 from webhook.model.review import AdmissionRequest
 
@@ -25,7 +26,7 @@ from webhook.model.review import AdmissionRequest
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class GenerateBody:
     generators: tuple[Expr | Template, ...]
 

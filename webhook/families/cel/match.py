@@ -10,9 +10,9 @@ another version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import AdmissionRequest
 from webhook.model.selectors import MATCH_ALL, LabelSelector, parse_selector
 
@@ -36,7 +36,7 @@ def _strings(raw: Any, field: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ResourceRule:
     groups: tuple[str, ...]
     versions: tuple[str, ...]
@@ -98,7 +98,7 @@ class ResourceRule:
         return self._resource(resource, request.sub_resource) and self._scope(request, resource) and self._name(request)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MatchResources:
     rules: tuple[ResourceRule, ...] = ()
     exclude: tuple[ResourceRule, ...] = ()

@@ -19,19 +19,20 @@ from webhook.families.cel.base import CelPolicy, Variant, exception_message
 from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, Outcome, RuleResult
 from webhook.model.review import AdmissionRequest
 
 PATCH_TYPES = ("ApplyConfiguration", "JSONPatch")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Mutation:
     patch_type: str
     expr: Expr
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MutateBody:
     mutations: tuple[Mutation, ...]
     reinvoke: bool = False  # reinvocationPolicy: IfNeeded

@@ -9,11 +9,12 @@ as Kubernetes' lazy variable map behaves.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler, CelError
 from webhook.model.lookups import Lookups
+from webhook.model.quickinit import frozen_dataclass
 
 ALL = "*"  # in Expr.refs: the expression reads `variables` as a whole
 
@@ -36,7 +37,7 @@ def as_failure(exc: Exception) -> CompileFailed:
     return CompileFailed("spec", f"malformed policy document ({type(exc).__name__}: {exc})")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Expr:
     field: str  # where it stands in the policy, for messages: spec.validations[0].expression
     text: str
@@ -60,7 +61,7 @@ def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
     return Expr(field, text, program, refs)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Variables:
     order: tuple[str, ...]
     exprs: Mapping[str, Expr]

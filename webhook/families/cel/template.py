@@ -8,7 +8,6 @@ the documents are created as written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import yaml
@@ -16,6 +15,7 @@ import yaml
 from webhook.cel import CelCompiler
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, compile_expr
 from webhook.model import boundedyaml
+from webhook.model.quickinit import frozen_dataclass
 
 
 def _placeholder_end(text: str, start: int) -> int:
@@ -41,7 +41,7 @@ def _placeholder_end(text: str, start: int) -> int:
     raise ValueError(f"unclosed (( in {text!r}")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Segments:
     parts: tuple[str | Expr, ...]
 
@@ -105,7 +105,7 @@ def _render(node: Any, scope: Scope) -> Any:
     return node
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Template:
     field: str
     documents: tuple[Any, ...]

@@ -19,6 +19,7 @@ from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, Variant, excepti
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, compile_expr
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, Outcome, RuleResult
 from webhook.model.review import AdmissionRequest
 
@@ -26,7 +27,7 @@ ACTIONS = ("Deny", "Warn", "Audit")
 REASONS = {"Unauthorized": 401, "Forbidden": 403, "Invalid": 422, "RequestEntityTooLarge": 413}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Validation:
     expr: Expr
     message: str = ""
@@ -34,7 +35,7 @@ class Validation:
     reason: str = "Forbidden"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ValidateBody:
     validations: tuple[Validation, ...]
     audit_annotations: tuple[tuple[str, Expr], ...] = ()
@@ -78,7 +79,7 @@ NOTHING = ValidationOutcome()
 _UNBUILT: Any = object()
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Verdict:
     outcome: Outcome
     message: str
@@ -242,7 +243,7 @@ class ValidatingPolicy(CelPolicy):
         return replace(result, audit=tuple(sorted(verdict.annotations.items())))
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Binding:
     name: str
     actions: frozenset[str]

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from webhook.model.quickinit import frozen_dataclass
 
 _ANCHOR = re.compile(r"^([+<=X^])?\((.+)\)$", re.DOTALL)
 
 CONDITION, EQUALITY, EXISTENCE, NEGATION, GLOBAL, ADD_IF_ABSENT = "", "=", "^", "X", "<", "+"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Anchor:
     modifier: str
     key: str

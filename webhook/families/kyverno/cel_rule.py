@@ -3,10 +3,11 @@ engine, with ``variables``, ``paramKind``/``paramRef`` and ``auditAnnotations``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .outcome import ERROR, FAIL, PASS, Outcome, RuleEnv
+
+from webhook.model.quickinit import frozen_dataclass
 
 
 class CelRuleError(ValueError):
@@ -23,7 +24,7 @@ def _compile(cel: Any, expression: str) -> Any:
     return cel.compile(expression, env=CEL_ENV)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CompiledCel:
     expressions: tuple[tuple[Any, str, Any], ...]      # (program, message, messageExpression program)
     variables: tuple[tuple[str, Any], ...]

@@ -8,7 +8,7 @@ that name the rule and the feature, never silently ignored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from .autogen import expand_rules
@@ -16,6 +16,8 @@ from .conditions import OPERATORS
 from .engine import CompiledRule
 from .fields import unknown_fields
 from .references import resolve_rule, unsupported_references
+
+from webhook.model.quickinit import frozen_dataclass
 
 POLICY_KINDS = ("ClusterPolicy", "Policy")
 API_VERSIONS = ("kyverno.io/v1", "kyverno.io/v2beta1")
@@ -27,7 +29,7 @@ class PolicyError(ValueError):
     """A policy that cannot be loaded; the message names the rule and field."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class KyvernoPolicy:
     api_version: str
     kind: str

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from webhook.model.quantity import parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 
 from .gotypes import is_number, parse_duration, parse_float, parse_int, sprint, wildcard_match
 from .jp_semver import _cmp, _parse as parse_semver
@@ -29,7 +29,7 @@ class ConditionError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ConditionResult:
     passed: bool
     message: str = ""

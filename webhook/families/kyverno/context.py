@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from .images import extract_images
 from .jmespath_functions import JMESPathError, query
 from .variables import Context, SubstitutionError, substitute_all
 
+from webhook.model.quickinit import frozen_dataclass
+
 
 class ContextError(ValueError):
     """A context entry could not be loaded; the message names the entry."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Subject:
     username: str = ""
     groups: tuple[str, ...] = ()
@@ -32,7 +34,7 @@ class Subject:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RequestData:
     """One admission (or one resource of a test) as Kyverno's context sees it."""
 

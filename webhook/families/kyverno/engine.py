@@ -20,8 +20,10 @@ from .patches6902 import PatchError
 from .variables import Context, SubstitutionError, substitute_patches
 from .validate import run_validator
 
+from webhook.model.quickinit import frozen_dataclass
 
-@dataclass(frozen=True)
+
+@frozen_dataclass
 class CompiledRule:
     name: str
     raw: Mapping[str, Any]
@@ -32,7 +34,7 @@ class CompiledRule:
     cel_preconditions: tuple = ()     # compiled celPreconditions (name, program)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RuleOutcome:
     rule: str
     kind: str

@@ -3,13 +3,14 @@ resources its ``match`` (and optional ``conditions``) select; those rules report
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .conditions import ConditionError, evaluate_conditions
 from .gotypes import wildcard_match
 from .match import RequestInfo, block_matches
 from .variables import Context
+
+from webhook.model.quickinit import frozen_dataclass
 
 API_VERSIONS = ("kyverno.io/v2", "kyverno.io/v2beta1")
 
@@ -18,7 +19,7 @@ class ExceptionError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PolicyException:
     name: str
     namespace: str

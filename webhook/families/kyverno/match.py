@@ -7,16 +7,17 @@ the user conditions subjects/roles/clusterRoles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from typing import Any, Mapping
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.selectors import parse_selector
 
 from .gotypes import contains_wildcard, wildcard_match
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RequestInfo:
     """What matching looks at, taken from the admission request (or a test's resource and userinfo)."""
 

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Mapping
+
+from webhook.model.quickinit import frozen_dataclass
 
 PASS, FAIL, SKIP, ERROR, WARN = "pass", "fail", "skip", "error", "warn"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Outcome:
     status: str
     message: str = ""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RuleEnv:
     """Per-request evaluation inputs shared by all rules of a policy."""
 

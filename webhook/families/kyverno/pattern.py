@@ -16,6 +16,8 @@ from .anchors import (CONDITION, EQUALITY, EXISTENCE, GLOBAL, NEGATION, has_nest
 from .gotypes import contains_wildcard, wildcard_match
 from .pattern_values import validate_value
 
+from webhook.model.quickinit import frozen_dataclass
+
 _NEGATION_MSG = "negation anchor matched in resource"
 _CONDITION_MSG = "conditional anchor mismatch"
 _GLOBAL_MSG = "global anchor mismatch"
@@ -42,7 +44,7 @@ def _skip(err: _Err) -> bool:
     return _is(err, CONDITION, _CONDITION_MSG) or _is(err, GLOBAL, _GLOBAL_MSG)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PatternResult:
     status: str        # "pass" | "fail" | "skip" | "error"
     message: str = ""
@@ -108,7 +110,7 @@ def _show(value: Any) -> str:
     return "<nil>" if value is None else str(value)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class _Plan:
     """What the walk needs to know about one pattern map, independent of the resource."""
 

@@ -8,12 +8,13 @@ with the same ``controlName`` (and a matching image for container-level checks, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .gotypes import wildcard_match
 from .images import pod_spec
 from .outcome import FAIL, PASS, Outcome
+
+from webhook.model.quickinit import frozen_dataclass
 
 LEVELS = ("privileged", "baseline", "restricted")
 _BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
@@ -27,7 +28,7 @@ _VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persist
             "secret"}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Violation:
     control: str
     image: str | None
@@ -136,7 +137,7 @@ def restricted(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[Vio
                 yield Violation("Capabilities", image, f"{where}.capabilities.add", cap)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PodSecurityCheck:
     level: str
     version: str

@@ -23,12 +23,13 @@ Kyverno's rules, reproduced here:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .anchors import parse_anchor
 from .pattern_values import operator_of
 from .variables import SubstitutionError
+
+from webhook.model.quickinit import frozen_dataclass
 
 REFERENCE = re.compile(r"^\$\(.[^ ]*\)|[^\\]\$\(.[^ ]*\)")
 ESCAPED = re.compile(r"\\\$\(.[^ )]*\)")
@@ -38,7 +39,7 @@ class ReferenceError(SubstitutionError):
     """A ``$(...)`` reference that does not resolve; names the reference and the path it is used at."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class BrokenReference:
     """Stands in for a document whose references did not resolve: using it is the error Kyverno reports."""
 

@@ -15,11 +15,12 @@ one that names itself twice doubled the string each pass.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .gotypes import to_json_text
 from .jmespath_functions import MAX_TEXT, JMESPathError, query
+
+from webhook.model.quickinit import frozen_dataclass
 
 VARIABLE = re.compile(r"(^|[^\\])(\{\{(?:\{[^{}]*\}|[^{}])*\}\})")
 VARIABLE_AT_START = re.compile(r"^\{\{(\{[^{}]*\}|[^{}])*\}\}")
@@ -29,7 +30,7 @@ class SubstitutionError(ValueError):
     """A variable could not be resolved; the message names the variable and where it was used."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Context:
     """The JSON document variables are resolved against, plus what substitution needs to know about it."""
 

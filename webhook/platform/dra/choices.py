@@ -6,15 +6,15 @@ User text never reaches CEL: a model is looked up by name, a memory size is a va
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
 from webhook.model.quantity import format_bytes, parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.dra.config import MEMORY, ModelOption, UserChoices, fill
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ChoiceOutcome:
     selectors: tuple[str, ...] = ()
     asked: tuple[str, ...] = ()  # what the user asked for, in words, for the result message

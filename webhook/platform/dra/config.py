@@ -6,11 +6,12 @@ Built once per policy load by dra_policy.compile_config; the request path only r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Mapping
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.shapes import plain
 
 PROFILE = "${profile}"
@@ -40,7 +41,7 @@ def fill(template: str, placeholder: str, value: str) -> str:
     return template.replace(placeholder, value)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class DriverConfig:
     """One opaque config entry of the claim: NVIDIA's GpuConfig (or MigDeviceConfig) with a sharing strategy."""
 
@@ -53,7 +54,7 @@ class DriverConfig:
         return {"apiVersion": self.api_version, "kind": self.kind, "sharing": plain(self.sharing)}
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class DeviceMapping:
     """A legacy extended resource (exact name or name prefix) and the DRA request it becomes."""
 
@@ -98,7 +99,7 @@ class DeviceMapping:
         return tuple(fill(s, PROFILE, profile) for s in self.selectors)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ModelOption:
     name: str
     description: str
@@ -106,7 +107,7 @@ class ModelOption:
     memory: Fraction | None  # how much memory this model has, to refuse a minimum it cannot meet
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class UserChoices:
     """What a user may ask for on a legacy pod, through annotations the policy names."""
 
@@ -136,7 +137,7 @@ def plain_json(value: Any) -> bool:
     return kind in _PLAIN_SCALARS
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TemplateSettings:
     name_prefix: str
     labels: Mapping[str, str]
@@ -147,7 +148,7 @@ class TemplateSettings:
         object.__setattr__(self, "plain_labels", plain_json(dict(self.labels)))
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RewriteConfig:
     strategy: Strategy
     devices: tuple[DeviceMapping, ...]

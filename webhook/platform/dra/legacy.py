@@ -6,11 +6,10 @@ created with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, NamedTuple
 
 from webhook.model.quantity import QuantityRangeError, parse_quantity, plain_whole
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.dra.config import RewriteConfig
 from webhook.platform.base import is_mapping
 
@@ -42,15 +41,13 @@ class ContainerRef(NamedTuple):
         return f"{kind} {self.name}"
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class LegacyAmount:
     resource: str
     count: int  # 0 is allowed: the key goes, no device is asked for
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class LegacyUse:
     container: ContainerRef
     amounts: tuple[LegacyAmount, ...]  # sorted by resource name, so equal requests build equal templates

@@ -6,10 +6,11 @@ rewrite idempotent, since a rewritten pod has no legacy keys left (reinvocationP
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, Outcome, RuleResult, failed, passed
 from webhook.model.review import AdmissionRequest
 from webhook.policy.common import MatchSpec
@@ -32,7 +33,7 @@ def _legacy_text(uses: list[LegacyUse]) -> str:
     return "; ".join(f"{u.container.label}: " + ", ".join(f"{a.resource}={a.count}" for a in u.amounts) for u in uses)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class DeviceClaimRewrite(Battery):
     id: PolicyId
     source: SourceRef

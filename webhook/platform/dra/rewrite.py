@@ -10,11 +10,10 @@ same content instead of holding extra devices for the pod's whole life.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from webhook.model.jsoncopy import copier
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.dra.config import InitClaims, RewriteConfig
 from webhook.platform.dra.legacy import ContainerRef, LegacyUse
 from webhook.platform.dra.templates import DeviceRequest, build_template
@@ -22,8 +21,7 @@ from webhook.platform.dra.templates import DeviceRequest, build_template
 MAX_LABEL = 63
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class ClaimUse:
     container: ContainerRef
     claim: str  # the entry of spec.resourceClaims the container references
@@ -31,8 +29,7 @@ class ClaimUse:
     reused: bool  # borrowed from another container (regular init containers only)
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class RewritePlan:
     pod: dict[str, Any]
     templates: tuple[dict[str, Any], ...]  # one per distinct content, in first-use order

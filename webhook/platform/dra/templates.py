@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import orjson
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.dra.config import DriverConfig, TemplateSettings, plain_json
 
 API_VERSION = "resource.k8s.io/v1"
@@ -26,7 +26,7 @@ HASH_LENGTH = 10
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class DeviceRequest:
     """One legacy key of one container, as the DRA request that replaces it."""
 

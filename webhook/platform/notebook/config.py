@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.notebook.identity import IdentitySpec, compile_identity
 from webhook.platform.notebook.template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, Template, TemplateTree,
                                                 compile_template, compile_tree)
@@ -39,20 +40,20 @@ class SidecarMode(str, Enum):
     PLAIN = "Plain"  # a regular container, for clusters without native sidecars
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class OwnerRule:
     user_pattern: re.Pattern[str]
     deny_invalid: bool  # False: skip the injection and let the pod through
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ContainerRule:
     notebook_label: str
     all_containers: bool  # False: only the container named like the notebook (Kubeflow's convention)
     ignore: frozenset[str]  # other injectors' containers, never touched
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MergeRules:
     env: Strategy
     volumes: Strategy
@@ -60,7 +61,7 @@ class MergeRules:
     working_dir: Strategy
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class HomeSpec:
     volume_name: str
     volume: TemplateTree  # the volume source, e.g. {"persistentVolumeClaim": {"claimName": ...}}
@@ -76,19 +77,19 @@ class HomeSpec:
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class EnvTemplate:
     name: str
     value: Template
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ProbeSpec:
     command: tuple[Template, ...]
     timing: Mapping[str, int]  # initialDelaySeconds, periodSeconds, timeoutSeconds, failureThreshold
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RefresherSpec:
     mode: SidecarMode
     name: str
@@ -120,7 +121,7 @@ class RefresherSpec:
         return posixpath.join(self.token_dir, self.token_file)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class NotebookSpec:
     owner: OwnerRule
     identity: IdentitySpec

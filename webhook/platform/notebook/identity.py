@@ -14,12 +14,12 @@ either refuses the pod with a message or admits it without injection (`onUnknown
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.lookups import LookupRefused, Lookups
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import CLASS_LABEL, ProfileInfo
 
 CREATOR_ANNOTATION = "notebooks.kubeflow.org/creator"
@@ -32,13 +32,13 @@ class Source(str, Enum):
     FIXED = "Fixed"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class IdentityRule:
     source: Source
     user: str = ""  # Fixed only
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class IdentitySpec:
     class_label: str
     default_class: str
@@ -79,7 +79,7 @@ class UnknownIdentity(Exception):
     """The identity cannot be determined: fail closed."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Identity:
     user: str  # the user name: the local part of an e-mail, or a Fixed name
     described: str  # for messages: "creator bob@example.org of Notebook ml-team/training"

@@ -7,10 +7,9 @@ proxy, the DRA rewrite) changed it, comes out unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.notebook.config import HomeSpec, NotebookSpec, SidecarMode
 from webhook.platform.notebook.credentials import credential_conflicts, refresher_mismatch
 from webhook.platform.notebook.merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
@@ -21,8 +20,7 @@ from webhook.platform.notebook.render import Desired
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Injection:
     pod: Mapping[str, Any]  # the injected pod; the original when nothing changed or something conflicts
     changed: bool

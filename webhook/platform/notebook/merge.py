@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.notebook.config import Strategy
 
 _QUANTITY_PARENTS = frozenset({"requests", "limits"})  # maps of resource name to quantity
@@ -21,7 +22,7 @@ _QUANTITY_KEYS = frozenset({"sizeLimit"})
 DESCRIBE_LIMIT = 200  # characters per side of a conflict: enough to see the difference, short enough to read
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Conflict:
     subject: str  # "volume 'home'", "env HOME of container 'mynb'"
     theirs: Any  # what the pod has

@@ -9,10 +9,11 @@ either way a failing pod is left exactly as it came.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, ProfileInfo, profile_info
@@ -29,7 +30,7 @@ from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class NotebookInjection(Battery):
     id: PolicyId
     source: SourceRef

@@ -4,12 +4,11 @@ env and mounts the notebook containers get. Pure: no pod is read here."""
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 
 from webhook.model.jsoncopy import copier
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
@@ -25,8 +24,7 @@ class InvalidOwner(Exception):
     """The profile has no usable owner, so there is no home to mount and no credentials to use."""
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Desired:
     volumes: tuple[Mapping[str, Any], ...]  # pod volumes
     sidecar: Mapping[str, Any] | None  # the token refresher container

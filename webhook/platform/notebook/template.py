@@ -7,12 +7,13 @@ with the field that holds it, instead of producing a broken pod at admission tim
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.jsoncopy import copier
+from webhook.model.quickinit import frozen_dataclass
 
 # What every template may use: the profile's owner and namespace.
 OWNER_PLACEHOLDERS = frozenset({"user", "user_initial", "namespace"})
@@ -23,7 +24,7 @@ DERIVED_PLACEHOLDERS = frozenset({"token_path", "token_dir", "credentials_dir", 
 _FORMATTER = string.Formatter()
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Template:
     text: str
     field: str  # where it came from in the policy, e.g. "spec.home.mountPath"
@@ -55,7 +56,7 @@ def compile_template(text: str, field: str, allowed: frozenset[str]) -> Template
 _DYNAMIC = object()
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TemplateTree:
     """A YAML subtree (a volume source, a resources block) whose strings are templates.
 

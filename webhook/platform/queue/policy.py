@@ -10,11 +10,12 @@ Rules it reports: `queue` (assigned, kept, or refused).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, CLASS_LABEL, DEFAULT_PROFILE_SELECTOR, Battery
@@ -28,21 +29,21 @@ DEFAULT_WORKLOADS = ({"apiVersion": "v1", "kind": "Pod"}, {"apiVersion": "batch/
 LABEL_VALUE_MAX = 63
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Workload:
     api_version: str
     kind: str
     suspend: bool
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ClassQueue:
     queue_name: str  # a template: {namespace}, {class}
     user_queue: str  # Keep | Override | Deny
     allowed: frozenset[str]  # with Deny: queues the user may still choose
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class QueueSpec:
     queue_label: str
     class_label: str
@@ -54,7 +55,7 @@ class QueueSpec:
         return next((w for w in self.workloads if w.kind == kind and w.api_version == api_version), None)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class QueueAssignment(Battery):
     id: PolicyId
     source: SourceRef

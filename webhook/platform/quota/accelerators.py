@@ -8,8 +8,9 @@ such a pod is refused with a message that says what to list; names the policy co
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
+
+from webhook.model.quickinit import frozen_dataclass
 
 
 class Counted(Protocol):
@@ -21,7 +22,7 @@ DEFAULT_PATTERNS = ("*/gpu", "*/gpu.*", "*/gpu-*", "*/*-gpu", "*/mig-*", "*/vgpu
                     "qualcomm.com/qaic*", "tenstorrent.com/*")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class AcceleratorRule:
     patterns: tuple[str, ...]
     allowed: frozenset[str]  # names that may pass uncounted (not GPUs, or counted elsewhere)

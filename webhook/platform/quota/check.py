@@ -7,13 +7,12 @@ passes even in a profile that is over quota, e.g. after the platform team lowere
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import AbstractSet, Callable
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quantity import format_bytes, format_count
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.limits import Limit, ProfileLimits, gpus_text
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import ADVICE_FIELDS, QuotaSettings
@@ -24,8 +23,7 @@ STORAGE_RULE = "storage-quota"
 RULE_KINDS = {GPU_RULE: frozenset({POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE}), STORAGE_RULE: frozenset({POD, PVC})}
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Subject:
     """The object under review, named as the messages name it."""
 
@@ -39,8 +37,7 @@ class Subject:
         return f"this update of {what}" if self.operation == "UPDATE" else f"this {what}"
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class RuleOutcome:
     rule: str
     exceeded: bool
@@ -48,8 +45,7 @@ class RuleOutcome:
     summary: str = ""  # the warning kubectl prints in Audit mode: short, with where to read the rest
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Decision:
     outcomes: tuple[RuleOutcome, ...]
     adds: bool  # the request adds usage: hold a reservation for it when admitted

@@ -11,12 +11,12 @@ Nothing is charged or reserved for the controller itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD
 from webhook.model.quantity import format_bytes, format_count
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.check import GPU_RULE, STORAGE_RULE, RuleOutcome, gpus_text
 from webhook.platform.quota.limits import ProfileLimits
 from webhook.platform.quota.objects import ProfileObjects
@@ -39,7 +39,7 @@ def pod_template(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TemplateAsk:
     """What one pod of the template asks for on its own."""
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import MAX_VALUE, QuantityRangeError, parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.objects import container_sections
 from webhook.platform.quota.settings import WeightTable
 from webhook.platform.base import is_mapping
@@ -14,7 +14,7 @@ from webhook.platform.base import is_mapping
 ZERO = Fraction(0)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class GpuAmount:
     gpus: Fraction = ZERO
     unbounded: bool = False  # allocationMode: All: every matching device, so no bounded quota can hold it

@@ -6,13 +6,13 @@ Profile's `spec.resourceQuotaSpec.hard` (the keys the policy names), then the cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, Mapping
 
 from webhook.model.cluster import PROFILE, ClusterState
 from webhook.model.quantity import format_bytes, format_count, parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import profile_info
 from webhook.platform.quota.settings import LimitSpec, QuotaSettings
 
@@ -24,7 +24,7 @@ def gpus_text(amount: Fraction) -> str:
     return f"{format_count(amount)} GPU" + ("" if amount == 1 else "s")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Limit:
     amount: Fraction | None  # None: not limited
     origin: str  # where it comes from, for messages: "class personal", "Profile jdoe", "policy override"
@@ -41,7 +41,7 @@ class Limit:
         return format_bytes(self.amount)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ProfileLimits:
     namespace: str
     profile_class: str

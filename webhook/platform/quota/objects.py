@@ -8,11 +8,12 @@ Immutable, so the counting can run in a worker thread while the event loop serve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ClusterState
+from webhook.model.quickinit import frozen_dataclass
 from webhook.state.ledger import Reservation
 
 COUNTED_KINDS = (POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE)
@@ -56,7 +57,7 @@ def object_name(obj: Mapping[str, Any], fallback: str = "") -> str:
     return str(meta.get("name") or fallback)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ProfileObjects:
     namespace: str
     by_kind: Mapping[str, Objects]

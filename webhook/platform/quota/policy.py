@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
@@ -60,7 +61,7 @@ def _subject_object(request: AdmissionRequest, obj: Mapping[str, Any]) -> tuple[
     return Subject(request.kind.kind, name, request.operation), full
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: the settings hold mappings
+@frozen_dataclass(eq=False)  # compared by identity: the settings hold mappings
 class ProfileQuotaPolicy(Battery):
     id: PolicyId
     source: SourceRef

@@ -6,12 +6,13 @@ little as `kind: ProfileQuota` with an empty spec and get the platform conventio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import CLASS_LABEL, document_schema
 from webhook.platform.quota.accelerators import DEFAULT_PATTERNS, AcceleratorRule
 
@@ -88,7 +89,7 @@ SCHEMA = document_schema(KIND_NAME, SPEC_PROPERTIES)
 
 
 # --- compiled settings -----------------------------------------------------------------------------
-@dataclass(frozen=True)
+@frozen_dataclass
 class LimitSpec:
     """A class's or an override's limits; None: that dimension is not limited."""
 
@@ -96,7 +97,7 @@ class LimitSpec:
     storage: Fraction | None = None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class WeightTable:
     """GPU weight per resource or device-class name: exact names first, then the longest matching prefix."""
 
@@ -119,7 +120,7 @@ class WeightTable:
         return None
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CountingRules:
     """What counts and how much: read by quota_usage, in a worker thread, so immutable."""
 
@@ -139,7 +140,7 @@ class CountingRules:
         return not self.storage_classes or (name is not None and name in self.storage_classes)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class QuotaSettings:
     class_label: str
     default_class: str

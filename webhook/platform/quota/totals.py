@@ -24,12 +24,11 @@ charges are computed through are in reads.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.devices import ZERO
 from webhook.platform.quota.objects import COUNTED_KINDS, object_name
 from webhook.platform.quota.reads import NOTHING, GeneratedReads, Key, Read, RecordingView
@@ -40,8 +39,7 @@ from webhook.platform.quota.usage import (POD_UID_READ_FOR, Charge, Usage, claim
 CHARGED = frozenset({POD, RESOURCE_CLAIM, PVC})
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class KnownUsage(Usage):
     """A Usage whose totals were kept as objects changed, instead of summed over `charges`."""
 

@@ -18,13 +18,13 @@ The counting model (docs/quota.md has it as a table):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from fractions import Fraction
 from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
-from webhook.model.quickinit import quick_init
+from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import CountingRules
@@ -43,8 +43,7 @@ POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the res
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
-@quick_init
-@dataclass(frozen=True)
+@frozen_dataclass(dict_init=True)
 class Charge:
     kind: str
     name: str
@@ -58,7 +57,7 @@ class Charge:
         return f"{self.kind} {self.name}"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class Usage:
     charges: Mapping[tuple[str, str], Charge]
 
