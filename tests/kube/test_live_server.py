@@ -155,6 +155,9 @@ async def test_an_audited_admission_is_reported_with_the_events_the_policy_asks_
     apiserver.put(dict(pod_with_gpu("running"), metadata={"name": "running", "namespace": "jdoe"}))
     async with running_server(policies, tmp_path, live=live(kubeconfig)) as server:
         await async_eventually(lambda: server.qm.state.synced)
+        # the first background scan runs once the informers synced: on a busy machine it could come after the
+        # admission below, see the new pod and report on it too (a second Event, or its own order of the two pods)
+        await async_eventually(lambda: server.qm.live.background.scans)
         extra = pod_with_gpu("extra")
         extra["metadata"]["uid"] = "uid-extra"
         response = await server.admit("/validate", review(extra))
