@@ -59,10 +59,11 @@ def _init_for(cls: type, dict_init: bool) -> Callable[..., None]:
     positional: list[str] = []
     keyword: list[str] = []
     body = ["    d = self.__dict__"] if dict_init else []
+    seen_default = False
 
     def assign(name: str, value: str) -> str:
         return f"    d[{name!r}] = {value}" if dict_init else f"    _set(self, {name!r}, {value})"
-    seen_default = None
+
     for f in fields:
         if not f.init:
             if f.default_factory is not MISSING:  # as the generated one; a plain default is the class's attribute
