@@ -52,8 +52,8 @@ def _init_for(cls: type, dict_init: bool) -> Callable[..., None]:
     of calling object.__setattr__ per field. Its source holds field names only, never input."""
     fields = dataclasses.fields(cls)
     # an InitVar is a parameter of __init__ that fields() leaves out (dataclasses marks it so since 3.8)
-    made = vars(cls)["__dataclass_fields__"].values()
-    if any(f._field_type is dataclasses._FIELD_INITVAR for f in made):  # type: ignore[attr-defined]
+    declared = vars(cls)["__dataclass_fields__"].values()
+    if any(f._field_type is dataclasses._FIELD_INITVAR for f in declared):  # type: ignore[attr-defined]
         raise TypeError(f"{cls.__name__}: frozen_dataclass takes no InitVar fields; use @dataclass(frozen=True)")
     namespace: dict[str, Any] = {"_FACTORY": FACTORY, "_set": object.__setattr__}
     positional: list[str] = []
