@@ -69,7 +69,7 @@ async def main_async(case: str, count: int, tmp: Path) -> None:
         await handler(http)
     timed(handlers, "parse_review")
     timed(handlers, "log_admission")
-    timed(handlers, "_dumps", "encode")
+    timed(handlers, "json_bytes", "encode")
     timed(dispatch, "_answered")
     timed(dispatch.jsonpatch, "diff", "patch diff")
     for method in ("_verdict", "_record", "_context"):

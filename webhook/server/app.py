@@ -7,8 +7,9 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
-from webhook.server.guard import CLIENT_CERT_REQUIRED, GUARD, LIMITS, ConnectionGuard
-from webhook.server.handlers import MAX_BODY, Services, admission_handler, health_handlers
+from webhook.server.guard import ADMISSION, CLIENT_CERT_REQUIRED, GUARD, LIMITS, ConnectionGuard
+from webhook.server.handlers import (INTERNAL_ERROR, MAX_BODY, AdmissionEndpoint, Services, admission_handler,
+                                     health_handlers)
 from webhook.server.limits import ServerLimits
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ def guarded(handler: Handler, guard: ConnectionGuard) -> Handler:
             raise
         except Exception:
             log.exception("unhandled error on %s", request.path)
-            return web.json_response({"error": "internal error; see the webhook's logs"}, status=500)
+            return web.json_response({"error": INTERNAL_ERROR}, status=500)
         finally:
             guard.request_finished(transport)
 
@@ -46,8 +47,10 @@ def build_app(services: Services, limits: ServerLimits | None = None, client_cer
     app[CLIENT_CERT_REQUIRED] = client_cert_required
     guard = app[GUARD] = ConnectionGuard(limits, on_close=services.metrics.connection_closed)
     health = health_handlers(services)
-    app.router.add_post("/mutate", guarded(admission_handler(services, "mutate"), guard))
-    app.router.add_post("/validate", guarded(admission_handler(services, "validate"), guard))
+    # the endpoints' work once a body is in; the listener's fast lane answers through the same objects
+    endpoints = app[ADMISSION] = {name: AdmissionEndpoint(services, name, limits) for name in ("mutate", "validate")}
+    for name, endpoint in endpoints.items():
+        app.router.add_post(f"/{name}", guarded(admission_handler(endpoint), guard))
     for name in ("healthz", "readyz", "metrics"):
         app.router.add_get(f"/{name}", guarded(health[name], guard))
     return app

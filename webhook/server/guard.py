@@ -175,3 +175,4 @@ class ConnectionGuard:
 GUARD = web.AppKey("guard", ConnectionGuard)
 LIMITS = web.AppKey("limits", ServerLimits)
 CLIENT_CERT_REQUIRED = web.AppKey("client_cert_required", bool)
+ADMISSION = web.AppKey("admission", dict)  # "mutate", "validate": the AdmissionEndpoint of each

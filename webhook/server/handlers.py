@@ -22,13 +22,14 @@ from webhook.observability.logs import RepeatWindow, log_admission
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
-from webhook.server.guard import CLIENT_CERT_REQUIRED, LIMITS
+from webhook.server.guard import CLIENT_CERT_REQUIRED
+from webhook.server.limits import ServerLimits
 from webhook.server.timeouts import evaluation_budget
 
 log = logging.getLogger("quartermaster.admission")
 
 
-def _dumps(obj: object) -> bytes:
+def json_bytes(obj: object) -> bytes:
     try:
         return orjson.dumps(obj)
     except TypeError:  # an integer beyond 64 bits (a huge number in a warning is still a number)
@@ -55,10 +56,64 @@ def _http_reason(exc: Exception) -> str:
     return str(getattr(cause, "message", "") or cause).strip()
 
 
-def _bad_request(metrics: Metrics, endpoint: str, status: int, reason: str) -> web.Response:
-    metrics.malformed(endpoint, status)
-    log.warning("refused request: %s", reason, extra={"endpoint": endpoint})
-    return web.json_response({"error": reason}, status=status)
+CLIENT_CERT_REASON = "a client certificate signed by the --client-ca CA is required"
+INTERNAL_ERROR = "internal error; see the webhook's logs"
+
+
+class AdmissionEndpoint:
+    """/mutate or /validate once a body has arrived: decode, evaluate, count, log, encode. aiohttp's handler
+    and the fast lane (`webhook/server/fastlane.py`) both answer through it, so what the two decide and say
+    cannot differ."""
+
+    def __init__(self, services: Services, endpoint: str, limits: ServerLimits) -> None:
+        self.services = services
+        self.endpoint = endpoint
+        self.limits = limits
+        self._repeats = RepeatWindow()
+        self._span = f"admission.{endpoint}"
+
+    async def refuse(self, status: int, reason: str) -> bytes:
+        """The body of a refusal, counted, logged and answered after the tarpit's pause (a flood of bad
+        input down one connection is slowed to a trickle; the API server never sends one)."""
+        self.services.metrics.malformed(self.endpoint, status)
+        log.warning("refused request: %s", reason, extra={"endpoint": self.endpoint})
+        await asyncio.sleep(self.limits.refusal_delay_seconds)
+        return json_bytes({"error": reason})
+
+    async def answer(self, body: bytes, timeout: str | None, started: float) -> tuple[int, bytes]:
+        """HTTP status and JSON body for a review's bytes; `timeout` is the URL's ?timeout= (the API
+        server's own deadline for this call), `started` when the request began (perf_counter)."""
+        try:
+            if len(body) > self.limits.thread_decode_bytes:
+                # parsing and shape checks of a big body run beside the loop, which keeps answering meanwhile
+                request = await asyncio.to_thread(parse_review, body)
+            else:
+                request = parse_review(body)
+        except MalformedReview as exc:
+            return 400, await self.refuse(400, str(exc))
+        budget = evaluation_budget(timeout, DEFAULT_BUDGET)
+        services = self.services
+        if services.tracing.enabled:
+            with services.tracing.span(self._span, uid=request.uid, kind=request.kind.kind,
+                                       operation=request.operation, namespace=request.namespace):
+                verdict = await self._evaluate(request, budget)
+        else:  # no exporter (the default): the span would be a nullcontext, its attributes built for nothing
+            verdict = await self._evaluate(request, budget)
+        seconds = time.perf_counter() - started
+        outcome = "allowed" if verdict.allowed else "denied"
+        services.metrics.admission(self.endpoint, request.operation, request.kind.kind, outcome, seconds)
+        services.metrics.rule_results(request, verdict.results)
+        log_admission(log, self.endpoint, request, verdict, seconds, self._repeats)
+        return 200, json_bytes(encode_response(request.uid, verdict))
+
+    async def _evaluate(self, request: AdmissionRequest, budget: float) -> Verdict:
+        if self.endpoint == "mutate":
+            return (await self.services.engine.mutate(request, budget)).verdict
+        return await self.services.engine.validate(request, budget)
+
+
+def _json(status: int, body: bytes) -> web.Response:
+    return web.Response(body=body, status=status, content_type="application/json")
 
 
 def _closing(response: web.Response) -> web.Response:
@@ -67,66 +122,40 @@ def _closing(response: web.Response) -> web.Response:
     return response
 
 
-def admission_handler(services: Services, endpoint: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-    repeats = RepeatWindow()
-    span_name = f"admission.{endpoint}"
+def admission_handler(admission: AdmissionEndpoint) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """aiohttp's route handler: reads the body (bounded in time and size), then answers through `admission`."""
+    refuse = admission.refuse
 
-    async def evaluate(request: AdmissionRequest, budget: float) -> Verdict:
-        if endpoint == "mutate":
-            return (await services.engine.mutate(request, budget)).verdict
-        return await services.engine.validate(request, budget)
-
-    async def decode(http: web.Request) -> AdmissionRequest | web.Response:
-        limits = http.app[LIMITS]
+    async def handle(http: web.Request) -> web.Response:
+        started = time.perf_counter()
         if http.app[CLIENT_CERT_REQUIRED] and not (http.transport and http.transport.get_extra_info("peercert")):
             # the TLS layer verified any certificate presented; none presented is not the API server
-            return _bad_request(services.metrics, endpoint, 401, "a client certificate signed by the --client-ca CA is required")
+            return _json(401, await refuse(401, CLIENT_CERT_REASON))
         try:
             if http.content.is_eof():  # the whole body came with the headers (most reviews): nothing to wait for
                 body = await http.read()
             else:
-                async with asyncio.timeout(limits.body_seconds):
+                async with asyncio.timeout(admission.limits.body_seconds):
                     body = await http.read()
         except web.HTTPRequestEntityTooLarge:
-            return _bad_request(services.metrics, endpoint, 413, f"body larger than {MAX_BODY} bytes (3 MiB)")
+            return _json(413, await refuse(413, f"body larger than {MAX_BODY} bytes (3 MiB)"))
         # the body was not read whole, so what follows on the connection is not a next request: close it
         except asyncio.TimeoutError:  # the rest of a stalled body is not worth waiting for
-            return _closing(_bad_request(services.metrics, endpoint, 408,
-                                        f"body not received within {limits.body_seconds:g}s"))
+            return _closing(_json(408, await refuse(408, body_timeout_reason(admission.limits))))
         except web.RequestPayloadError as exc:  # a Content-Encoding that does not decode, a broken chunk
-            return _closing(_bad_request(services.metrics, endpoint, 400, f"body could not be read: {_http_reason(exc)}"))
+            return _closing(_json(400, await refuse(400, f"body could not be read: {_http_reason(exc)}")))
         except ConnectionError:  # the client left mid-body: nobody to answer, and not the webhook's error
-            return _closing(_bad_request(services.metrics, endpoint, 400,
-                                        "connection closed before the body was complete"))
-        try:
-            if len(body) > limits.thread_decode_bytes:
-                # parsing and shape checks of a big body run beside the loop, which keeps answering meanwhile
-                return await asyncio.to_thread(parse_review, body)
-            return parse_review(body)
-        except MalformedReview as exc:
-            return _bad_request(services.metrics, endpoint, 400, str(exc))
-
-    async def handle(http: web.Request) -> web.Response:
-        started = time.perf_counter()
-        request = await decode(http)
-        if isinstance(request, web.Response):
-            await asyncio.sleep(http.app[LIMITS].refusal_delay_seconds)  # a tarpit for floods of bad input
-            return request
-        budget = evaluation_budget(http.query.get("timeout"), DEFAULT_BUDGET)
-        if services.tracing.enabled:
-            with services.tracing.span(span_name, uid=request.uid, kind=request.kind.kind,
-                                       operation=request.operation, namespace=request.namespace):
-                verdict = await evaluate(request, budget)
-        else:  # no exporter (the default): the span would be a nullcontext, its attributes built for nothing
-            verdict = await evaluate(request, budget)
-        seconds = time.perf_counter() - started
-        outcome = "allowed" if verdict.allowed else "denied"
-        services.metrics.admission(endpoint, request.operation, request.kind.kind, outcome, seconds)
-        services.metrics.rule_results(request, verdict.results)
-        log_admission(log, endpoint, request, verdict, seconds, repeats)
-        return web.Response(body=_dumps(encode_response(request.uid, verdict)), content_type="application/json")
+            return _closing(_json(400, await refuse(400, BODY_CUT_REASON)))
+        return _json(*await admission.answer(body, http.query.get("timeout"), started))
 
     return handle
+
+
+BODY_CUT_REASON = "connection closed before the body was complete"
+
+
+def body_timeout_reason(limits: ServerLimits) -> str:
+    return f"body not received within {limits.body_seconds:g}s"
 
 
 def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awaitable[web.Response]]]:

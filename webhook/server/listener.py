@@ -1,8 +1,9 @@
-"""The HTTPS listener: aiohttp's protocol behind the connection guard, plus the watchdogs.
+"""The HTTPS listener: the admission fast lane and aiohttp's protocol behind the connection guard, plus the watchdogs.
 
 The asyncio server is created here rather than through aiohttp's TCPSite, because the guard must wrap
-the protocol factory and the TLS handshake needs its own deadline; aiohttp's runner still owns the
-handlers and drains in-flight requests on shutdown.
+the protocol factory and the TLS handshake needs its own deadline. Each connection starts in the fast
+lane (`fastlane.py`), which hands it to aiohttp's protocol for anything but a plain admission POST;
+aiohttp's runner owns the routes and drains its in-flight requests on shutdown, the lane drains its own.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from typing import Any
 from aiohttp import web
 
 from webhook.observability.metrics import Metrics
-from webhook.server.guard import GUARD, ConnectionGuard
+from webhook.server.fastlane import FastLane
+from webhook.server.guard import ADMISSION, CLIENT_CERT_REQUIRED, GUARD, ConnectionGuard
 from webhook.server.limits import ServerLimits
 
 log = logging.getLogger(__name__)
+
+SHUTDOWN_SECONDS = 10.0  # for reviews in flight when the listener stops
 
 
 async def watch_loop_lag(metrics: Metrics, period: float) -> None:
@@ -40,27 +44,33 @@ class Listener:
         self.limits = limits
         self.metrics = metrics
         self.guard: ConnectionGuard = app[GUARD]
-        self._runner = web.AppRunner(app, shutdown_timeout=10.0, access_log=None, keepalive_timeout=limits.idle_seconds)
+        self._runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_SECONDS, access_log=None,
+                                     keepalive_timeout=limits.idle_seconds)
         self._server: asyncio.AbstractServer | None = None
+        self.lane: FastLane | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
         await self._runner.setup()
         loop = asyncio.get_running_loop()
-        factory = self.guard.factory(self._runner.server)  # type: ignore[arg-type]
+        self.lane = FastLane(self.app[ADMISSION], self.guard, self.limits.body_seconds, self.app[CLIENT_CERT_REQUIRED],
+                             fallback=self._runner.server)  # type: ignore[arg-type]
+        factory = self.guard.factory(self.lane.factory())
         self._server = await loop.create_server(factory, self.host, self.port, ssl=self.ssl_context, backlog=512,
                                                 ssl_handshake_timeout=self.limits.handshake_seconds)
         self._tasks = [asyncio.create_task(self.guard.watch(), name="connection-watchdog"),
                        asyncio.create_task(watch_loop_lag(self.metrics, self.limits.tick_seconds), name="loop-lag")]
 
     async def stop(self) -> None:
-        """Stop accepting, let in-flight reviews finish (aiohttp's drain), then stop the watchdogs."""
+        """Stop accepting, let in-flight reviews finish (the lane's and aiohttp's drains), then stop the watchdogs."""
         if self._server is not None:
             self._server.close()
-        await self._runner.cleanup()
+        if self.lane is not None:
+            await asyncio.gather(self.lane.shutdown(SHUTDOWN_SECONDS), self._runner.cleanup())
+        else:
+            await self._runner.cleanup()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-

@@ -1,0 +1,358 @@
+"""The admission fast lane (webhook/server/fastlane.py) on the real HTTPS server, over real sockets: what it
+answers itself, what it hands to aiohttp, and that both lanes answer a review with the same bytes.
+
+The lane's responses carry no Server header and aiohttp's do: that is how these tests tell who answered."""
+
+import asyncio
+import base64
+import json
+import re
+
+import jsonpatch
+import pytest
+
+from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
+from tests.support import assert_valid_k8s, policy_dir, review, running_server
+from webhook.server.fastlane import MAX_HEAD, parse_head
+from webhook.server.handlers import MAX_BODY
+from webhook.server.limits import ServerLimits
+
+FAST = ServerLimits(header_seconds=2.0, body_seconds=1.0, idle_seconds=5.0, request_seconds=10, tick_seconds=0.1,
+                    refusal_delay_seconds=0.0)
+SLOW_TEAM = REQUIRE_TEAM.replace("require-team", "slow-team") + "  sleepSeconds: 1.5\n"
+
+
+def body_of(obj, uid=None) -> bytes:
+    doc = review(obj)
+    if uid:
+        doc["request"]["uid"] = uid
+    return json.dumps(doc).encode()
+
+
+def post(path: str, body: bytes, extra: bytes = b"") -> bytes:
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" + extra
+            + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def chunked(path: str, body: bytes) -> bytes:
+    """The same request with a chunked body: a framing the lane leaves to aiohttp."""
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+
+
+async def read_response(reader) -> tuple[int, dict[str, str], bytes]:
+    """One final response (a 100 Continue before it is skipped); headers by lower-case name."""
+    while True:
+        line = await reader.readline()
+        assert line, "connection closed before a response"
+        status = int(line.split()[1])
+        headers = {}
+        while (field := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = field.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if status >= 200:
+            return status, headers, await reader.readexactly(int(headers.get("content-length", "0")))
+
+
+async def connect(server, context=None):
+    port = int(server.url.rsplit(":", 1)[1])
+    return await asyncio.open_connection("127.0.0.1", port, ssl=context or server.client_ssl(), server_hostname="localhost")
+
+
+async def exchange(server, raw: bytes, pieces: int = 1):
+    reader, writer = await connect(server)
+    step = -(-len(raw) // pieces)
+    for start in range(0, len(raw), step):
+        writer.write(raw[start:start + step])
+        await writer.drain()
+        if pieces > 1:
+            await asyncio.sleep(0.005)
+    answer = await asyncio.wait_for(read_response(reader), 5)
+    return answer, reader, writer
+
+
+def lane(headers: dict[str, str]) -> str:
+    return "aiohttp" if "aiohttp" in headers.get("server", "") else "fast"
+
+
+async def closed_by_server(reader, within: float = 3.0) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(), within) == b""
+    except (ConnectionError, asyncio.TimeoutError):
+        return False
+
+
+@pytest.fixture
+def policies(tmp_path):
+    return policy_dir(tmp_path / "policies", {"require.yaml": REQUIRE_TEAM, "zone.yaml": ADD_ZONE})
+
+
+def serve(policies, tmp_path, **kw):
+    return running_server(policies, tmp_path, registry=test_registry(), limits=FAST, **kw)
+
+
+# --- the lane and aiohttp say the same -------------------------------------------------------------
+
+@pytest.mark.parametrize("path, labels", [("/validate", {"team": "a"}), ("/validate", {}), ("/mutate", {"team": "a"}),
+                                          ("/mutate?timeout=10s", {})])
+async def test_the_lane_answers_a_review_with_the_bytes_aiohttp_answers(policies, tmp_path, path, labels):
+    obj = pod(labels=labels)
+    body = body_of(obj)
+    async with serve(policies, tmp_path) as server:
+        (fast_status, fast_headers, fast_body), _, fast = await exchange(server, post(path, body))
+        (slow_status, slow_headers, slow_body), _, slow = await exchange(server, chunked(path, body))
+        assert (lane(fast_headers), lane(slow_headers)) == ("fast", "aiohttp")
+        assert fast_status == slow_status == 200
+        assert fast_body == slow_body
+        assert fast_headers["content-type"] == slow_headers["content-type"] == "application/json"
+        assert re.fullmatch(r"\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT", fast_headers["date"])
+        answer = json.loads(fast_body)
+        assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+        response = answer["response"]
+        if path.startswith("/mutate"):
+            mutated = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"])))
+            assert mutated["metadata"]["labels"]["example.org/zone~a"] == "b"
+            assert_valid_k8s(mutated)
+        else:
+            assert response["allowed"] is bool(labels)
+        for writer in (fast, slow):
+            writer.close()
+
+
+async def test_a_malformed_review_gets_the_same_400_in_both_lanes(policies, tmp_path):
+    async with serve(policies, tmp_path) as server:
+        (fast_status, fast_headers, fast_body), _, fast = await exchange(server, post("/validate", b"[1, 2"))
+        (slow_status, slow_headers, slow_body), _, slow = await exchange(server, chunked("/validate", b"[1, 2"))
+        assert (lane(fast_headers), lane(slow_headers)) == ("fast", "aiohttp")
+        assert fast_status == slow_status == 400
+        assert fast_body == slow_body and b"not JSON" in fast_body
+        _, metrics = await server.get("/metrics")
+        assert 'quartermaster_malformed_requests_total{endpoint="validate",status="400"} 2.0' in metrics
+        for writer in (fast, slow):
+            writer.close()
+
+
+# --- how requests arrive ---------------------------------------------------------------------------
+
+async def test_pipelined_reviews_are_answered_in_order(policies, tmp_path):
+    uids = [f"00000000-0000-0000-0000-00000000000{i}" for i in range(4)]
+    raw = b"".join(post("/validate", body_of(pod(labels={"team": "a"} if i % 2 else {}), uid)) for i, uid in enumerate(uids))
+    async with serve(policies, tmp_path) as server:
+        reader, writer = await connect(server)
+        writer.write(raw)
+        await writer.drain()
+        answers = [await asyncio.wait_for(read_response(reader), 5) for _ in uids]
+        assert [lane(headers) for _, headers, _ in answers] == ["fast"] * 4
+        responses = [json.loads(body)["response"] for _, _, body in answers]
+        assert [r["uid"] for r in responses] == uids
+        assert [r["allowed"] for r in responses] == [False, True, False, True]
+        writer.close()
+
+
+async def test_a_review_arriving_in_many_pieces_is_answered(policies, tmp_path):
+    async with serve(policies, tmp_path) as server:
+        (status, headers, body), reader, writer = await exchange(server, post("/validate", body_of(pod(labels={"team": "a"}))),
+                                                                 pieces=40)
+        assert (status, lane(headers)) == (200, "fast")
+        assert json.loads(body)["response"]["allowed"] is True
+        # the connection stays open and in the lane
+        writer.write(post("/validate", body_of(pod())))
+        status, headers, body = await asyncio.wait_for(read_response(reader), 5)
+        assert (status, lane(headers), json.loads(body)["response"]["allowed"]) == (200, "fast", False)
+        writer.close()
+
+
+async def test_connection_close_is_honoured(policies, tmp_path):
+    async with serve(policies, tmp_path) as server:
+        (status, headers, _), reader, writer = await exchange(
+            server, post("/validate", body_of(pod(labels={"team": "a"})), b"Connection: close\r\n"))
+        assert (status, lane(headers), headers["connection"]) == (200, "fast", "close")
+        assert await closed_by_server(reader)
+        writer.close()
+
+
+async def test_a_stalled_body_gets_408_and_the_connection_is_closed(policies, tmp_path):
+    async with serve(policies, tmp_path) as server:
+        reader, writer = await connect(server)
+        writer.write(post("/validate", b"x" * 100)[:-60])
+        await writer.drain()
+        status, headers, body = await asyncio.wait_for(read_response(reader), 3)
+        assert (status, lane(headers), headers["connection"]) == (408, "fast", "close")
+        assert b"body not received within 1s" in body
+        assert await closed_by_server(reader)
+        _, metrics = await server.get("/metrics")
+        assert 'quartermaster_malformed_requests_total{endpoint="validate",status="408"} 1.0' in metrics
+        writer.close()
+
+
+async def test_a_client_pipelining_megabytes_without_reading_gets_every_answer(policies, tmp_path):
+    """Past ~3 MiB buffered the lane stops reading the connection until it has answered what it holds."""
+    padded = pod(labels={"team": "a"}, volumes=[{"name": f"v{i}", "emptyDir": {}} for i in range(4000)])
+    count = 30  # ~6 MB in all
+    async with serve(policies, tmp_path) as server:
+        reader, writer = await connect(server)
+
+        async def send() -> None:
+            for i in range(count):
+                writer.write(post("/validate", body_of(padded, f"00000000-0000-0000-0000-{i:012d}")))
+                await writer.drain()
+
+        sending = asyncio.create_task(send())
+        answers = [await asyncio.wait_for(read_response(reader), 20) for _ in range(count)]
+        await sending
+        assert all(status == 200 for status, _, _ in answers)
+        assert [json.loads(body)["response"]["uid"][-2:] for _, _, body in answers] == [f"{i:02d}" for i in range(count)]
+        writer.close()
+
+
+# --- what the lane hands to aiohttp ----------------------------------------------------------------
+
+BODY = json.dumps(review(pod(labels={"team": "a"}))).encode()
+LENGTH = b"Content-Length: %d\r\n" % len(BODY)
+
+
+@pytest.mark.parametrize("name, raw, status", [
+    ("a chunked body", chunked("/validate", BODY), 200),
+    ("Expect: 100-continue", post("/validate", BODY, b"Expect: 100-continue\r\n"), 200),
+    ("an Upgrade", post("/validate", BODY, b"Connection: upgrade\r\nUpgrade: h2c\r\n"), 200),
+    ("another path", post("/validate/", BODY), 404),
+    ("another method", b"GET /validate HTTP/1.1\r\nHost: localhost\r\n\r\n", 405),
+    ("no Content-Length", b"POST /validate HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+])
+async def test_requests_the_lane_does_not_read_are_answered_by_aiohttp_on_the_same_connection(
+        policies, tmp_path, name, raw, status):
+    async with serve(policies, tmp_path) as server:
+        (got, headers, _), reader, writer = await exchange(server, raw)
+        assert (got, lane(headers)) == (status, "aiohttp"), name
+        # the connection is aiohttp's from then on, and still serves reviews
+        writer.write(post("/validate", BODY))
+        got, headers, body = await asyncio.wait_for(read_response(reader), 5)
+        assert (got, lane(headers), json.loads(body)["response"]["allowed"]) == (200, "aiohttp", True)
+        writer.close()
+
+
+@pytest.mark.parametrize("name, raw, reason", [
+    ("HTTP/1.0", post("/validate", BODY).replace(b"HTTP/1.1", b"HTTP/1.0", 1), None),
+    ("a repeated Content-Length", post("/validate", BODY, LENGTH), b"Duplicate Content-Length"),
+    ("a signed Content-Length", post("/validate", BODY).replace(b"Length: ", b"Length: +"), b"Content-Length"),
+    ("Transfer-Encoding beside Content-Length", post("/validate", BODY, b"Transfer-Encoding: chunked\r\n"),
+     b"Transfer-Encoding"),
+    ("a folded header", post("/validate", BODY, b"X-Note: a\r\n b\r\n"), b"whitespace"),
+    ("a control byte in a header", post("/validate", BODY, b"X-Note: a\x01b\r\n"), b"header value"),
+    ("a space before the colon", post("/validate", BODY).replace(b"Content-Length:", b"Content-Length :"), b"header"),
+    ("a header block past 8 KiB", post("/validate", BODY, b"X-Note: " + b"a" * MAX_HEAD + b"\r\n"), b"8190 bytes"),
+])
+async def test_requests_outside_the_lanes_grammar_get_aiohttps_answer(policies, tmp_path, name, raw, reason):
+    async with serve(policies, tmp_path) as server:
+        (status, headers, body), _, writer = await exchange(server, raw)
+        assert lane(headers) == "aiohttp", name
+        if reason is None:
+            assert status == 200 and json.loads(body)["response"]["allowed"] is True
+        else:
+            assert status == 400 and reason in body, body
+        writer.close()
+
+
+async def test_a_body_over_3_mib_gets_413(policies, tmp_path):
+    async with serve(policies, tmp_path) as server:
+        (status, headers, body), _, writer = await exchange(server, post("/validate", b" " * (MAX_BODY + 1)))
+        assert (status, lane(headers)) == (413, "aiohttp") and b"3 MiB" in body
+        writer.close()
+
+
+# --- deadlines and shutdown ------------------------------------------------------------------------
+
+async def test_the_apiservers_timeout_in_the_url_bounds_the_review(tmp_path):
+    directory = policy_dir(tmp_path / "policies", {"slow.yaml": SLOW_TEAM})
+    async with serve(directory, tmp_path) as server:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        (status, headers, body), _, writer = await exchange(server, post("/validate?dryRun=x&timeout=1s", BODY))
+        assert (status, lane(headers)) == (200, "fast")
+        assert loop.time() - started < 1.4  # the policy sleeps 1.5 s; 80 % of the 1 s timeout is its budget
+        response = json.loads(body)["response"]
+        assert response["allowed"] is False and "timed out" in response["status"]["message"]
+        writer.close()
+
+
+async def test_stopping_the_server_finishes_reviews_in_flight(tmp_path):
+    directory = policy_dir(tmp_path / "policies", {"slow.yaml": SLOW_TEAM})
+    async with serve(directory, tmp_path) as server:
+        reader, writer = await connect(server)
+        idle_reader, idle = await connect(server)
+        writer.write(post("/validate", BODY))
+        await writer.drain()
+        await asyncio.sleep(0.3)  # in flight: the policy sleeps 1.5 s
+    # the server has stopped: the review in flight was answered first, then its connection closed
+    status, headers, body = await asyncio.wait_for(read_response(reader), 1)
+    assert (status, lane(headers), headers["connection"]) == (200, "fast", "close")
+    assert json.loads(body)["response"]["allowed"] is True
+    assert await closed_by_server(reader, 1) and await closed_by_server(idle_reader, 1)
+    for w in (writer, idle):
+        w.close()
+
+
+# --- the grammar -----------------------------------------------------------------------------------
+
+def head(*fields: bytes, line: bytes = b"POST /mutate HTTP/1.1") -> bytes:
+    return b"\r\n".join((line, *fields))
+
+
+def test_the_head_of_an_api_server_call_is_read():
+    parsed = parse_head(head(b"Host: quartermaster.quartermaster.svc:443", b"User-Agent: kube-apiserver-admission",
+                             b"Content-Length: 3120", b"Accept: application/json, */*", b"Content-Type: application/json",
+                             b"Accept-Encoding: gzip", line=b"POST /validate?timeout=10s HTTP/1.1"))
+    assert parsed is not None
+    assert (parsed.endpoint, parsed.timeout, parsed.length, parsed.close) == ("validate", "10s", 3120, False)
+
+
+@pytest.mark.parametrize("fields, close", [
+    ((b"content-length:5", b"CONNECTION: Keep-Alive"), False),
+    ((b"Content-Length: \t5 ", b"Connection: keep-alive, close"), True),
+    ((b"Connection: close", b"Content-Length: 5", b"X-Empty:"), True),
+])
+def test_header_names_case_and_whitespace(fields, close):
+    parsed = parse_head(head(*fields))
+    assert parsed is not None and (parsed.length, parsed.close) == (5, close)
+
+
+@pytest.mark.parametrize("query, timeout", [(b"?timeout=2s", "2s"), (b"?a=b&timeout=500ms&timeout=9s", "500ms"),
+                                            (b"?timeout=10%C2%B5s", "10\u00b5s"), (b"?", None), (b"", None)])
+def test_the_timeout_is_read_from_the_query(query, timeout):
+    parsed = parse_head(head(b"Content-Length: 1", line=b"POST /mutate" + query + b" HTTP/1.1"))
+    assert parsed is not None and parsed.timeout == timeout
+
+
+@pytest.mark.parametrize("raw", [
+    head(b"Content-Length: 1", line=b"POST /mutate HTTP/1.0"),
+    head(b"Content-Length: 1", line=b"PUT /mutate HTTP/1.1"),
+    head(b"Content-Length: 1", line=b"POST /metrics HTTP/1.1"),
+    head(b"Content-Length: 1", line=b"POST /mutate#x HTTP/1.1"),
+    head(b"Content-Length: 1", line=b"POST  /mutate HTTP/1.1"),
+    head(b"Content-Length: 1", line=b"POST http://x/mutate HTTP/1.1"),
+    head(b"Host: x"),  # no length
+    head(b"Content-Length: 1", b"Content-Length: 1"),
+    head(b"Content-Length: -1"), head(b"Content-Length: 1e3"), head(b"Content-Length: "),
+    head(b"Content-Length: %d" % (MAX_BODY + 1)), head(b"Content-Length: 0000000001"),
+    head(b"Content-Length: 1", b"Transfer-Encoding: identity"),
+    head(b"Content-Length: 1", b"Content-Encoding: gzip"),
+    head(b"Content-Length: 1", b"Expect: 100-continue"),
+    head(b"Content-Length: 1", b"Upgrade: h2c"),
+    head(b"Content-Length: 1", b"Connection: upgrade"),
+    head(b"Content-Length: 1", b" folded"),
+    head(b"Content-Length: 1", b"Bad Name: x"),
+    head(b"Content-Length: 1", b"X: a\x00b"),
+    head(b"Content-Length: 1", b"X: a\rb"),
+    head(b"Content-Length: 1", b"NoColon"),
+    head(b"Content-Length: 1", *[b"X-%d: y" % i for i in range(120)]),
+])
+def test_heads_outside_the_grammar_are_left_to_aiohttp(raw):
+    assert parse_head(raw) is None
+
+
+def test_a_hostile_head_is_refused_in_one_pass():
+    """Whatever its shape, a head is matched without backtracking (possessive patterns): these would take
+    minutes with backtracking patterns."""
+    for raw in (head(b"X: " + b" \t" * 4000 + b"\x01"), head(*[b"X:" + b" " * 30] * 250, b"\x01"),
+                head(b"Content-Length: 1", line=b"POST /mutate?" + b"%" * 8000 + b" HTTP/1.1 ")):
+        assert parse_head(raw) is None
