@@ -54,10 +54,11 @@ def ready(port: int, ca: Path) -> bool:
 class Server:
     """A server subprocess; `wait_ready` returns the seconds from spawn to a 200 on /readyz."""
 
-    def __init__(self, argv: list[str], port: int, ca: Path) -> None:
+    def __init__(self, argv: list[str], port: int, ca: Path, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
         self.port, self.ca = port, ca
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
 
     def wait_ready(self, timeout: float) -> float | None:
         deadline = self.started + timeout

@@ -3,6 +3,8 @@
 
     python load-tests/suite.py                 # everything, about 4 minutes on 2 cores
     python load-tests/suite.py --quick         # 2 s per case, no 50k-pod start-up run
+    python load-tests/suite.py --compare OTHER_TREE   # and another tree's quartermaster (e.g. a `git archive`
+                                                      # of the last stop) in the same run: before and after
 
 Both servers run standalone over TLS on 127.0.0.1, one process each; wrk (1 thread, 32 connections)
 posts AdmissionReviews. Only ratios to the no-op measured in the same run mean anything on a shared
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -116,12 +119,21 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
     policies, extra = policies_dir(tmp / "policies", with_pod_security=cel_family_present())
     print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}", file=sys.stderr)
     certs, qm_port = tmp / "certs", free_port()
-    qm = Server(serve_argv(policies, build_state(tmp), certs, qm_port, args.event_loop), qm_port, certs / "ca.crt")
+    state = build_state(tmp)
+    qm = Server(serve_argv(policies, state, certs, qm_port, args.event_loop), qm_port, certs / "ca.crt")
     servers = {"qm": qm}
     try:
         if qm.wait_ready(args.ready_timeout) is None:
             raise RuntimeError("quartermaster did not become ready")
         ports = {"qm": qm_port}
+        if args.compare:  # the other tree's webhook package, same policies, state and certificates
+            ports["qm-other"] = free_port()
+            port = ports["qm-other"]
+            argv = [sys.executable, "-m", "webhook"] + serve_argv(policies, state, certs, port, args.event_loop)[1:]
+            other = args.compare.resolve()  # `-m` puts the working directory first on the path: run it there
+            servers["qm-other"] = Server(argv, port, certs / "ca.crt", env={**os.environ, "PYTHONPATH": str(other)}, cwd=other)
+            if servers["qm-other"].wait_ready(args.ready_timeout) is None:
+                raise RuntimeError(f"quartermaster of {args.compare} did not become ready")
         for name in YARDSTICKS:
             ports[name] = free_port()
             servers[name] = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(ports[name]),
@@ -132,7 +144,7 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
                 raise RuntimeError(f"{name} did not become ready")
         files = bodies(tmp, qm_port, certs / "ca.crt")
         loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
-        bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm")}
+        bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm", "qm-other") if name in ports}
         # every case's body once on every server before anything is measured: a profile's first decision counts
         # its stored pods (once per profile, O(profile)), and the interpreter, caches and lazily built plans
         # settle in the first seconds; the cases measure the steady state
@@ -172,14 +184,14 @@ def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | 
         server.stop()
 
 
-def table(results: dict[str, list[Result]]) -> str:
+def table(results: dict[str, list[Result]], server: str = "qm") -> str:
     """`ratio`: to issue #12's yardstick (the no-op on asyncio's loop); `ratio uv`: to the same no-op on uvloop,
     the loop quartermaster serves on by default, so that the loop's own share of the ratio shows. `CPU us`: the
     server's CPU time per answered review over the run, which other load on the machine changes far less."""
     lines = ["| case | req/s | ratio | ratio uv | p50 ms | p99 ms | CPU us | no-op req/s | no-op p50 | no-op p99 | no-op CPU us "
              "| no-op uv req/s | no-op uv CPU us |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for mine, base, uv in zip(results["qm"], results["noop"], results["noop-uvloop"]):
+    for mine, base, uv in zip(results[server], results["noop"], results["noop-uvloop"]):
         open_loop_case = mine.case.startswith("open loop")
         ratio = "-" if open_loop_case else f"{mine.rps / base.rps:.2f}"
         ratio_uv = "-" if open_loop_case else f"{mine.rps / uv.rps:.2f}"
@@ -206,6 +218,9 @@ def main() -> int:
     parser.add_argument("--skip-startup", action="store_true", help="skip the start-up and memory run")
     parser.add_argument("--ready-timeout", type=float, default=180.0, help="seconds the side-by-side server may take to start")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--compare", type=Path, metavar="OTHER_TREE",
+                        help="also measure another tree's quartermaster (its webhook/ package) in the same run, each case "
+                             "right after this tree's")
     parser.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
                         help="quartermaster's event loop (serve --event-loop; default: auto, uvloop when installed)")
     args = parser.parse_args()
@@ -219,6 +234,9 @@ def main() -> int:
         tmp = Path(name)
         results = side_by_side(args, tmp)
         print(table(results))
+        if args.compare:
+            print(f"\nThe same run, quartermaster of {args.compare}:\n")
+            print(table(results, "qm-other"))
         extra: dict[str, object] = {"cli": best_times(REPO)}
         if not (args.quick or args.skip_startup):
             extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
