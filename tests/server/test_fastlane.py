@@ -205,6 +205,54 @@ async def test_a_client_pipelining_megabytes_without_reading_gets_every_answer(p
         writer.close()
 
 
+async def test_a_client_that_never_reads_its_answers_cannot_fill_the_servers_memory(policies, tmp_path):
+    """Answers it does not read stop the lane's writing, and the lane then stops reading the connection too: what
+    the server holds of it stays within one largest request, however much the client sends."""
+    import gc
+    import socket
+
+    from webhook.server.fastlane import MAX_BUFFERED, LaneProtocol
+
+    request = post("/validate", body_of(pod(labels={"team": "a"})))
+    async with serve(policies, tmp_path) as server:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
+        reader, writer = await asyncio.open_connection(sock=sock, ssl=server.client_ssl(), server_hostname="localhost")
+        await raw_answer(reader, writer, request)  # the connection is in the lane now
+
+        def ours() -> LaneProtocol:
+            here = sock.getsockname()
+            return next(o for o in gc.get_objects() if isinstance(o, LaneProtocol) and o.transport is not None
+                        and o.transport.get_extra_info("peername") == here)
+
+        # small kernel buffers on both sides: unread answers reach the server's transport within a few hundred
+        ours().transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+
+        async def flood() -> None:
+            while True:
+                writer.write(request * 100)
+                await writer.drain()
+
+        flooding = asyncio.create_task(flood())
+        await asyncio.sleep(3)
+        protocol = ours()
+        assert len(protocol.buffer) <= MAX_BUFFERED + 512 * 1024  # a last read on top, at most
+        assert protocol.write_paused and protocol.read_paused
+        # the server keeps answering everyone else
+        (status, headers, _), _, other = await exchange(server, post("/validate", BODY))
+        assert (status, lane(headers)) == (200, "fast")
+        flooding.cancel()
+        for w in (writer, other):
+            w.close()
+
+
+async def raw_answer(reader, writer, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    writer.write(raw)
+    await writer.drain()
+    return await asyncio.wait_for(read_response(reader), 5)
+
+
 # --- what the lane hands to aiohttp ----------------------------------------------------------------
 
 BODY = json.dumps(review(pod(labels={"team": "a"}))).encode()

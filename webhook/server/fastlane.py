@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD = 8192  # request line and headers; aiohttp's own limit per line is 8190 bytes
 MAX_HEADERS = 100  # aiohttp refuses more than 128; a review carries about ten
+# what one connection may hold unanswered before the lane stops reading it: a whole largest request
+MAX_BUFFERED = MAX_BODY + MAX_HEAD
 
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]++"
 # possessive everywhere: a head that does not match fails in one pass, however it was built
@@ -195,8 +197,9 @@ class LaneProtocol(asyncio.Protocol):
             self._body_arrived(self.waiting)
         elif not self.busy:
             self._next()
-        elif len(self.buffer) > MAX_BODY + MAX_HEAD and not self.read_paused:
-            self.read_paused = True  # a client pipelining faster than it is answered waits for us
+        if len(self.buffer) > MAX_BUFFERED and not self.read_paused and self.inner is None:
+            # a client sending faster than it is answered (or than it reads its answers) waits for us
+            self.read_paused = True
             self.transport.pause_reading()
 
     def eof_received(self) -> bool | None:
@@ -224,6 +227,7 @@ class LaneProtocol(asyncio.Protocol):
             self.inner.resume_writing()
         elif not self.busy:
             self._next()
+            self._read_if_room()
 
     # --- the lane ----------------------------------------------------------------------------------
     def _next(self) -> None:
@@ -295,10 +299,14 @@ class LaneProtocol(asyncio.Protocol):
             if close:
                 transport.close()
         self._finished()
-        if self.read_paused and not close:
-            self.read_paused = False
-            transport.resume_reading()
         self._next()
+        self._read_if_room()
+
+    def _read_if_room(self) -> None:
+        if (self.read_paused and not self.closing and self.inner is None and not self.transport.is_closing()
+                and len(self.buffer) <= MAX_BUFFERED):
+            self.read_paused = False
+            self.transport.resume_reading()
 
     def _finished(self) -> None:
         self.lane.guard.request_finished(self.transport)
