@@ -10,6 +10,9 @@ import re
 
 import jsonpatch
 import pytest
+from aiohttp.base_protocol import BaseProtocol
+from aiohttp.http_parser import HttpRequestParser
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
 from tests.support import assert_valid_k8s, policy_dir, review, running_server
@@ -342,14 +345,14 @@ async def test_stopping_the_server_finishes_reviews_in_flight(tmp_path):
 
 # --- the grammar -----------------------------------------------------------------------------------
 
-def head(*fields: bytes, line: bytes = b"POST /mutate HTTP/1.1") -> bytes:
-    return b"\r\n".join((line, *fields))
+def head(*fields: bytes, line: bytes = b"POST /mutate HTTP/1.1", host: bytes | None = b"Host: localhost") -> bytes:
+    return b"\r\n".join((line, *((host,) if host else ()), *fields))
 
 
 def test_the_head_of_an_api_server_call_is_read():
-    parsed = parse_head(head(b"Host: quartermaster.quartermaster.svc:443", b"User-Agent: kube-apiserver-admission",
-                             b"Content-Length: 3120", b"Accept: application/json, */*", b"Content-Type: application/json",
-                             b"Accept-Encoding: gzip", line=b"POST /validate?timeout=10s HTTP/1.1"))
+    parsed = parse_head(head(b"User-Agent: kube-apiserver-admission", b"Content-Length: 3120",
+                             b"Accept: application/json, */*", b"Content-Type: application/json", b"Accept-Encoding: gzip",
+                             line=b"POST /validate?timeout=10s HTTP/1.1", host=b"Host: quartermaster.quartermaster.svc:443"))
     assert parsed is not None
     assert (parsed.endpoint, parsed.timeout, parsed.length, parsed.close) == ("validate", "10s", 3120, False)
 
@@ -358,6 +361,7 @@ def test_the_head_of_an_api_server_call_is_read():
     ((b"content-length:5", b"CONNECTION: Keep-Alive"), False),
     ((b"Content-Length: \t5 ", b"Connection: keep-alive, close"), True),
     ((b"Connection: close", b"Content-Length: 5", b"X-Empty:"), True),
+    ((b"Connection: close", b"Connection: keep-alive", b"Content-Length: 5"), True),  # a close anywhere closes
 ])
 def test_header_names_case_and_whitespace(fields, close):
     parsed = parse_head(head(*fields))
@@ -378,7 +382,9 @@ def test_the_timeout_is_read_from_the_query(query, timeout):
     head(b"Content-Length: 1", line=b"POST /mutate#x HTTP/1.1"),
     head(b"Content-Length: 1", line=b"POST  /mutate HTTP/1.1"),
     head(b"Content-Length: 1", line=b"POST http://x/mutate HTTP/1.1"),
-    head(b"Host: x"),  # no length
+    head(),  # no length
+    head(b"Content-Length: 1", host=None),  # aiohttp's parser requires a Host
+    head(b"Content-Length: 1", b"host: elsewhere"),
     head(b"Content-Length: 1", b"Content-Length: 1"),
     head(b"Content-Length: -1"), head(b"Content-Length: 1e3"), head(b"Content-Length: "),
     head(b"Content-Length: %d" % (MAX_BODY + 1)), head(b"Content-Length: 0000000001"),
@@ -396,6 +402,62 @@ def test_the_timeout_is_read_from_the_query(query, timeout):
 ])
 def test_heads_outside_the_grammar_are_left_to_aiohttp(raw):
     assert parse_head(raw) is None
+
+
+# what the API server sends, and byte-level mutations of it
+_HEADS = [head(b"User-Agent: kube-apiserver-admission", b"Content-Length: 5", b"Accept: application/json, */*",
+               b"Content-Type: application/json", b"Accept-Encoding: gzip", line=b"POST /validate?timeout=10s HTTP/1.1",
+               host=b"Host: quartermaster.quartermaster.svc:443"),
+          head(b"Content-Length: 5", b"Connection: keep-alive")]
+_FIELDS = [b"Host: x", b"host:", b"Content-Length: 5", b"content-length:5", b"Content-Length: 05", b"Content-Length:  5 ",
+           b"Connection: close", b"Connection: Keep-Alive, close", b"Connection: ,close", b"Transfer-Encoding: chunked",
+           b"Expect: 100-continue", b"X-A: \xe9", b"X-A: a\tb", b"X-A:", b"X-A: \x7f", b"X-\xe9: a"]
+_BYTES = list(b"\r\n \t:;,=?&%/\x00\x01\x7f\x80\xffaZ09-_.~\"\\")
+
+
+@st.composite
+def _heads(draw) -> bytes:
+    raw = bytearray(draw(st.sampled_from(_HEADS)) + b"".join(b"\r\n" + f for f in draw(st.lists(st.sampled_from(_FIELDS),
+                                                                                                max_size=3))))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(raw) - 1))
+        edit = draw(st.sampled_from(["insert", "delete", "replace"]))
+        if edit == "delete":
+            del raw[at]
+        else:
+            raw[at:at + (edit == "replace")] = bytes([draw(st.sampled_from(_BYTES))])
+    return bytes(raw)
+
+
+def _aiohttp_reads(data: bytes) -> list:
+    """aiohttp's own request parser, set up as its server protocol sets it up, over `data`."""
+    loop = asyncio.new_event_loop()
+    try:
+        parser = HttpRequestParser(BaseProtocol(loop), loop, 2**16, max_line_size=8190, max_field_size=8190,
+                                   max_headers=128)
+        messages, _, _ = parser.feed_data(data)
+        return messages
+    finally:
+        loop.close()
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(_heads())
+def test_every_head_the_lane_reads_aiohttps_parser_reads_the_same_way(raw):
+    """No request is read two ways: whatever the lane accepts, aiohttp's parser frames alike (the same body, the
+    next request where the lane sees it), with the same method, path, version, ?timeout= and keep-alive."""
+    parsed = parse_head(raw)
+    if parsed is None:
+        return  # aiohttp's to read
+    body = b"x" * parsed.length
+    following = b"" if parsed.close else b"POST /validate HTTP/1.1\r\nHost: y\r\nContent-Length: 0\r\n\r\n"
+    messages = _aiohttp_reads(raw + b"\r\n\r\n" + body + following)
+    assert len(messages) == (1 if parsed.close else 2)
+    message, payload = messages[0]
+    assert (message.method, message.version, message.url.path) == ("POST", (1, 1), "/" + parsed.endpoint)
+    assert not message.chunked and not message.upgrade and message.should_close == parsed.close
+    assert message.url.query.get("timeout") == parsed.timeout
+    assert b"".join(payload._buffer) == body
 
 
 def test_a_hostile_head_is_refused_in_one_pass():

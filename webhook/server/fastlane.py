@@ -9,7 +9,7 @@ answer comes from the same `AdmissionEndpoint` aiohttp's handler calls, so the t
 what they decide, count, log or say.
 
 Anything else goes to aiohttp, with every byte the lane holds, and the connection stays there: another method
-or path, HTTP/1.0, Transfer-Encoding, Expect, Content-Encoding, Upgrade, a missing or repeated Content-Length,
+or path, HTTP/1.0, Transfer-Encoding, Expect, Content-Encoding, Upgrade, a missing or repeated Content-Length or Host,
 a body over 3 MiB, a header block past 8 KiB or a byte outside the grammar; and every connection without a
 client certificate when one is required. aiohttp answers those as it always did (404, 405, 413, 400, its
 100-continue and chunked bodies).
@@ -47,9 +47,10 @@ _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]++"
 # possessive everywhere: a head that does not match fails in one pass, however it was built
 _HEAD = re.compile(rb"POST /(mutate|validate)(?:\?([!$&'()*+,\-./0-9:;=?@A-Z_a-z~%]*+))? HTTP/1\.1"
                    rb"((?:\r\n" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*+)*+)")
-# the fields the lane reads (the head matched _HEAD, so a name ends at its colon); the last four change how
-# the request is framed or answered, and the lane leaves requests with them to aiohttp
-_FIELD = re.compile(rb"\r\n(content-length|connection|transfer-encoding|expect|content-encoding|upgrade):([^\r]*+)",
+# the fields the lane reads (the head matched _HEAD, so a name ends at its colon): Host must be there once, as
+# aiohttp's parser requires; the last four change how the request is framed or answered, and the lane leaves
+# requests with them to aiohttp
+_FIELD = re.compile(rb"\r\n(content-length|connection|host|transfer-encoding|expect|content-encoding|upgrade):([^\r]*+)",
                     re.IGNORECASE)
 _STATUS = {status.value: b"%d %s" % (status.value, status.phrase.encode()) for status in HTTPStatus}
 _INTERNAL = json_bytes({"error": INTERNAL_ERROR})
@@ -97,9 +98,12 @@ def parse_head(head: bytes) -> Head | None:
         return None
     length: int | None = None
     close = False
+    hosts = 0
     for name, value in _FIELD.findall(fields):
         name = name.lower()
-        if name == b"content-length":
+        if name == b"host":
+            hosts += 1
+        elif name == b"content-length":
             value = value.strip(b" \t")
             if length is not None or not (value.isdigit() and len(value) <= 8):
                 return None  # repeated, signed, empty or huge: aiohttp refuses it or reads it its own way
@@ -108,10 +112,10 @@ def parse_head(head: bytes) -> Head | None:
             tokens = {token.strip(b" \t") for token in value.lower().split(b",")}
             if not tokens <= {b"keep-alive", b"close"}:
                 return None
-            close = b"close" in tokens
+            close = close or b"close" in tokens  # a close in any Connection field closes
         else:
             return None
-    if length is None or length > MAX_BODY:
+    if length is None or length > MAX_BODY or hosts != 1:
         return None
     return Head(endpoint.decode("ascii"), _timeout(query) if query else None, length, close)
 
