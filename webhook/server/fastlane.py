@@ -32,6 +32,7 @@ from http import HTTPStatus
 from typing import Any, Callable
 from urllib.parse import parse_qsl
 
+from webhook.model.quickinit import frozen_dataclass
 from webhook.server.guard import ConnectionGuard
 from webhook.server.handlers import (BODY_CUT_REASON, INTERNAL_ERROR, MAX_BODY, AdmissionEndpoint, body_timeout_reason,
                                      json_bytes)
@@ -79,13 +80,15 @@ def response_bytes(status: int, body: bytes, close: bool) -> bytes:
                      b"\r\nConnection: close\r\n\r\n" if close else b"\r\n\r\n", body))
 
 
+@frozen_dataclass(dict_init=True)
 class Head:
-    """A request the lane answers: which endpoint, the URL's ?timeout=, how long its body is."""
+    """A request the lane answers: which endpoint, the URL's ?timeout=, how long its body is, whether the
+    connection closes after it."""
 
-    __slots__ = ("endpoint", "timeout", "length", "close")
-
-    def __init__(self, endpoint: str, timeout: str | None, length: int, close: bool) -> None:
-        self.endpoint, self.timeout, self.length, self.close = endpoint, timeout, length, close
+    endpoint: str
+    timeout: str | None
+    length: int
+    close: bool
 
 
 def parse_head(head: bytes) -> Head | None:
@@ -135,11 +138,10 @@ def _timeout(query: bytes) -> str | None:
 class FastLane:
     """Shared by a listener's connections: the endpoints, the guard, and the reviews in flight."""
 
-    def __init__(self, endpoints: dict[str, AdmissionEndpoint], guard: ConnectionGuard, body_seconds: float,
-                 client_cert_required: bool, fallback: Callable[[], asyncio.Protocol]) -> None:
-        self.endpoints = endpoints
+    def __init__(self, endpoints: dict[str, AdmissionEndpoint], guard: ConnectionGuard, client_cert_required: bool,
+                 fallback: Callable[[], asyncio.Protocol]) -> None:
+        self.endpoints = endpoints  # their limits bound a body's arrival, as in aiohttp's handler
         self.guard = guard
-        self.body_seconds = body_seconds
         self.client_cert_required = client_cert_required
         self.fallback = fallback  # aiohttp's protocol factory
         self.in_flight: set[asyncio.Task[Any]] = set()
@@ -264,7 +266,8 @@ class LaneProtocol(asyncio.Protocol):
         if len(buffer) < head.length:
             if self.waiting is None:
                 self.waiting = head
-                self.body_timer = asyncio.get_running_loop().call_later(self.lane.body_seconds, self._body_overdue)
+                seconds = self.lane.endpoints[head.endpoint].limits.body_seconds
+                self.body_timer = asyncio.get_running_loop().call_later(seconds, self._body_overdue)
             return
         if self.body_timer is not None:
             self.body_timer.cancel()

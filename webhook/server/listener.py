@@ -53,7 +53,7 @@ class Listener:
     async def start(self) -> None:
         await self._runner.setup()
         loop = asyncio.get_running_loop()
-        self.lane = FastLane(self.app[ADMISSION], self.guard, self.limits.body_seconds, self.app[CLIENT_CERT_REQUIRED],
+        self.lane = FastLane(self.app[ADMISSION], self.guard, self.app[CLIENT_CERT_REQUIRED],
                              fallback=self._runner.server)  # type: ignore[arg-type]
         factory = self.guard.factory(self.lane.factory())
         self._server = await loop.create_server(factory, self.host, self.port, ssl=self.ssl_context, backlog=512,
