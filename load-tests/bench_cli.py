@@ -37,8 +37,9 @@ def compile_bytecode(trees: list[Path]) -> None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _env(tree: Path) -> dict[str, str]:
-    """The environment that runs `tree`'s webhook package."""
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment that runs `tree`'s webhook package (run from `tree` itself: `-c` and `-m` put the working
+    directory first on the path)."""
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
@@ -49,7 +50,7 @@ def _label(tree: Path) -> str:
 def run_ms(tree: Path, args: list[str]) -> float:
     """One run of the command with `tree`'s webhook package, in milliseconds of wall time."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", _MAIN, *args], cwd=tree, env=_env(tree), stdout=subprocess.DEVNULL,
+    subprocess.run([sys.executable, "-c", _MAIN, *args], cwd=tree, env=tree_env(tree), stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
     return (time.perf_counter() - started) * 1000
 
@@ -57,7 +58,7 @@ def run_ms(tree: Path, args: list[str]) -> float:
 def instructions(tree: Path, args: list[str]) -> int:
     """Machine instructions of one run of the command with `tree`'s webhook package (callgrind, whole process)."""
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", _MAIN,
-                           *args], cwd=tree, env=_env(tree), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           *args], cwd=tree, env=tree_env(tree), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           check=False)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:

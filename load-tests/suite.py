@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from typing import Callable
 import jsonpatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_cli import best_times  # noqa: E402
+from bench_cli import best_times, tree_env  # noqa: E402
 from drivers import Result, Server, free_port, open_loop, quartermaster_argv, wrk, wrk_together  # noqa: E402
 from workload import (REPO, dump, namespace, notebook_pod, plain_pod, policies_dir, review, write_state,  # noqa: E402
                       write_state_json)
@@ -43,9 +42,12 @@ def cel_family_present() -> bool:
     return (REPO / "webhook" / "families" / "cel").is_dir()
 
 
-def serve_argv(policies: Path, state: Path, certs: Path, port: int, event_loop: str = "auto") -> list[str]:
-    return quartermaster_argv() + ["serve", "--policies", str(policies), "--state", str(state), "--cert-dir", str(certs),
-                                   "--host", "127.0.0.1", "--port", str(port), "--event-loop", event_loop]
+def serve_argv(policies: Path, state: Path, certs: Path, port: int, event_loop: str = "auto",
+               program: list[str] | None = None) -> list[str]:
+    """`program`: what runs quartermaster (by default the installed command, see quartermaster_argv)."""
+    return (program or quartermaster_argv()) + [
+        "serve", "--policies", str(policies), "--state", str(state), "--cert-dir", str(certs), "--host", "127.0.0.1",
+        "--port", str(port), "--event-loop", event_loop]
 
 
 def post(port: int, ca: Path, endpoint: str, body: dict) -> dict:
@@ -128,10 +130,9 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
         ports = {"qm": qm_port}
         if args.compare:  # the other tree's webhook package, same policies, state and certificates
             ports["qm-other"] = free_port()
-            port = ports["qm-other"]
-            argv = [sys.executable, "-m", "webhook"] + serve_argv(policies, state, certs, port, args.event_loop)[1:]
-            other = args.compare.resolve()  # `-m` puts the working directory first on the path: run it there
-            servers["qm-other"] = Server(argv, port, certs / "ca.crt", env={**os.environ, "PYTHONPATH": str(other)}, cwd=other)
+            port, other = ports["qm-other"], args.compare.resolve()
+            argv = serve_argv(policies, state, certs, port, args.event_loop, program=[sys.executable, "-m", "webhook"])
+            servers["qm-other"] = Server(argv, port, certs / "ca.crt", env=tree_env(other), cwd=other)
             if servers["qm-other"].wait_ready(args.ready_timeout) is None:
                 raise RuntimeError(f"quartermaster of {args.compare} did not become ready")
         for name in YARDSTICKS:
