@@ -111,12 +111,31 @@ async def raw_http(reader: Any, writer: Any, method: str, path: str, body: bytes
             f"Connection: {'keep-alive' if keep_alive else 'close'}\r\nContent-Length: {len(body)}\r\n\r\n")
     writer.write(head.encode() + body)
     await writer.drain()
-    status = int((await reader.readline()).split()[1])
-    length = 0
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return status, await reader.readexactly(length)
+    status, _, answer = await read_response(reader)
+    return status, answer
+
+
+async def read_response(reader: Any) -> tuple[int, dict[str, str], bytes]:
+    """One final HTTP/1.1 response (a 100 Continue before it is skipped): status, headers by lower-case name, body.
+    A connection closed before it fails on the status line (IndexError), as a TLS refusal on the first read does."""
+    while True:
+        status = int((await reader.readline()).split()[1])
+        headers = {}
+        while (field := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = field.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if status >= 200:
+            return status, headers, await reader.readexactly(int(headers.get("content-length", "0")))
+
+
+def port_of(server: "RunningServer") -> int:
+    return int(server.url.rsplit(":", 1)[1])
+
+
+async def connect(server: "RunningServer", context: ssl.SSLContext | None = None) -> tuple[Any, Any]:
+    """A TLS connection to the running server the test drives byte by byte (its CA trusted unless `context`)."""
+    return await asyncio.open_connection("127.0.0.1", port_of(server), ssl=context or server.client_ssl(),
+                                         server_hostname="localhost")
 
 
 async def eventually(check: Any, timeout: float = 10.0, message: str = "condition not reached") -> Any:

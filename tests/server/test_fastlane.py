@@ -15,7 +15,7 @@ from aiohttp.http_parser import HttpRequestParser
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.kinds import ADD_ZONE, REQUIRE_TEAM, pod, test_registry
-from tests.support import assert_valid_k8s, policy_dir, review, running_server
+from tests.support import assert_valid_k8s, connect, policy_dir, port_of, read_response, review, running_server
 from webhook.server.fastlane import MAX_HEAD, parse_head
 from webhook.server.handlers import MAX_BODY
 from webhook.server.limits import ServerLimits
@@ -43,25 +43,6 @@ def chunked(path: str, body: bytes) -> bytes:
             b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
 
 
-async def read_response(reader) -> tuple[int, dict[str, str], bytes]:
-    """One final response (a 100 Continue before it is skipped); headers by lower-case name."""
-    while True:
-        line = await reader.readline()
-        assert line, "connection closed before a response"
-        status = int(line.split()[1])
-        headers = {}
-        while (field := await reader.readline()) not in (b"\r\n", b""):
-            name, _, value = field.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if status >= 200:
-            return status, headers, await reader.readexactly(int(headers.get("content-length", "0")))
-
-
-async def connect(server, context=None):
-    port = int(server.url.rsplit(":", 1)[1])
-    return await asyncio.open_connection("127.0.0.1", port, ssl=context or server.client_ssl(), server_hostname="localhost")
-
-
 async def exchange(server, raw: bytes, pieces: int = 1):
     reader, writer = await connect(server)
     step = -(-len(raw) // pieces)
@@ -78,7 +59,9 @@ def lane(headers: dict[str, str]) -> str:
     return "aiohttp" if "aiohttp" in headers.get("server", "") else "fast"
 
 
-async def closed_by_server(reader, within: float = 3.0) -> bool:
+async def ends_cleanly(reader, within: float = 3.0) -> bool:
+    """The server closed the connection within `within` seconds, with nothing more said (stricter than the
+    hardening tests' closed_by_server, which lets a reset or trailing bytes count)."""
     try:
         return await asyncio.wait_for(reader.read(), within) == b""
     except (ConnectionError, asyncio.TimeoutError):
@@ -170,7 +153,7 @@ async def test_connection_close_is_honoured(policies, tmp_path):
         (status, headers, _), reader, writer = await exchange(
             server, post("/validate", body_of(pod(labels={"team": "a"})), b"Connection: close\r\n"))
         assert (status, lane(headers), headers["connection"]) == (200, "fast", "close")
-        assert await closed_by_server(reader)
+        assert await ends_cleanly(reader)
         writer.close()
 
 
@@ -182,7 +165,7 @@ async def test_a_stalled_body_gets_408_and_the_connection_is_closed(policies, tm
         status, headers, body = await asyncio.wait_for(read_response(reader), 3)
         assert (status, lane(headers), headers["connection"]) == (408, "fast", "close")
         assert b"body not received within 1s" in body
-        assert await closed_by_server(reader)
+        assert await ends_cleanly(reader)
         _, metrics = await server.get("/metrics")
         assert 'quartermaster_malformed_requests_total{endpoint="validate",status="408"} 1.0' in metrics
         writer.close()
@@ -220,7 +203,7 @@ async def test_a_client_that_never_reads_its_answers_cannot_fill_the_servers_mem
     async with serve(policies, tmp_path) as server:
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
+        sock.connect(("127.0.0.1", port_of(server)))
         reader, writer = await asyncio.open_connection(sock=sock, ssl=server.client_ssl(), server_hostname="localhost")
         await raw_answer(reader, writer, request)  # the connection is in the lane now
 
@@ -338,7 +321,7 @@ async def test_stopping_the_server_finishes_reviews_in_flight(tmp_path):
     status, headers, body = await asyncio.wait_for(read_response(reader), 1)
     assert (status, lane(headers), headers["connection"]) == (200, "fast", "close")
     assert json.loads(body)["response"]["allowed"] is True
-    assert await closed_by_server(reader, 1) and await closed_by_server(idle_reader, 1)
+    assert await ends_cleanly(reader, 1) and await ends_cleanly(idle_reader, 1)
     for w in (writer, idle):
         w.close()
 

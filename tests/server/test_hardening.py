@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.kinds import REQUIRE_TEAM, pod, test_registry
-from tests.support import REPO, policy_dir, raw_http, review, running_server
+from tests.support import REPO, connect, policy_dir, raw_http, review, running_server
 from webhook.certs.generate import make_ca
 from webhook.server.limits import ServerLimits
 
@@ -31,15 +31,6 @@ def policies(tmp_path):
 
 def serve(policies, tmp_path, limits=FAST, **kw):
     return running_server(policies, tmp_path, registry=test_registry(), limits=limits, **kw)
-
-
-def port_of(server) -> int:
-    return int(server.url.rsplit(":", 1)[1])
-
-
-async def connect(server, context=None):
-    context = context or server.client_ssl()
-    return await asyncio.open_connection("127.0.0.1", port_of(server), ssl=context, server_hostname="localhost")
 
 
 async def closed_by_server(reader, within: float) -> bool:
