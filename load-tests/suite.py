@@ -5,11 +5,17 @@
     python load-tests/suite.py --quick         # 2 s per case, no 50k-pod start-up run
     python load-tests/suite.py --compare OTHER_TREE   # and another tree's quartermaster (e.g. a `git archive`
                                                       # of the last stop) in the same run: before and after
+    python load-tests/suite.py --rounds 3      # every case three times, interleaved: the median of the
+                                               # rounds' ratios, and their range
+    python load-tests/suite.py --floor         # and quartermaster with no policies: what the server itself costs
 
 Both servers run standalone over TLS on 127.0.0.1, one process each; wrk (1 thread, 32 connections)
 posts AdmissionReviews. Only ratios to the no-op measured in the same run mean anything on a shared
 machine. Prints a table (case, req/s, ratio, p50, p99) and the start-up, memory and CLI numbers;
-`--json FILE` keeps them.
+`--json FILE` keeps them. With `--rounds N` every case runs N times, each round right after the last on every
+server, and the table gives the median of the N rounds (each round's ratio pairs the two servers measured
+seconds apart) with the lowest and highest ratio beside it: a neighbour's burst moves one round, not the
+median.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import functools
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -116,8 +123,11 @@ def throughput_runs(files: dict[str, Path], seconds: float) -> list[Callable[[st
 YARDSTICKS = ("noop", "noop-uvloop")  # issue #12's no-op (asyncio's loop), and the same on serve's default loop
 
 
-def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]:
-    """Results per server: "noop", "noop-uvloop" and "qm", case by case in the same order."""
+Rounds = list[list[Result]]  # one server's results: per round, case by case in the same order
+
+
+def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, Rounds]:
+    """Results per server ("noop", "noop-uvloop", "qm"; "qm-other" with --compare, "qm-floor" with --floor)."""
     policies, extra = policies_dir(tmp / "policies", with_pod_security=cel_family_present())
     print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}", file=sys.stderr)
     certs, qm_port = tmp / "certs", free_port()
@@ -135,6 +145,13 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
             servers["qm-other"] = Server(argv, port, certs / "ca.crt", env=tree_env(other), cwd=other)
             if servers["qm-other"].wait_ready(args.ready_timeout) is None:
                 raise RuntimeError(f"quartermaster of {args.compare} did not become ready")
+        if args.floor:  # the same server with no policy loaded: protocol, TLS, decoding, the engine's empty pass
+            ports["qm-floor"], empty = free_port(), tmp / "no-policies"
+            empty.mkdir()
+            servers["qm-floor"] = Server(serve_argv(empty, state, certs, ports["qm-floor"], args.event_loop),
+                                         ports["qm-floor"], certs / "ca.crt")
+            if servers["qm-floor"].wait_ready(args.ready_timeout) is None:
+                raise RuntimeError("quartermaster with no policies did not become ready")
         for name in YARDSTICKS:
             ports[name] = free_port()
             servers[name] = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(ports[name]),
@@ -145,7 +162,8 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
                 raise RuntimeError(f"{name} did not become ready")
         files = bodies(tmp, qm_port, certs / "ca.crt")
         loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
-        bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm", "qm-other") if name in ports}
+        bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm", "qm-other", "qm-floor")
+                 if name in ports}
         # every case's body once on every server before anything is measured: a profile's first decision counts
         # its stored pods (once per profile, O(profile)), and the interpreter, caches and lazily built plans
         # settle in the first seconds; the cases measure the steady state
@@ -153,14 +171,18 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, list[Result]]
             for base in bases.values():
                 wrk("warm-up", f"{base}/{endpoint}", files[key], args.warm_seconds)
         # each case runs on the no-ops, then at once on quartermaster: the machine's other load drifts less
-        results: dict[str, list[Result]] = {name: [] for name in bases}
-        for run in throughput_runs(files, args.seconds):
-            for name, base in bases.items():
-                results[name] += servers[name].measured(functools.partial(run, base))
-        for rate in (args.low_rate, args.rate):
-            for name, base in bases.items():
-                results[name] += servers[name].measured(functools.partial(
-                    open_loop, f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate, args.seconds))
+        results: dict[str, Rounds] = {name: [] for name in bases}
+        for _ in range(args.rounds):
+            measured: dict[str, list[Result]] = {name: [] for name in bases}
+            for run in throughput_runs(files, args.seconds):
+                for name, base in bases.items():
+                    measured[name] += servers[name].measured(functools.partial(run, base))
+            for rate in (args.low_rate, args.rate):
+                for name, base in bases.items():
+                    measured[name] += servers[name].measured(functools.partial(
+                        open_loop, f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate, args.seconds))
+            for name, round_results in measured.items():
+                results[name].append(round_results)
         return results
     finally:
         for server in servers.values():
@@ -185,20 +207,45 @@ def startup(tmp: Path, pods: int, profiles: int, fmt: str) -> dict[str, float | 
         server.stop()
 
 
-def table(results: dict[str, list[Result]], server: str = "qm") -> str:
+def median_result(rounds: list[Result]) -> Result:
+    """One case over the rounds: the median of each number (a round's errors are summed)."""
+    def middle(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+    return Result(rounds[0].case, statistics.median(r.rps for r in rounds), statistics.median(r.p50_ms for r in rounds),
+                  statistics.median(r.p99_ms for r in rounds), sum(r.errors for r in rounds),
+                  requests=sum(r.requests for r in rounds), cpu_us=middle([r.cpu_us for r in rounds]))
+
+
+def ratios(mine: Rounds, base: Rounds, case: int) -> list[float]:
+    """The case's ratio in each round: the two servers measured seconds apart, under the same neighbours."""
+    return [m[case].rps / b[case].rps for m, b in zip(mine, base)]
+
+
+def table(results: dict[str, Rounds], server: str = "qm") -> str:
     """`ratio`: to issue #12's yardstick (the no-op on asyncio's loop); `ratio uv`: to the same no-op on uvloop,
     the loop quartermaster serves on by default, so that the loop's own share of the ratio shows. `CPU us`: the
-    server's CPU time per answered review over the run, which other load on the machine changes far less."""
-    lines = ["| case | req/s | ratio | ratio uv | p50 ms | p99 ms | CPU us | no-op req/s | no-op p50 | no-op p99 | no-op CPU us "
+    server's CPU time per answered review over the run, which other load on the machine changes far less.
+    Over several rounds: the medians, each ratio the median of the rounds' own, and `ratio range` their spread."""
+    mine, base, uv = results[server], results["noop"], results["noop-uvloop"]
+    several = len(mine) > 1
+    lines = ["| case | req/s | ratio | " + ("ratio range | " if several else "") + "ratio uv | p50 ms | p99 ms | "
+             + ("p99 range | " if several else "") + "CPU us | no-op req/s | no-op p50 | no-op p99 | no-op CPU us "
              "| no-op uv req/s | no-op uv CPU us |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for mine, base, uv in zip(results[server], results["noop"], results["noop-uvloop"]):
-        open_loop_case = mine.case.startswith("open loop")
-        ratio = "-" if open_loop_case else f"{mine.rps / base.rps:.2f}"
-        ratio_uv = "-" if open_loop_case else f"{mine.rps / uv.rps:.2f}"
-        errors = f" ({mine.errors} errors)" if mine.errors else ""
-        lines.append(f"| {mine.case}{errors} | {mine.rps:.0f} | {ratio} | {ratio_uv} | {mine.p50_ms:.1f} | {mine.p99_ms:.1f} | "
-                     f"{_us(mine)} | {base.rps:.0f} | {base.p50_ms:.1f} | {base.p99_ms:.1f} | {_us(base)} | {uv.rps:.0f} | {_us(uv)} |")
+             "| --- |" + " ---: |" * (14 if several else 12)]
+    for case in range(len(mine[0])):
+        m, b, u = (median_result([r[case] for r in rounds]) for rounds in (mine, base, uv))
+        open_loop_case = m.case.startswith("open loop")
+        spread = ratios(mine, base, case)
+        ratio = "-" if open_loop_case else f"{statistics.median(spread):.2f}"
+        ratio_range = "-" if open_loop_case else f"{min(spread):.2f}-{max(spread):.2f}"
+        ratio_uv = "-" if open_loop_case else f"{statistics.median(ratios(mine, uv, case)):.2f}"
+        p99s = [r[case].p99_ms for r in mine]
+        errors = f" ({m.errors} errors)" if m.errors else ""
+        lines.append(f"| {m.case}{errors} | {m.rps:.0f} | {ratio} | " + (f"{ratio_range} | " if several else "")
+                     + f"{ratio_uv} | {m.p50_ms:.1f} | {m.p99_ms:.1f} | "
+                     + (f"{min(p99s):.1f}-{max(p99s):.1f} | " if several else "")
+                     + f"{_us(m)} | {b.rps:.0f} | {b.p50_ms:.1f} | {b.p99_ms:.1f} | {_us(b)} | {u.rps:.0f} | {_us(u)} |")
     return "\n".join(lines)
 
 
@@ -222,6 +269,10 @@ def main() -> int:
     parser.add_argument("--compare", type=Path, metavar="OTHER_TREE",
                         help="also measure another tree's quartermaster (its webhook/ package) in the same run, each case "
                              "right after this tree's")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every side-by-side case this many times, interleaved; the table gives the medians")
+    parser.add_argument("--floor", action="store_true",
+                        help="also measure quartermaster with no policies loaded (what the server itself costs)")
     parser.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
                         help="quartermaster's event loop (serve --event-loop; default: auto, uvloop when installed)")
     args = parser.parse_args()
@@ -230,6 +281,8 @@ def main() -> int:
         return 2
     if args.quick:
         args.seconds = 2.0
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -238,6 +291,9 @@ def main() -> int:
         if args.compare:
             print(f"\nThe same run, quartermaster of {args.compare}:\n")
             print(table(results, "qm-other"))
+        if args.floor:
+            print("\nThe same run, quartermaster with no policies (the server's own cost):\n")
+            print(table(results, "qm-floor"))
         extra: dict[str, object] = {"cli": best_times(REPO)}
         if not (args.quick or args.skip_startup):
             extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),
@@ -252,7 +308,8 @@ def main() -> int:
               f"{ready_s}, RSS {up['rss_mb']:.0f} MB")
     print(f"(suite took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps({name: [r.__dict__ for r in rs] for name, rs in results.items()} | extra, indent=1))
+        rounds = {name: [[r.__dict__ for r in one] for one in rs] for name, rs in results.items()}
+        args.json.write_text(json.dumps({"rounds": rounds} | extra, indent=1))
     return 0
 
 
