@@ -15,7 +15,7 @@ import pytest
 
 import webhook
 from webhook.model import cluster, policy, results, review, verdict
-from webhook.model.quickinit import evolve, frozen_dataclass
+from webhook.model.quickinit import frozen_dataclass
 
 
 def _sample(decorate, name):
@@ -135,47 +135,6 @@ def test_options_inheritance_hash_and_post_init_as_dataclasses():
     assert hash(ours[4](1)) == 42 == hash(stock[4](1))
     with pytest.raises(FrozenInstanceError):
         ours[1](1).c = 2
-
-
-def test_evolve_is_dataclasses_replace():
-    @frozen_dataclass(dict_init=True)
-    class Plain:
-        a: int
-        b: tuple = ()
-        c: dict = field(default_factory=dict, hash=False)
-        f: str = field(default="k", kw_only=True)
-
-    @frozen_dataclass(dict_init=True)
-    class Checked:
-        a: int
-
-        def __post_init__(self) -> None:
-            if self.a < 0:
-                raise ValueError("negative")
-
-    class Sub(Plain):  # a plain subclass: its own __init__ could differ, so replace() decides
-        pass
-
-    for instance in (Plain(1, (2,), {"x": 1}, f="z"), Sub(1), OURS_DICT(1, (2,)), OURS(1), Checked(1), STOCK(1)):
-        for changes in ({"a": 5}, {"b": (7,), "f": ""}, {}):
-            if "f" in changes and isinstance(instance, Checked):
-                continue
-            got, want = evolve(instance, **changes), dataclasses.replace(instance, **changes)
-            assert type(got) is type(want) and got == want and vars(got) == vars(want) and hash(got) == hash(want)
-            assert got is not instance and got.a == changes.get("a", instance.a)
-    original = Plain(1, (2,))
-    changed = evolve(original, a=3)
-    assert original.a == 1 and vars(original) is not vars(changed)  # the instance is left as it was
-    with pytest.raises(FrozenInstanceError):
-        changed.a = 4
-    # what replace() refuses or runs, evolve leaves to it: unknown fields, init=False fields, __post_init__
-    with pytest.raises(TypeError):
-        evolve(original, nope=1)
-    with pytest.raises(ValueError, match="init=False"):
-        evolve(OURS_DICT(1), e=3)
-    with pytest.raises(ValueError, match="negative"):
-        evolve(Checked(1), a=-1)
-    assert vars(evolve(OURS_DICT(1), a=2))["d"] == []  # made anew by the factory, as replace() makes it
 
 
 def test_classes_it_cannot_build_as_dataclasses_would_are_refused_when_made():

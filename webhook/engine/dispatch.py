@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeVar
 
 from webhook.engine.verdicts import report_ref, verdict_of
@@ -20,7 +20,7 @@ from webhook.model.cluster import ClusterState, ObjectKey
 from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
 from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, PolicyBatch, ValidationOutcome
-from webhook.model.quickinit import evolve, frozen_dataclass
+from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
@@ -218,7 +218,7 @@ class AdmissionEngine:
         if failed_create is not None:
             return MutateResult(failed_create, request.object, steps=tuple(applied))
         patch = tuple(jsonpatch.diff(request.object, obj))
-        return MutateResult(evolve(verdict, patch=patch), obj, tuple(out.creates), tuple(applied))
+        return MutateResult(replace(verdict, patch=patch), obj, tuple(out.creates), tuple(applied))
 
     async def _mutate_with(self, policy: CompiledPolicy, request: AdmissionRequest, obj: dict[str, Any],
                            ctx: EvalContext, out: _Collected) -> dict[str, Any]:
@@ -309,7 +309,7 @@ class AdmissionEngine:
             raise
         if not out.generates:  # nothing to generate (most admissions): the verdict as it is, not a copy of it
             return verdict
-        return evolve(verdict, generated=await self._generate(request, out.generates, deadline))
+        return replace(verdict, generated=await self._generate(request, out.generates, deadline))
 
     async def _generate(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]],
                         deadline: float) -> tuple[Mapping[str, Any], ...]:
@@ -353,7 +353,7 @@ class AdmissionEngine:
     def _verdict(self, request: AdmissionRequest, out: _Collected) -> Verdict:
         results = tuple(out.results)
         if self.force_audit:
-            results = tuple(evolve(r, action=Action.AUDIT) if r.blocks else r for r in results)
+            results = tuple(replace(r, action=Action.AUDIT) if r.blocks else r for r in results)
         self._report(request, results)
         return verdict_of(results, out.warnings)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable
 
-from webhook.model.quickinit import evolve
 from webhook.model.results import RuleResult
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, annotation_key, clean_warning
@@ -37,7 +37,7 @@ def verdict_of(results: tuple[RuleResult, ...], warnings: Iterable[str] = ()) ->
         # policies without rules (ValidatingPolicy...) report an empty rule name: show the policy alone
         message = "; ".join(f"[{r.policy.qualified_name}{'/' + r.rule if r.rule else ''}] {r.message}" for r in blocking)
         reason = next((r.reason for r in blocking if r.reason), "Forbidden")
-        return evolve(verdict, allowed=False, code=STATUS_CODES.get(reason, 403), reason=reason, message=message)
+        return replace(verdict, allowed=False, code=STATUS_CODES.get(reason, 403), reason=reason, message=message)
     return verdict
 
 

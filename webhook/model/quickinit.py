@@ -113,8 +113,6 @@ def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
     made = dataclasses.dataclass(cls, init=False, frozen=False, unsafe_hash=unsafe_hash, **options)
     if init and "__init__" not in vars(cls):
         made.__init__ = _init_for(made, dict_init)  # type: ignore[misc]
-        if dict_init and not hasattr(made, "__post_init__") and all(f.init for f in dataclasses.fields(made)):
-            made.__evolvable__ = made  # type: ignore[attr-defined]  (see evolve; a subclass is not its own)
     made.__setattr__ = _frozen_setattr  # type: ignore[method-assign, assignment]
     made.__delattr__ = _frozen_delattr  # type: ignore[method-assign, assignment]
     if not documented:  # as dataclasses words it
@@ -139,23 +137,3 @@ def frozen_dataclass(cls: type[T] | None = None, /, **options: Any) -> type[T] |
     if cls is None:
         return lambda c: _make(c, dict(options))
     return _make(cls, dict(options))
-
-
-def evolve(instance: T, /, **changes: Any) -> T:
-    """`dataclasses.replace(instance, **changes)` at the cost of a constructor call, for an instance of a
-    `dict_init=True` class without `__post_init__` or `init=False` fields (which replace() would make anew):
-    its `__dict__` is all its state, so the copy takes the instance's fields and the changes in C. replace()
-    looks every field's definition up on each call (~4 us against ~1 us; a mutated review's verdict takes its
-    patch so). Anything else goes to replace() itself, which also words the errors."""
-    cls = type(instance)
-    if vars(cls).get("__evolvable__") is not cls:
-        return dataclasses.replace(instance, **changes)  # type: ignore[type-var]
-    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
-    plain = dataclasses._FIELD  # type: ignore[attr-defined]  (not a ClassVar or InitVar pseudo-field)
-    if not all(name in fields and fields[name]._field_type is plain for name in changes):
-        return dataclasses.replace(instance, **changes)  # type: ignore[type-var]  (raises as it does)
-    made = object.__new__(cls)
-    state = made.__dict__
-    state.update(instance.__dict__)
-    state.update(changes)
-    return made
