@@ -18,6 +18,9 @@ metrics, log, encode) plus a few hundred instructions of the switch, shared by b
 time: a cache miss costs one instruction and a hundred cycles, so use this to compare two versions of the same
 code, and the suite to say what a change is worth in requests per second. Needs valgrind (`apt-get install -y
 valgrind`); about half a minute per case and tree.
+
+Compare two copies side by side (`git archive` each under one directory, run this file from one of them): the same
+code counted from the repository's own checkout and from a copy elsewhere differed by 6 % on gpu-validate.
 """
 
 from __future__ import annotations
