@@ -1,0 +1,64 @@
+"""load-tests/suite.py's table over several rounds: what the README's performance numbers are read from."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+LOAD_TESTS = Path(__file__).resolve().parents[1] / "load-tests"
+
+
+def _suite():
+    sys.path.insert(0, str(LOAD_TESTS))
+    try:
+        import drivers
+        import suite
+    finally:
+        sys.path.remove(str(LOAD_TESTS))
+    return suite, drivers.Result
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def _columns(text: str) -> list[str]:
+    return _cells(text.splitlines()[0])
+
+
+def _rows(text: str) -> list[list[str]]:
+    return [_cells(line) for line in text.splitlines()[2:]]
+
+
+def test_each_ratio_is_the_median_of_the_rounds_own_ratios_with_their_range():
+    suite, Result = _suite()
+
+    def rounds(*rps_p99: tuple[float, float]) -> list[list[Result]]:
+        return [[Result("notebook /mutate", rps, 10.0, p99, requests=100, cpu_us=rps / 10)] for rps, p99 in rps_p99]
+
+    # the no-op has a slow round where quartermaster has a fast one: the median of the three rounds' ratios
+    # (0.5, 0.5, 2.0 -> 0.5) differs from the ratio of the two medians (1000 / 1000 = 1.0)
+    results = {"qm": rounds((500, 30.0), (1000, 10.0), (1000, 20.0)),
+               "noop": rounds((1000, 5.0), (2000, 5.0), (500, 5.0)),
+               "noop-uvloop": rounds((1000, 5.0), (1000, 5.0), (1000, 5.0))}
+    text = suite.table(results)
+    (row,) = _rows(text)
+    cell = dict(zip(_columns(text), row))
+    assert cell["req/s"] == "1000" and cell["no-op req/s"] == "1000"  # medians of each server's rounds
+    assert cell["ratio"] == "0.50" and cell["ratio range"] == "0.50-2.00"
+    assert cell["ratio uv"] == "1.00"
+    assert cell["p99 ms"] == "20.0" and cell["p99 range"] == "10.0-30.0"
+    assert cell["CPU us"] == "100"
+
+
+def test_one_round_keeps_the_single_run_columns_and_open_loops_have_no_ratio():
+    suite, Result = _suite()
+    one = {name: [[Result("plain /mutate", rps, 1.0, 2.0, requests=10),
+                   Result("open loop 1000 req/s /mutate", 500, 1.5, 4.0, requests=10)]]
+           for name, rps in (("qm", 300), ("noop", 400), ("noop-uvloop", 600))}
+    text = suite.table(one)
+    columns = _columns(text)
+    assert "ratio range" not in columns and "p99 range" not in columns and len(columns) == 13
+    plain, loop = (dict(zip(columns, row)) for row in _rows(text))
+    assert plain["ratio"] == "0.75" and plain["ratio uv"] == "0.50" and plain["CPU us"] == "-"
+    assert loop["ratio"] == "-" and loop["p99 ms"] == "4.0"
