@@ -130,40 +130,40 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, Rounds]:
     """Results per server ("noop", "noop-uvloop", "qm"; "qm-other" with --compare, "qm-floor" with --floor)."""
     policies, extra = policies_dir(tmp / "policies", with_pod_security=cel_family_present())
     print(f"policies: default{f' + {extra} pod-security ValidatingPolicies' if extra else ''}", file=sys.stderr)
-    certs, qm_port = tmp / "certs", free_port()
-    state = build_state(tmp)
-    qm = Server(serve_argv(policies, state, certs, qm_port, args.event_loop), qm_port, certs / "ca.crt")
-    servers = {"qm": qm}
+    certs, state = tmp / "certs", build_state(tmp)
+    servers: dict[str, Server] = {}
+
+    def start(name: str, argv: Callable[[int], list[str]], what: str, timeout: float,
+              env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        """`argv` for a free port; registered before it is waited for, so that `finally` stops it either way."""
+        port = free_port()
+        server = servers[name] = Server(argv(port), port, certs / "ca.crt", env=env, cwd=cwd)
+        if server.wait_ready(timeout) is None:
+            raise RuntimeError(f"{what} did not become ready")
+
     try:
-        if qm.wait_ready(args.ready_timeout) is None:
-            raise RuntimeError("quartermaster did not become ready")
-        ports = {"qm": qm_port}
+        # first: it writes the certificates the others use
+        start("qm", lambda port: serve_argv(policies, state, certs, port, args.event_loop), "quartermaster",
+              args.ready_timeout)
         if args.compare:  # the other tree's webhook package, same policies, state and certificates
-            ports["qm-other"] = free_port()
-            port, other = ports["qm-other"], args.compare.resolve()
-            argv = serve_argv(policies, state, certs, port, args.event_loop, program=[sys.executable, "-m", "webhook"])
-            servers["qm-other"] = Server(argv, port, certs / "ca.crt", env=tree_env(other), cwd=other)
-            if servers["qm-other"].wait_ready(args.ready_timeout) is None:
-                raise RuntimeError(f"quartermaster of {args.compare} did not become ready")
+            other = args.compare.resolve()
+            start("qm-other", lambda port: serve_argv(policies, state, certs, port, args.event_loop,
+                                                      program=[sys.executable, "-m", "webhook"]),
+                  f"quartermaster of {args.compare}", args.ready_timeout, env=tree_env(other), cwd=other)
         if args.floor:  # the same server with no policy loaded: protocol, TLS, decoding, the engine's empty pass
-            ports["qm-floor"], empty = free_port(), tmp / "no-policies"
+            empty = tmp / "no-policies"
             empty.mkdir()
-            servers["qm-floor"] = Server(serve_argv(empty, state, certs, ports["qm-floor"], args.event_loop),
-                                         ports["qm-floor"], certs / "ca.crt")
-            if servers["qm-floor"].wait_ready(args.ready_timeout) is None:
-                raise RuntimeError("quartermaster with no policies did not become ready")
+            start("qm-floor", lambda port: serve_argv(empty, state, certs, port, args.event_loop),
+                  "quartermaster with no policies", args.ready_timeout)
         for name in YARDSTICKS:
-            ports[name] = free_port()
-            servers[name] = Server([sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(ports[name]),
-                                    "--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key"),
-                                    "--event-loop", "uvloop" if name == "noop-uvloop" else "asyncio"],
-                                   ports[name], certs / "ca.crt")
-            if servers[name].wait_ready(30) is None:
-                raise RuntimeError(f"{name} did not become ready")
+            start(name, lambda port, name=name: [
+                sys.executable, str(Path(__file__).parent / "noop.py"), "--port", str(port), "--cert", str(certs / "tls.crt"),
+                "--key", str(certs / "tls.key"), "--event-loop", "uvloop" if name == "noop-uvloop" else "asyncio"], name, 30)
+        qm_port = servers["qm"].port
         files = bodies(tmp, qm_port, certs / "ca.crt")
         loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
-        bases = {name: f"https://127.0.0.1:{ports[name]}" for name in (*YARDSTICKS, "qm", "qm-other", "qm-floor")
-                 if name in ports}
+        bases = {name: f"https://127.0.0.1:{servers[name].port}" for name in (*YARDSTICKS, "qm", "qm-other", "qm-floor")
+                 if name in servers}
         # every case's body once on every server before anything is measured: a profile's first decision counts
         # its stored pods (once per profile, O(profile)), and the interpreter, caches and lazily built plans
         # settle in the first seconds; the cases measure the steady state
