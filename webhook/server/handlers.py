@@ -58,6 +58,12 @@ def _http_reason(exc: Exception) -> str:
 
 CLIENT_CERT_REASON = "a client certificate signed by the --client-ca CA is required"
 INTERNAL_ERROR = "internal error; see the webhook's logs"
+# worded here for both lanes (aiohttp's handler and the fast lane), which refuse these alike
+BODY_CUT_REASON = "connection closed before the body was complete"
+
+
+def body_timeout_reason(limits: ServerLimits) -> str:
+    return f"body not received within {limits.body_seconds:g}s"
 
 
 class AdmissionEndpoint:
@@ -149,13 +155,6 @@ def admission_handler(admission: AdmissionEndpoint) -> Callable[[web.Request], A
         return _json(*await admission.answer(body, http.query.get("timeout"), started))
 
     return handle
-
-
-BODY_CUT_REASON = "connection closed before the body was complete"
-
-
-def body_timeout_reason(limits: ServerLimits) -> str:
-    return f"body not received within {limits.body_seconds:g}s"
 
 
 def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awaitable[web.Response]]]:
