@@ -1,4 +1,4 @@
-"""Load drivers for the suite: servers as subprocesses, wrk (closed loop), a paced asyncio client (open loop).
+"""Load drivers for the suite: servers as subprocesses, wrk (closed loop), a paced client (open loop, paced.py).
 
 Everything targets 127.0.0.1 and stops by itself.
 """
@@ -34,6 +34,7 @@ class Result:
     ratio: float | None = None
     requests: int = 0  # answered in the run
     cpu_us: float | None = None  # the server's CPU time (user + system) per answered request
+    client_late_p99_ms: float | None = None  # open loop: how late the client itself sent (the instrument's share)
 
 
 def free_port() -> int:
@@ -136,8 +137,9 @@ def wrk_together(runs: list[tuple[str, str, Path]], seconds: float, connections:
     return [parse_wrk(case, proc.communicate(timeout=seconds + 30)[0]) for case, proc in procs]
 
 
-async def _open_loop(base: str, ca: Path, bodies: list[tuple[str, bytes]], rate: float, seconds: float) -> dict[str, list[float]]:
-    import aiohttp  # the suite's only client-side dependency besides wrk
+async def _open_loop_aiohttp(base: str, ca: Path, bodies: list[tuple[str, bytes]], rate: float,
+                             seconds: float) -> dict[str, list[float]]:
+    import aiohttp
 
     context = ssl.create_default_context(cafile=str(ca))
     latencies: dict[str, list[float]] = {"mutate": [], "validate": [], "errors": []}
@@ -176,11 +178,31 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def open_loop(case: str, base: str, ca: Path, bodies: list[tuple[str, bytes]], rate: float, seconds: float) -> list[Result]:
-    latencies = asyncio.run(_open_loop(base, ca, bodies, rate, seconds))
-    errors = len(latencies["errors"])
+OPEN_LOOP_CLIENTS = ("paced", "aiohttp")
+
+
+def open_loop(case: str, base: str, ca: Path, bodies: list[tuple[str, bytes]], rate: float, seconds: float,
+              client: str = "paced") -> list[Result]:
+    """`client`: "paced" (paced.py, on uvloop when installed: the lean instrument) or "aiohttp" (the client
+    the suite used before; each request a coroutine of aiohttp's pooled client, ~0.5 ms of CPU each)."""
+    late: list[float] = []
+    if client == "aiohttp":
+        latencies = asyncio.run(_open_loop_aiohttp(base, ca, bodies, rate, seconds))
+        errors = len(latencies["errors"])
+    else:
+        from paced import Paced
+
+        run = Paced(base, ca, bodies).run(rate, seconds)
+        try:
+            import uvloop
+        except ImportError:
+            measured = asyncio.run(run)
+        else:
+            measured = uvloop.run(run)
+        latencies, errors, late = measured.by_endpoint, measured.errors, measured.late_ms
     return [Result(f"{case} /{endpoint}", rate / 2, percentile(latencies[endpoint], 0.5), percentile(latencies[endpoint], 0.99),
-                   errors, requests=len(latencies[endpoint])) for endpoint in ("mutate", "validate")]
+                   errors, requests=len(latencies[endpoint]), client_late_p99_ms=percentile(late, 0.99) if late else None)
+            for endpoint in ("mutate", "validate")]
 
 
 def quartermaster_argv() -> list[str]:

@@ -37,7 +37,8 @@ import jsonpatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cli import best_times, tree_env  # noqa: E402
-from drivers import Result, Server, free_port, open_loop, quartermaster_argv, wrk, wrk_together  # noqa: E402
+from drivers import (OPEN_LOOP_CLIENTS, Result, Server, free_port, open_loop, quartermaster_argv, wrk,  # noqa: E402
+                     wrk_together)
 from workload import (REPO, dump, namespace, notebook_pod, plain_pod, policies_dir, review, write_state,  # noqa: E402
                       write_state_json)
 
@@ -178,9 +179,11 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, Rounds]:
                 for name, base in bases.items():
                     measured[name] += servers[name].measured(functools.partial(run, base))
             for rate in (args.low_rate, args.rate):
-                for name, base in bases.items():
-                    measured[name] += servers[name].measured(functools.partial(
-                        open_loop, f"open loop {rate:.0f} req/s", base, certs / "ca.crt", loop_bodies, rate, args.seconds))
+                for client in args.open_loop_client:
+                    case = f"open loop {rate:.0f} req/s" + ("" if client == "paced" else f" ({client} client)")
+                    for name, base in bases.items():
+                        measured[name] += servers[name].measured(functools.partial(
+                            open_loop, case, base, certs / "ca.crt", loop_bodies, rate, args.seconds, client))
             for name, round_results in measured.items():
                 results[name].append(round_results)
         return results
@@ -249,8 +252,32 @@ def table(results: dict[str, Rounds], server: str = "qm") -> str:
     return "\n".join(lines)
 
 
+def client_lateness(results: dict[str, Rounds]) -> str:
+    """A line per open-loop rate: how late the client itself wrote its requests (p99, ms; the median over the
+    rounds) while measuring each server. It is part of every open-loop latency above: the instrument's share."""
+    lines = []
+    first = next(iter(results.values()))[0]
+    for case, result in enumerate(first):
+        if not (result.case.startswith("open loop") and result.case.endswith("/mutate")):
+            continue  # one line per rate: both endpoints' rows carry the same run's number
+        late = {name: [r[case].client_late_p99_ms for r in rounds if r[case].client_late_p99_ms is not None]
+                for name, rounds in results.items()}
+        cells = ", ".join(f"{name} {statistics.median(values):.1f}" for name, values in late.items() if values)
+        if cells:
+            lines.append(f"{result.case.rsplit(' /', 1)[0]}: the client's own lateness, p99 ms: {cells}")
+    return "\n".join(lines)
+
+
 def _us(result: Result) -> str:
     return "-" if result.cpu_us is None else f"{result.cpu_us:.0f}"
+
+
+def _clients(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in OPEN_LOOP_CLIENTS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"open-loop clients are {', '.join(OPEN_LOOP_CLIENTS)}, comma-separated")
+    return list(dict.fromkeys(names))
 
 
 def main() -> int:
@@ -273,6 +300,9 @@ def main() -> int:
                         help="run every side-by-side case this many times, interleaved; the table gives the medians")
     parser.add_argument("--floor", action="store_true",
                         help="also measure quartermaster with no policies loaded (what the server itself costs)")
+    parser.add_argument("--open-loop-client", type=_clients, default=["paced"], metavar="CLIENT[,CLIENT]",
+                        help="the open loop's client: paced (paced.py, the lean one; default), aiohttp (the suite's until "
+                             "2026-12-04), or both (paced,aiohttp: each rate measured with each, one after the other)")
     parser.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
                         help="quartermaster's event loop (serve --event-loop; default: auto, uvloop when installed)")
     args = parser.parse_args()
@@ -294,6 +324,9 @@ def main() -> int:
         if args.floor:
             print("\nThe same run, quartermaster with no policies (the server's own cost):\n")
             print(table(results, "qm-floor"))
+        lateness = client_lateness(results)
+        if lateness:
+            print(f"\n{lateness}")
         extra: dict[str, object] = {"cli": best_times(REPO)}
         if not (args.quick or args.skip_startup):
             extra["startup"] = {"json": startup(tmp, args.pods, args.profiles, "json"),

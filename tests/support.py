@@ -8,11 +8,13 @@ import base64
 import contextlib
 import copy
 import functools
+import importlib
 import json
 import pickle
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -103,6 +105,17 @@ def case_state(case: Path) -> Any:
     seed = InMemoryClusterState.from_directory(REPO / "examples" / "state")
     extra = load_yaml(case / "state.yaml") if (case / "state.yaml").exists() else []
     return InMemoryClusterState([*(o for k in ("Namespace", "Profile") for o in seed.list(k)), *extra])
+
+
+def load_tests_module(name: str) -> Any:
+    """A module of load-tests/ (the benchmarks are scripts, not a package): imported with that directory on the
+    path only while it loads, so its own imports (drivers, workload) resolve."""
+    directory = str(REPO / "load-tests")
+    sys.path.insert(0, directory)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(directory)
 
 
 async def raw_http(reader: Any, writer: Any, method: str, path: str, body: bytes = b"", keep_alive: bool = True) -> tuple[int, bytes]:

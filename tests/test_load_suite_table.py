@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-LOAD_TESTS = Path(__file__).resolve().parents[1] / "load-tests"
+from tests.support import load_tests_module
 
 
 def _suite():
-    sys.path.insert(0, str(LOAD_TESTS))
-    try:
-        import drivers
-        import suite
-    finally:
-        sys.path.remove(str(LOAD_TESTS))
-    return suite, drivers.Result
+    return load_tests_module("suite"), load_tests_module("drivers").Result
 
 
 def _cells(line: str) -> list[str]:
