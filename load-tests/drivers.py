@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from paced import Paced  # load-tests/, beside this file, as every suite script runs it
+
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "post.lua"
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0}
@@ -190,8 +192,6 @@ def open_loop(case: str, base: str, ca: Path, bodies: list[tuple[str, bytes]], r
         latencies = asyncio.run(_open_loop_aiohttp(base, ca, bodies, rate, seconds))
         errors = len(latencies["errors"])
     else:
-        from paced import Paced
-
         run = Paced(base, ca, bodies).run(rate, seconds)
         try:
             import uvloop

@@ -53,3 +53,19 @@ def test_one_round_keeps_the_single_run_columns_and_open_loops_have_no_ratio():
     plain, loop = (dict(zip(columns, row)) for row in _rows(text))
     assert plain["ratio"] == "0.75" and plain["ratio uv"] == "0.50" and plain["CPU us"] == "-"
     assert loop["ratio"] == "-" and loop["p99 ms"] == "4.0"
+
+
+def test_the_clients_own_lateness_is_one_line_per_rate_with_each_servers_median():
+    suite, Result = _suite()
+
+    def rounds(*late: float | None) -> list[list[Result]]:
+        # per round: a wrk case, then the open loop's two rows (the same run: the same lateness on both)
+        return [[Result("plain /mutate", 100, 1.0, 2.0),
+                 Result("open loop 1000 req/s /mutate", 500, 1.0, 3.0, client_late_p99_ms=value),
+                 Result("open loop 1000 req/s /validate", 500, 1.0, 3.0, client_late_p99_ms=value),
+                 Result("open loop 1000 req/s (aiohttp client) /mutate", 500, 1.0, 3.0),
+                 Result("open loop 1000 req/s (aiohttp client) /validate", 500, 1.0, 3.0)] for value in late]
+
+    results = {"qm": rounds(1.0, 3.0, 1.4), "noop": rounds(2.0, 2.0, 9.0), "noop-uvloop": rounds(None, None, None)}
+    # the aiohttp client measures no lateness of its own, and a server with none measured is left out
+    assert suite.client_lateness(results) == "open loop 1000 req/s: the client's own lateness, p99 ms: qm 1.4, noop 2.0"
