@@ -23,7 +23,8 @@ HEAD_END = b"\r\n\r\n"
 
 
 class ResponseError(Exception):
-    """An answer this client cannot read (no Content-Length, a broken status line) or a lost connection."""
+    """The warm-up went wrong: a connection's first request was not answered 200, or its connection was lost.
+    (During the run the same things are counted as errors instead.)"""
 
 
 @dataclass
