@@ -1,18 +1,22 @@
 # Quartermaster admission webhook.
 #   docker build -t quartermaster:0.1.0 .
 # The base is pinned to an exact Python release; pin it by digest too for reproducible builds:
-#   docker build --build-arg PYTHON_IMAGE=python:3.11.14-slim-trixie@sha256:<digest> .
+#   docker build --build-arg PYTHON_IMAGE=python:3.11.14-slim-trixie@sha256:<digest> \
+#                --build-arg BUILD_IMAGE=python:3.11.14-trixie@sha256:<digest> .
 # Only pip packages are downloaded at build time (the project and its dependencies from PyPI).
 ARG PYTHON_IMAGE=python:3.11.14-slim-trixie
+# the build stage: the same Python release with a C compiler, for the request path's compiled modules (setup.py)
+ARG BUILD_IMAGE=python:3.11.14-trixie
 
-FROM ${PYTHON_IMAGE} AS build
+FROM ${BUILD_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY webhook ./webhook
 RUN python -m venv /opt/quartermaster \
  && /opt/quartermaster/bin/pip install --no-compile . \
- && /opt/quartermaster/bin/python -m compileall -q /opt/quartermaster/lib
+ && /opt/quartermaster/bin/python -m compileall -q /opt/quartermaster/lib \
+ && /opt/quartermaster/bin/python -m webhook.compiled --require-all
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="quartermaster" \

@@ -9,6 +9,7 @@ import contextlib
 import copy
 import functools
 import importlib
+import importlib.util
 import json
 import pickle
 import socket
@@ -116,6 +117,18 @@ def load_tests_module(name: str) -> Any:
         return importlib.import_module(name)
     finally:
         sys.path.remove(directory)
+
+
+def source_module(name: str) -> Any:
+    """A fresh module made from the .py source of webhook module `name`, whether or not that module runs compiled
+    (webhook/compiled.py): a test can patch its functions, which a compiled module would not see, and compare."""
+    source = REPO / Path(*name.split(".")).with_suffix(".py")
+    spec = importlib.util.spec_from_file_location(f"{name}__source", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
 
 
 async def raw_http(reader: Any, writer: Any, method: str, path: str, body: bytes = b"", keep_alive: bool = True) -> tuple[int, bytes]:

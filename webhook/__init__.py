@@ -1,3 +1,10 @@
 """Quartermaster: admission webhook and policy engine for shared GPU platforms."""
 
+import os as _os
+
 __version__ = "0.1.0"
+
+if _os.environ.get("QUARTERMASTER_PURE_PYTHON", "") not in ("", "0"):  # see webhook/compiled.py
+    from webhook.compiled import prefer_sources as _prefer_sources
+
+    _prefer_sources()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from webhook.cel import CelCompiler
+from webhook.compiled import describe as compiled_request_path
 from webhook.engine import AdmissionEngine
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
@@ -174,6 +175,7 @@ class Quartermaster:
                             reloader.context, self.settings.limits, metrics)
         await listener.start()
         log.info("serving HTTPS on %s:%d", self.settings.host, self.settings.port, extra={"event_loop": loop_name()})
+        log.info("%s", compiled_request_path())  # a build without a C compiler answers alike, only slower
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -28,10 +28,23 @@ def final_stage():
 def test_base_image_is_a_pinned_slim_python():
     (default,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, re.M)
     assert re.fullmatch(r"python:(\d+)\.(\d+)\.(\d+)-slim-[a-z]+(@sha256:[0-9a-f]{64})?", default), default
-    assert all(args.split()[0] == "${PYTHON_IMAGE}" for op, args in instructions() if op == "FROM")
+    assert [args.split()[0] for op, args in final_stage() if op == "FROM"] == ["${PYTHON_IMAGE}"]
     major, minor = map(int, re.match(r"python:(\d+)\.(\d+)", default).groups())
     required = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     assert (major, minor) >= tuple(map(int, required.removeprefix(">=").split(".")))
+
+
+def test_the_build_stage_compiles_with_the_same_python():
+    """The compiled modules are built for one Python release: the build stage's, which must be the runtime's."""
+    (runtime,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, re.M)
+    (build,) = re.findall(r"^ARG BUILD_IMAGE=(\S+)$", DOCKERFILE, re.M)
+    assert build == runtime.split("@")[0].replace("-slim-", "-"), (build, runtime)
+    stages = [args.split() for op, args in instructions() if op == "FROM"]
+    assert stages[0] == ["${BUILD_IMAGE}", "AS", "build"]
+    run = " ".join(args for op, args in instructions() if op == "RUN")
+    assert "webhook.compiled --require-all" in run  # a build stage without a compiler fails, not a slow image
+    copied = [src for op, args in instructions() if op == "COPY" and "--from" not in args for src in args.split()[:-1]]
+    assert {"setup.py", "webhook"} <= set(copied)
 
 
 def test_runs_as_the_non_root_user_the_chart_expects():
@@ -78,7 +91,8 @@ def test_build_context_holds_what_is_copied_and_nothing_else():
         assert (REPO / source).exists(), source
         assert not ignored(source, patterns), f"{source} is copied but excluded from the context"
     for unwanted in ("tests/support.py", ".git/HEAD", "charts/quartermaster/Chart.yaml", "certs/ca.key",
-                     "webhook/__pycache__/cli.cpython-311.pyc", ".venv/bin/python"):
+                     "webhook/__pycache__/cli.cpython-311.pyc", ".venv/bin/python",
+                     "webhook/model/patch.cpython-311-x86_64-linux-gnu.so"):
         assert ignored(unwanted, patterns), f"{unwanted} would be sent to the build"
 
 

@@ -114,7 +114,7 @@ def _apply_reference(pod_: dict[str, Any], uses, claims) -> dict[str, Any]:
     by_container = {c.container: c for c in claims}
     for use in uses:
         ref = use.container
-        container_ = spec[ref.field][ref.index]
+        container_ = spec[ref.field][ref.position]
         resources = rewrite._strip_legacy(container_, use)
         claim = by_container.get(ref)
         if claim is not None:
@@ -151,7 +151,7 @@ def test_the_rewrite_copies_only_what_it_changes(containers: list[dict[str, Any]
     reference = _apply_reference(subject, uses, plan.claims)
     assert plan.pod == reference and diff(subject, plan.pod) == diff(subject, reference)
     assert subject == before  # the input is never edited
-    changed = {(u.container.field, u.container.index) for u in uses}
+    changed = {(u.container.field, u.container.position) for u in uses}
     for field in ("initContainers", "containers"):
         for index, item in enumerate(plan.pod["spec"].get(field) or []):
             assert (item is subject["spec"][field][index]) == ((field, index) not in changed)

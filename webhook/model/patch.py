@@ -15,8 +15,9 @@ import orjson
 _ABSENT = object()
 
 
-def escape(token: str) -> str:
-    """RFC 6901: '~' first, then '/' (nvidia.com/gpu becomes nvidia.com~1gpu)."""
+def escape(token: Any) -> str:
+    """RFC 6901: '~' first, then '/' (nvidia.com/gpu becomes nvidia.com~1gpu). A token that is not text (a YAML
+    key) fails with AttributeError, compiled or not (typed str, the compiled module would raise TypeError)."""
     if type(token) is str and "~" not in token and "/" not in token:
         return token  # most keys: nothing to escape
     return token.replace("~", "~0").replace("/", "~1")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping as MappingABC
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard
 
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.common import SpecMatched
@@ -17,7 +17,7 @@ OWNER_ANNOTATION = "owner"
 CLASS_LABEL = "quartermaster.dev/profile-class"
 
 
-def is_mapping(value: Any) -> bool:
+def is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """isinstance(value, Mapping), with the dicts of decoded JSON told apart before the ABC machinery
     (which costs more than most of what the batteries do with the value)."""
     if type(value) is dict:

@@ -26,7 +26,7 @@ class ContainerRef(NamedTuple):
     an int and a bool is built, hashed and compared in C (a frozen dataclass did each in Python)."""
 
     field: str  # "containers" or "initContainers"
-    index: int
+    position: int  # its index in that list (a NamedTuple field may not be called index: tuple.index)
     name: str
     sidecar: bool = False  # an init container with restartPolicy: Always runs beside the app containers
 

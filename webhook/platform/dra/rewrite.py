@@ -163,7 +163,7 @@ def _apply(pod: Mapping[str, Any], uses: Sequence[LegacyUse], claims: Sequence[C
     for use in uses:
         ref = use.container
         # only the containers that change are copied; the others stay shared (the patch diff skips them)
-        container = spec[ref.field][ref.index] = dict(spec[ref.field][ref.index])
+        container = spec[ref.field][ref.position] = dict(spec[ref.field][ref.position])
         resources = _strip_legacy(container, use)
         claim = by_container.get(ref)
         if claim is not None:

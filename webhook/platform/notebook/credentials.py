@@ -60,7 +60,7 @@ def _reads_secret_volume(volume: Mapping[str, Any], secret: str) -> bool:
 
 def _env_reads_secret(container: Mapping[str, Any], secret: str) -> bool:
     for env in container.get("env") or []:
-        ref = ((env or {}).get("valueFrom") or {}).get("secretKeyRef") if is_mapping(env) else None
+        ref = (env.get("valueFrom") or {}).get("secretKeyRef") if is_mapping(env) else None
         if is_mapping(ref) and ref.get("name") == secret:
             return True
     return any(is_mapping(e) and (e.get("secretRef") or {}).get("name") == secret

@@ -54,8 +54,8 @@ def owner_values(spec: NotebookSpec, profile: ProfileInfo, identity: Identity | 
 def notebook_uid(default: int, pod: Mapping[str, Any], containers: list[dict[str, Any]]) -> int:
     """The uid the notebook containers run as: the refresher must write the token file as it."""
     pod_uid = ((pod.get("spec") or {}).get("securityContext") or {}).get("runAsUser")
-    uids = {(c.get("securityContext") or {}).get("runAsUser", pod_uid) for c in containers}
-    uids = {default if uid is None else int(uid) for uid in uids} or {default}
+    given = {(c.get("securityContext") or {}).get("runAsUser", pod_uid) for c in containers}
+    uids = {default if uid is None else int(uid) for uid in given} or {default}
     if len(uids) > 1:
         raise InvalidOwner(f"the notebook containers run as different uids ({', '.join(map(str, sorted(uids)))}); "
                            f"one token file can belong to only one of them; run them as one uid")

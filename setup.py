@@ -1,0 +1,55 @@
+"""The build's one step that pyproject.toml cannot say: the request path's hottest modules compiled to C by mypyc.
+
+The modules are listed in webhook/compiled.py (why those, and how to run their sources instead). Without a C
+compiler, or with QUARTERMASTER_COMPILE=0, the package is built as pure Python and works the same, slower.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+from setuptools import setup
+
+HERE = Path(__file__).resolve().parent
+
+
+def _compiled_extensions() -> list:
+    modules = runpy.run_path(str(HERE / "webhook" / "compiled.py"))["MODULES"]
+    _remove_earlier_builds(modules)
+    if os.environ.get("QUARTERMASTER_COMPILE", "1") == "0":
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:  # a build without isolation, where mypy is not installed
+        print("quartermaster: mypyc not installed: building pure Python", file=sys.stderr)
+        return []
+    paths = [str(Path(*name.split(".")).with_suffix(".py")) for name in modules]
+    # separate: one extension per module, so that a module that fails to compile leaves only itself pure Python;
+    # silent imports: only the compiled modules must type-check, not everything they import
+    try:
+        extensions = mypycify(["--follow-imports=silent", "--ignore-missing-imports", *paths], separate=True,
+                              opt_level="3")
+    except SystemExit:  # mypyc refused a module (its type errors are printed above): still a working package
+        print("quartermaster: mypyc could not compile the request path: building pure Python", file=sys.stderr)
+        return []
+    for extension in extensions:
+        extension.optional = True  # no C compiler: a warning, and the module stays pure Python
+    return extensions
+
+
+def _remove_earlier_builds(modules: list[str]) -> None:
+    """An editable install compiles into the source tree: a build that now makes a module pure Python (no
+    compiler, a refused module, QUARTERMASTER_COMPILE=0) must not leave its last compiled self there, which
+    the import system would take before the source."""
+    for name in modules:
+        path = HERE / Path(*name.split("."))
+        for built in path.parent.glob(f"{path.name}.*.so"):
+            built.unlink()
+        for built in path.parent.glob(f"{path.name}__mypyc.*.so"):
+            built.unlink()
+
+
+setup(ext_modules=_compiled_extensions())

@@ -1,0 +1,97 @@
+"""Which modules of the request path are compiled to C (by mypyc, when the package is built), and whether they are.
+
+A GPU notebook's /mutate spends most of its own time in a few modules of plain functions over JSON: the patch
+diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take about half the time, with no
+line changed: the same source is the pure-Python module wherever no C compiler was at hand when the package was
+built, or when `QUARTERMASTER_PURE_PYTHON=1` asks for the sources (to profile them with py-spy, or to rule the
+compiled code out in a bug hunt). `setup.py` reads MODULES from this file without importing the package, so it
+imports nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.abc import MetaPathFinder
+from importlib.machinery import SOURCE_SUFFIXES, FileFinder, ModuleSpec, SourceFileLoader
+from typing import Sequence
+
+# pure functions (and small classes) over decoded JSON; nothing in them is patched at run time by the rest of the
+# package or by its tests, which a compiled module would not see
+MODULES = (
+    "webhook.model.review",
+    "webhook.model.patch",
+    "webhook.model.jsoncopy",
+    "webhook.engine.verdicts",
+    "webhook.platform.dra.legacy",
+    "webhook.platform.dra.mutator",
+    "webhook.platform.dra.rewrite",
+    "webhook.platform.dra.templates",
+    "webhook.platform.notebook.credentials",
+    "webhook.platform.notebook.identity",
+    "webhook.platform.notebook.inject",
+    "webhook.platform.notebook.merge",
+    "webhook.platform.notebook.render",
+)
+
+PURE_PYTHON_VARIABLE = "QUARTERMASTER_PURE_PYTHON"
+
+
+def pure_python_asked() -> bool:
+    return os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0")
+
+
+class _SourcesFirst(MetaPathFinder):
+    """Finds the modules of MODULES as their .py files, where the import system would take the compiled module
+    beside each one first."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: object = None) -> ModuleSpec | None:
+        if fullname not in MODULES or not path:
+            return None
+        for entry in path:
+            spec = FileFinder(entry, (SourceFileLoader, SOURCE_SUFFIXES)).find_spec(fullname)
+            if spec is not None:
+                return spec
+        return None
+
+
+def prefer_sources() -> None:
+    """Before any module of MODULES is imported (webhook/__init__.py calls it when asked to)."""
+    if not any(isinstance(finder, _SourcesFirst) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _SourcesFirst())
+
+
+def compiled_modules() -> tuple[str, ...]:
+    """The modules of MODULES that run compiled in this process (importing them)."""
+    import importlib
+
+    compiled = []
+    for name in MODULES:
+        origin = getattr(importlib.import_module(name), "__file__", None) or ""
+        if not origin.endswith(".py"):
+            compiled.append(name)
+    return tuple(compiled)
+
+
+def describe() -> str:
+    """One line for the start-up log and `quartermaster version`-like output."""
+    compiled = compiled_modules()
+    if len(compiled) == len(MODULES):
+        return f"request path compiled: all {len(MODULES)} modules (mypyc)"
+    if pure_python_asked():
+        return f"request path compiled: no ({PURE_PYTHON_VARIABLE} is set)"
+    if not compiled:
+        return "request path compiled: no (the package was built without a C compiler, or with QUARTERMASTER_COMPILE=0)"
+    return f"request path compiled: {len(compiled)} of {len(MODULES)} modules"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m webhook.compiled [--require-all]`: says what runs compiled; with --require-all, exits 1 unless
+    every module does (the container image's build checks that its stage had a compiler)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    print(describe())
+    return 1 if "--require-all" in args and len(compiled_modules()) != len(MODULES) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
