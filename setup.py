@@ -6,8 +6,8 @@ compiler, or with QUARTERMASTER_COMPILE=0, the package is built as pure Python a
 
 from __future__ import annotations
 
+import ast
 import os
-import runpy
 import sys
 from pathlib import Path
 
@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _compiled_extensions() -> list:
-    modules = runpy.run_path(str(HERE / "webhook" / "compiled.py"))["MODULES"]
+    modules = _listed_modules()
     _remove_earlier_builds(modules)
     if os.environ.get("QUARTERMASTER_COMPILE", "1") == "0":
         return []
@@ -38,6 +38,15 @@ def _compiled_extensions() -> list:
     for extension in extensions:
         extension.optional = True  # no C compiler: a warning, and the module stays pure Python
     return extensions
+
+
+def _listed_modules() -> list[str]:
+    """MODULES of webhook/compiled.py, read from its text: the package is not importable while it is built."""
+    tree = ast.parse((HERE / "webhook" / "compiled.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["MODULES"]:
+            return list(ast.literal_eval(node.value))
+    raise SystemExit("setup.py: webhook/compiled.py has no MODULES")
 
 
 def _remove_earlier_builds(modules: list[str]) -> None:

@@ -18,13 +18,13 @@ import pytest
 
 from tests.platform.battery_golden import GOLDEN
 from tests.support import REPO
-from webhook import compiled
+from webhook import compiled, pure_python
 
-BUILT_PURE = os.environ.get("QUARTERMASTER_COMPILE") == "0" or compiled.pure_python_asked()
+BUILT_PURE = os.environ.get("QUARTERMASTER_COMPILE") == "0" or pure_python.asked()
 
 
 def _pure_python(code: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, compiled.PURE_PYTHON_VARIABLE: "1"}
+    env = {**os.environ, pure_python.VARIABLE: "1"}
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 

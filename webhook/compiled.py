@@ -1,20 +1,19 @@
 """Which modules of the request path are compiled to C (by mypyc, when the package is built), and whether they are.
 
 A GPU notebook's /mutate spends most of its own time in a few modules of plain functions over JSON: the patch
-diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take about half the time, with no
-line changed: the same source is the pure-Python module wherever no C compiler was at hand when the package was
-built, or when `QUARTERMASTER_PURE_PYTHON=1` asks for the sources (to profile them with py-spy, or to rule the
-compiled code out in a bug hunt). `setup.py` reads MODULES from this file without importing the package, so it
-imports nothing.
+diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take about half their time (the
+patch diff of a notebook pod 10-12 us against 20-30), with no line changed: the same source is the pure-Python
+module wherever no C compiler was at hand when the package was built, or when `QUARTERMASTER_PURE_PYTHON=1` asks
+for the sources (webhook/pure_python.py). `setup.py` reads MODULES from this file's text (the package cannot be
+imported while it is built).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from importlib.abc import MetaPathFinder
-from importlib.machinery import SOURCE_SUFFIXES, FileFinder, ModuleSpec, SourceFileLoader
 from typing import Sequence
+
+from webhook.pure_python import VARIABLE as PURE_PYTHON_VARIABLE, asked as pure_python_asked
 
 # pure functions (and small classes) over decoded JSON; nothing in them is patched at run time by the rest of the
 # package or by its tests, which a compiled module would not see
@@ -33,32 +32,6 @@ MODULES = (
     "webhook.platform.notebook.merge",
     "webhook.platform.notebook.render",
 )
-
-PURE_PYTHON_VARIABLE = "QUARTERMASTER_PURE_PYTHON"
-
-
-def pure_python_asked() -> bool:
-    return os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0")
-
-
-class _SourcesFirst(MetaPathFinder):
-    """Finds the modules of MODULES as their .py files, where the import system would take the compiled module
-    beside each one first."""
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: object = None) -> ModuleSpec | None:
-        if fullname not in MODULES or not path:
-            return None
-        for entry in path:
-            spec = FileFinder(entry, (SourceFileLoader, SOURCE_SUFFIXES)).find_spec(fullname)
-            if spec is not None:
-                return spec
-        return None
-
-
-def prefer_sources() -> None:
-    """Before any module of MODULES is imported (webhook/__init__.py calls it when asked to)."""
-    if not any(isinstance(finder, _SourcesFirst) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _SourcesFirst())
 
 
 def compiled_modules() -> tuple[str, ...]:
