@@ -15,8 +15,9 @@ from typing import Sequence
 
 from webhook.pure_python import VARIABLE as PURE_PYTHON_VARIABLE, asked as pure_python_asked
 
-# pure functions (and small classes) over decoded JSON; nothing in them is patched at run time by the rest of the
-# package or by its tests, which a compiled module would not see
+# functions over decoded JSON, and the classes of plain data and the two mutating batteries that use them; nothing
+# patches their functions at run time (a compiled module calls its own functions directly, and would not see it),
+# and their classes that tests patch stay interpreted classes (frozen_dataclass), whose methods can be replaced
 MODULES = (
     "webhook.model.review",
     "webhook.model.patch",
@@ -47,7 +48,7 @@ def compiled_modules() -> tuple[str, ...]:
 
 
 def describe() -> str:
-    """One line for the start-up log and `quartermaster version`-like output."""
+    """One line for `serve`'s start-up log and `python -m webhook.compiled`."""
     compiled = compiled_modules()
     if len(compiled) == len(MODULES):
         return f"request path compiled: all {len(MODULES)} modules (mypyc)"
