@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from paced import Paced  # load-tests/, beside this file, as every suite script runs it
+from webhook.server import eventloop
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "post.lua"
@@ -192,13 +193,8 @@ def open_loop(case: str, base: str, ca: Path, bodies: list[tuple[str, bytes]], r
         latencies = asyncio.run(_open_loop_aiohttp(base, ca, bodies, rate, seconds))
         errors = len(latencies["errors"])
     else:
-        run = Paced(base, ca, bodies).run(rate, seconds)
-        try:
-            import uvloop
-        except ImportError:
-            measured = asyncio.run(run)
-        else:
-            measured = uvloop.run(run)
+        # uvloop when installed, as `serve` chooses it (and with the signal handlers left as they were)
+        measured = eventloop.run(Paced(base, ca, bodies).run(rate, seconds), eventloop.loop_factory("auto"))
         latencies, errors, late = measured.by_endpoint, measured.errors, measured.late_ms
     return [Result(f"{case} /{endpoint}", rate / 2, percentile(latencies[endpoint], 0.5), percentile(latencies[endpoint], 0.99),
                    errors, requests=len(latencies[endpoint]), client_late_p99_ms=percentile(late, 0.99) if late else None)
