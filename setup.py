@@ -55,10 +55,9 @@ def _remove_earlier_builds(modules: list[str]) -> None:
     the import system would take before the source."""
     for name in modules:
         path = HERE / Path(*name.split("."))
-        for built in path.parent.glob(f"{path.name}.*.so"):
-            built.unlink()
-        for built in path.parent.glob(f"{path.name}__mypyc.*.so"):
-            built.unlink()
+        for pattern in (f"{path.name}.*.so", f"{path.name}__mypyc.*.so"):  # the module and its own library
+            for built in path.parent.glob(pattern):
+                built.unlink()
 
 
 setup(ext_modules=_compiled_extensions())

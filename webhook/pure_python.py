@@ -35,5 +35,5 @@ class _SourcesFirst(MetaPathFinder):
 
 def prefer_sources() -> None:
     """Before any compiled module is imported (webhook/__init__.py calls it when asked to)."""
-    if not any(isinstance(finder, _SourcesFirst) for finder in sys.meta_path):
+    if asked() and not any(isinstance(finder, _SourcesFirst) for finder in sys.meta_path):
         sys.meta_path.insert(0, _SourcesFirst())
