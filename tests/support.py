@@ -225,10 +225,12 @@ class RunningServer:
 
 @contextlib.asynccontextmanager
 async def running_server(policies: Path, tmp_path: Path, state: Path | None = None,
-                         qm_state: Any = None, registry: Any = None, **settings: Any) -> AsyncIterator[RunningServer]:
+                         qm_state: Any = None, registry: Any = None, sink: Any = None,
+                         **settings: Any) -> AsyncIterator[RunningServer]:
     """The real server (aiohttp, real TLS with generated certificates) on a free loopback port.
 
-    `registry`: a FamilyRegistry, or a function of the process's ReservationLedgers that builds one."""
+    `registry`: a FamilyRegistry, or a function of the process's ReservationLedgers that builds one. `sink`: where
+    rule results go (a MemoryResultSink to read them; standalone `serve` keeps none)."""
     from webhook.app import Quartermaster, Settings
     from webhook.state.ledger import ReservationLedgers
 
@@ -241,7 +243,7 @@ async def running_server(policies: Path, tmp_path: Path, state: Path | None = No
     qm = Quartermaster.build(Settings(policies=policies, state=state, cert_dir=cert_dir, host="127.0.0.1", port=port,
                                       policy_poll_seconds=settings.pop("policy_poll_seconds", 0.2),
                                       cert_poll_seconds=settings.pop("cert_poll_seconds", 0.2), **settings), state=qm_state,
-                            registry=registry, ledgers=ledgers)
+                            registry=registry, ledgers=ledgers, sink=sink)
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(qm.serve(ready=ready, stop=stop))
     waiter = asyncio.create_task(ready.wait())

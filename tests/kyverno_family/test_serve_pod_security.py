@@ -2,7 +2,6 @@
 Deployment; Audit admits with a warning and reports the failure under the rule names Kyverno uses."""
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from tests.kyverno_family.test_conformance import CORPUS
 from tests.kube.policyreport_schema import assert_valid_report
 from tests.support import review, running_server
 from webhook.reports.policyreport import reports_from_entries
+from webhook.reports.sink import MemoryResultSink
 
 POD_SECURITY = CORPUS.parent / "kyverno-policies" / "pod-security"
 pytestmark = pytest.mark.skipif(not POD_SECURITY.is_dir(), reason="Kyverno's pod-security policies not found")
@@ -49,7 +49,7 @@ async def test_enforce_denies_privileged_pod_and_deployment(tmp_path):
 
 
 async def test_audit_warns_and_reports_kyverno_rule_names(tmp_path):
-    async with running_server(policies(tmp_path, "Audit"), tmp_path) as server:
+    async with running_server(policies(tmp_path, "Audit"), tmp_path, sink=MemoryResultSink()) as server:
         pod = await server.admit("/validate", review(privileged_pod()))
         assert pod["allowed"] and any("Privileged mode is disallowed" in w for w in pod["warnings"])
         deployment = await server.admit("/validate", review(privileged_deployment()))

@@ -17,6 +17,7 @@ from webhook.policy.documents import Document
 from webhook.platform.quota.policy import ProfileQuotaPolicy, compile_quota
 from webhook.policy.family import CompileEnv, FamilyRegistry
 from webhook.policy.perdocument import PerDocumentFamily, PolicyHeader
+from webhook.reports.sink import MemoryResultSink
 from webhook.state.ledger import ReservationLedgers
 from webhook.state.memory import InMemoryClusterState
 from tests.kinds import REQUIRE_LABEL
@@ -177,7 +178,7 @@ def build(tmp_path: Path, *texts: str, state: InMemoryClusterState | None = None
         (directory / f"{index}.yaml").write_text(text)
     ledgers = ReservationLedgers()
     qm = Quartermaster.build(Settings(policies=directory), state=state or seeded_state(), registry=registry(ledgers),
-                             ledgers=ledgers)
+                             ledgers=ledgers, sink=MemoryResultSink())
     qm.load_policies()
     return qm
 
