@@ -171,6 +171,7 @@ class Quartermaster:
         from webhook.server.listener import Listener
 
         metrics = self._served_metrics()
+        self.source.warm = True  # every load, this one and each reload, publishes its programs built
         self.load_policies()
         # what was loaded so far (the --state seed, compiled policies, imported modules) lives as long as the
         # process: out of the collector's sight, a full collection no longer walks every stored object

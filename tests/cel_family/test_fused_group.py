@@ -9,7 +9,7 @@ import yaml
 
 from tests.cel_family.test_fused import CEL, VALIDATIONS, engine, named, pod, policy, results
 from webhook.engine.offline import admit_offline
-from webhook.cel import to_python
+from webhook.cel import CelCompiler, to_python
 from webhook.families.cel import fused, fusedgroup
 from webhook.policy.documents import Document
 from webhook.policy.family import CompileEnv
@@ -260,3 +260,66 @@ async def test_members_too_deep_for_one_program_are_split(fast_path_agrees_with_
     assert len(calls.values) == len(parts)
     shadow = fast_path_agrees_with_reference
     assert shadow.decided == shadow.compared == 20
+
+
+class Compiles:
+    """Counts what the CEL compiler is asked to compile (a member's fast path, a joined program)."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        compile_bound = CelCompiler.compile_bound
+
+        def counted(compiler, *args, **kwargs):
+            self.count += 1
+            return compile_bound(compiler, *args, **kwargs)
+        monkeypatch.setattr(CelCompiler, "compile_bound", counted)
+
+
+async def test_a_warmed_group_compiles_nothing_on_its_first_pod(fast_path_agrees_with_reference, monkeypatch):
+    """`serve` warms each group before publishing its snapshot: the first Pod then finds every member's fast path
+    and the joined program built (the event loop compiled them on that request before, ~250 ms for the 16
+    pod-security policies); what the group decides is the same."""
+    compiles = Compiles(monkeypatch)
+    cold = engine(GROUP)
+    assert results(await admit_offline(cold, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
+    assert compiles.count > 1  # built on the request: the members' programs and the joined one
+
+    warmed = engine(GROUP)
+    warmed.store.snapshot.policies[0].batch.warm()
+    compiles.count = 0
+    calls = Calls(monkeypatch)
+    assert results(await admit_offline(warmed, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
+    assert compiles.count == 0
+    [part] = _plan(warmed).parts
+    assert len(part.tables) == 4 and calls.values == [[0, 0, 0, 0]]  # decided in one joined program, as cold
+
+
+async def test_warming_builds_the_halves_of_members_too_deep_for_one_program(monkeypatch):
+    # (not beside the reference path's shadow, fast_path_agrees_with_reference: its own programs compile as it runs)
+    texts = [named(f"p{i}", policy(f'- {{expression: "variables.a{i} + variables.b{i} == {2 * i}", message: m{i}}}\n',
+                                   variables=f"""\
+        variables:
+        - {{name: a{i}, expression: "object.spec.containers.size() + {i - 1}"}}
+        - {{name: b{i}, expression: "object.spec.containers.map(c, c.name).size() + {i - 1}"}}"""))
+             for i in range(20)]
+    eng = engine("---\n".join(texts))
+    eng.store.snapshot.policies[0].batch.warm()
+    compiles = Compiles(monkeypatch)
+    assert results(await admit_offline(eng, pod())) == [("pass", "success")] * 20
+    assert compiles.count == 0
+    parts = _plan(eng).parts
+    assert len(parts) >= 2 and sum(len(part.tables) for part in parts) == 20
+
+
+async def test_plans_with_the_same_members_share_programs_not_their_health(fast_path_agrees_with_reference):
+    """A CREATE and an UPDATE of a Pod have plans of their own (their keys differ) over one compiled program;
+    each plan's failures and rests stay its own."""
+    eng = engine(GROUP.replace("operations: [CREATE]", "operations: [CREATE, UPDATE]"))
+    created = await admit_offline(eng, pod(labels={"team": "a"}))
+    updated = await admit_offline(eng, pod(labels={"team": "a"}), operation="UPDATE", old=pod(labels={"team": "a"}))
+    assert results(created) == results(updated) == [("pass", "success")] * 4
+    create, update = eng.store.snapshot.policies[0].batch._plans.values()
+    [first], [second] = create.parts, update.parts
+    assert first.program is second.program and first is not second
+    first.failures = fusedgroup.GIVE_UP - 1
+    assert second.failures == 0

@@ -122,7 +122,9 @@ class PolicyBatch(Protocol):
     """Validating policies of one family that answer for a request together, in one call (a family that
     evaluates several policies in one program). A member names its batch in an attribute `batch`; the
     engine asks each batch of a phase once per request, before any policy's turn, and a member it answered
-    for then costs the engine one lookup instead of a matches() and a validate() call."""
+    for then costs the engine one lookup instead of a matches() and a validate() call. A batch may also have
+    a `warm()` method, which `serve` calls before publishing a snapshot (policy.snapshot.warm_batches) to
+    build what its first requests would otherwise build on the request path."""
 
     def answers(self, request: AdmissionRequest, ctx: EvalContext) -> Mapping[CompiledPolicy, ValidationOutcome | None]:
         """member -> what its validate() would return, or None where its matches() would say no. A member

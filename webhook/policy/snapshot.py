@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy, Phase, PolicyBatch, PolicyId
 from webhook.model.quickinit import frozen_dataclass
+
+log = logging.getLogger(__name__)
 
 
 @frozen_dataclass
@@ -45,6 +48,19 @@ class PolicySnapshot:
     def annotations(self) -> Mapping[PolicyId, Mapping[str, str]]:
         """metadata.annotations by full policy identity (reports read severity, category, events)."""
         return {p.id: p.annotations for p in self.policies}
+
+
+def warm_batches(snapshot: PolicySnapshot) -> None:
+    """Have each batch that can (a `warm()` method) build what its first requests would otherwise build on
+    the request path. A failure only leaves that to the requests."""
+    for batch in snapshot.batches:
+        warm = getattr(batch, "warm", None)
+        if warm is None:
+            continue
+        try:
+            warm()
+        except Exception:  # never expected; the first requests build what is missing, as without warming
+            log.exception("building a policy batch's programs ahead failed; its first requests will")
 
 
 def batch_may_answer(policy: CompiledPolicy) -> bool:

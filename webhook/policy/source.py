@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 from webhook.model.errors import PolicyLoadError
 from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
-from webhook.policy.snapshot import PolicySnapshot, PolicyStore
+from webhook.policy.snapshot import PolicySnapshot, PolicyStore, warm_batches
 
 if TYPE_CHECKING:  # prometheus_client is imported by those who serve metrics only
     from webhook.observability.metrics import Metrics
@@ -55,6 +55,9 @@ class DirectoryPolicySource:
         self._fingerprint: str | None = None
         self._generation = 0
         self._serving_files: frozenset[str] = frozenset()  # files the snapshot in service has policies from
+        # build each batch's programs before a snapshot is published (`serve`: its first requests find them
+        # built); the one-shot commands leave them to be built as their few admissions need them
+        self.warm = False
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -106,7 +109,10 @@ class DirectoryPolicySource:
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
             self.metrics.policy_load(len(result.errors), self._generation)
         if result.ok:
-            self.store.publish(PolicySnapshot.of(result.policies, self._generation, fingerprint))
+            snapshot = PolicySnapshot.of(result.policies, self._generation, fingerprint)
+            if self.warm:
+                warm_batches(snapshot)
+            self.store.publish(snapshot)
             log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
         else:
             self.store.refuse(result.errors)

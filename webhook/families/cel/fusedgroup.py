@@ -28,7 +28,9 @@ every member takes its own path (its own fused program, then the reference). Eva
 changes nothing; a member whose turn never comes (the engine stops asking) only costs time. Members:
 ValidatingPolicies without exceptions whose matching reads only the request's resource and operation
 (`static_match`), so which members a request matches is fixed per (resource, operation, background
-scan): a `Plan`, compiled once. The runtime's comprehension budget covers the joined program as a whole:
+scan): a `Plan`, built once, over joined programs compiled once per set of members (`serve` compiles the
+members' programs, and the joined programs of a request matching them all, before it publishes the policies:
+FusedGroup.warm). The runtime's comprehension budget covers the joined program as a whole:
 a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
 their own way.
 
@@ -84,6 +86,10 @@ class Part:
     python: PythonProgram | None = None  # the same tree as Python (webhook.cel.to_python), when it compiles there
     failures: int = 0
     resting: int = 0
+
+
+# members (slot, program), their joined program, and its Python form
+Joined = tuple[tuple[tuple[int, fused.Fused], ...], Any, "PythonProgram | None"]
 
 
 @dataclass(eq=False)
@@ -173,6 +179,9 @@ class FusedGroup:
         self.members = tuple(members)
         self.cel = cel
         self._plans: dict[tuple[Any, ...], Plan] = {}
+        # the joined programs of a set of members, compiled once for every plan that has them (each plan has
+        # Parts of its own: their failures and rests stay its own); by (slot, id of the member's program)
+        self._joined: dict[tuple[tuple[int, int], ...], list[Joined]] = {}
 
     # The group itself is its key in a request's EvalContext memo (an Entry): one lookup per member and
     # request, hashed by identity.
@@ -307,16 +316,44 @@ class FusedGroup:
                                    if hit))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
-        """One joined program for `members`, or (too deep for the runtime's parser) for each half."""
+        """The Parts deciding `members`, fresh for each plan over programs compiled once (see _joined_programs)."""
+        return [Part(tuple(_table(fast) for _, fast in piece), tuple(slot for slot, _ in piece), program, python)
+                for piece, program, python in self._joined_programs(members)]
+
+    def _joined_programs(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Joined]:
+        """One joined program for `members`, or (too deep for the runtime's parser) one per half: compiled,
+        and compiled to Python, once per set of members whatever plan has them."""
         if len(members) < 2:  # one program alone is the member's own
             return []
-        program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
-                                         strict=True)
-        if program is not None:
-            return [Part(tuple(_table(fast) for _, fast in members), tuple(slot for slot, _ in members), program,
-                         compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True))]
-        half = len(members) // 2
-        return self._parts(members[:half]) + self._parts(members[half:])
+        key = tuple((slot, id(fast)) for slot, fast in members)  # the entry holds the programs: ids stay theirs
+        found = self._joined.get(key)
+        if found is None:
+            program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
+                                             strict=True)
+            if program is not None:
+                found = [(tuple(members), program, compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True))]
+            else:
+                half = len(members) // 2
+                found = self._joined_programs(members[:half]) + self._joined_programs(members[half:])
+            if len(self._joined) >= MAX_PLANS:  # bounded as the plans are
+                self._joined.clear()
+            self._joined[key] = found
+        return found
+
+    def warm(self) -> None:
+        """Compile ahead what the first requests would: every member's programs (ValidatingPolicy.warm), and
+        the joined programs over the members' first variants (those a request matching them all, a Pod
+        for the pod-security policies, evaluates). `serve` calls it in the loading thread before it publishes
+        the snapshot; else the first request of each shape compiled them on the event loop (~250 ms for the
+        16 pod-security policies, every other request waiting)."""
+        members: list[tuple[int, fused.Fused]] = []
+        for slot, policy in enumerate(self.members):
+            policy.warm()
+            first = policy.fast_path(policy.variants[0]) if policy.variants else None
+            if first is not None and first.program is not None and (not members or first.env == members[0][1].env):
+                members.append((slot, first))
+        self._joined_programs([m for m in members if m[1].python is not None])
+        self._joined_programs([m for m in members if m[1].python is None])
 
 
 def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
