@@ -69,3 +69,18 @@ def test_the_clients_own_lateness_is_one_line_per_rate_with_each_servers_median(
     results = {"qm": rounds(1.0, 3.0, 1.4), "noop": rounds(2.0, 2.0, 9.0), "noop-uvloop": rounds(None, None, None)}
     # the aiohttp client measures no lateness of its own, and a server with none measured is left out
     assert suite.client_lateness(results) == "open loop 1000 req/s: the client's own lateness, p99 ms: qm 1.4, noop 2.0"
+
+
+def test_the_open_loops_tail_is_counted_round_by_round_against_the_target():
+    """Each round's p99 is its worse endpoint's; the line counts the rounds within 5 ms, per server and rate."""
+    suite, Result = _suite()
+
+    def rounds(*p99s: tuple[float, float]) -> list[list[Result]]:
+        return [[Result("open loop 1000 req/s /mutate", 500, 1.0, mutate), Result("open loop 1000 req/s /validate", 500,
+                                                                                 1.0, validate)]
+                for mutate, validate in p99s]
+
+    results = {"qm": rounds((4.0, 6.0), (3.0, 2.0), (5.0, 4.9)), "noop": rounds((1.0, 1.5), (1.1, 1.2), (30.0, 1.0))}
+    assert suite.tail_rounds(results) == (
+        "open loop 1000 req/s: rounds with p99 <= 5 ms (each round's p99, sorted): qm 2/3 (3.0, 5.0, 6.0); "
+        "noop 2/3 (1.2, 1.5, 30.0)")
