@@ -243,16 +243,21 @@ async def test_the_pod_security_policies_decide_a_mutated_notebook_pod_in_one_ca
     assert sum(1 for r in verdict.results if r.policy.kind == "ValidatingPolicy") == 16
 
 
-async def test_members_too_deep_for_one_program_are_split(fast_path_agrees_with_reference, monkeypatch):
-    """The runtime's parser limits nesting (~28 binds): 20 members with two variables each of their own
-    make two or more joined programs, each deciding its members."""
+def _too_deep_for_one_program():
+    """20 members with two variables each of their own: the runtime's parser limits nesting (~28 binds)."""
     texts = [named(f"p{i}", policy(f'- {{expression: "variables.a{i} + variables.b{i} == {2 * i}", message: m{i}}}\n',
                                    variables=f"""\
         variables:
         - {{name: a{i}, expression: "object.spec.containers.size() + {i - 1}"}}
         - {{name: b{i}, expression: "object.spec.containers.map(c, c.name).size() + {i - 1}"}}"""))
              for i in range(20)]
-    eng = engine("---\n".join(texts))
+    return engine("---\n".join(texts))
+
+
+async def test_members_too_deep_for_one_program_are_split(fast_path_agrees_with_reference, monkeypatch):
+    """The runtime's parser limits nesting (~28 binds): 20 members with two variables each of their own
+    make two or more joined programs, each deciding its members."""
+    eng = _too_deep_for_one_program()
     calls = Calls(monkeypatch)
     assert results(await admit_offline(eng, pod())) == [("pass", "success")] * 20
     parts = _plan(eng).parts
@@ -296,13 +301,7 @@ async def test_a_warmed_group_compiles_nothing_on_its_first_pod(fast_path_agrees
 
 async def test_warming_builds_the_halves_of_members_too_deep_for_one_program(monkeypatch):
     # (not beside the reference path's shadow, fast_path_agrees_with_reference: its own programs compile as it runs)
-    texts = [named(f"p{i}", policy(f'- {{expression: "variables.a{i} + variables.b{i} == {2 * i}", message: m{i}}}\n',
-                                   variables=f"""\
-        variables:
-        - {{name: a{i}, expression: "object.spec.containers.size() + {i - 1}"}}
-        - {{name: b{i}, expression: "object.spec.containers.map(c, c.name).size() + {i - 1}"}}"""))
-             for i in range(20)]
-    eng = engine("---\n".join(texts))
+    eng = _too_deep_for_one_program()
     eng.store.snapshot.policies[0].batch.warm()
     compiles = Compiles(monkeypatch)
     assert results(await admit_offline(eng, pod())) == [("pass", "success")] * 20
