@@ -254,19 +254,24 @@ def table(results: dict[str, Rounds], server: str = "qm") -> str:
     return "\n".join(lines)
 
 
+def open_loop_rates(results: dict[str, Rounds]) -> list[tuple[int, str]]:
+    """(index of the rate's /mutate row, "open loop N req/s") per open-loop rate: one line each for the summaries
+    below (the /validate row, next to it, was measured in the same run)."""
+    first = next(iter(results.values()))[0]
+    return [(case, result.case.rsplit(" /", 1)[0]) for case, result in enumerate(first)
+            if result.case.startswith("open loop") and result.case.endswith("/mutate")]
+
+
 def client_lateness(results: dict[str, Rounds]) -> str:
     """A line per open-loop rate: how late the client itself wrote its requests (p99, ms; the median over the
     rounds) while measuring each server. It is part of every open-loop latency above: the instrument's share."""
     lines = []
-    first = next(iter(results.values()))[0]
-    for case, result in enumerate(first):
-        if not (result.case.startswith("open loop") and result.case.endswith("/mutate")):
-            continue  # one line per rate: both endpoints' rows carry the same run's number
+    for case, rate in open_loop_rates(results):  # both endpoints' rows carry the same run's number
         late = {name: [r[case].client_late_p99_ms for r in rounds if r[case].client_late_p99_ms is not None]
                 for name, rounds in results.items()}
         cells = ", ".join(f"{name} {statistics.median(values):.1f}" for name, values in late.items() if values)
         if cells:
-            lines.append(f"{result.case.rsplit(' /', 1)[0]}: the client's own lateness, p99 ms: {cells}")
+            lines.append(f"{rate}: the client's own lateness, p99 ms: {cells}")
     return "\n".join(lines)
 
 
@@ -278,17 +283,13 @@ def tail_rounds(results: dict[str, Rounds]) -> str:
     issue #12's 5 ms. A round of 5 s is one pause of the machine's other load away from a p99 of tens of ms: what
     moves between two trees shows over many rounds (--rounds 10 --open-loop-only), not in one."""
     lines = []
-    first = next(iter(results.values()))[0]
-    for case, result in enumerate(first):
-        if not (result.case.startswith("open loop") and result.case.endswith("/mutate")):
-            continue
+    for case, rate in open_loop_rates(results):
         cells = []
         for name, rounds in results.items():
             worst = sorted(max(r[case].p99_ms, r[case + 1].p99_ms) for r in rounds)
             within = sum(1 for p99 in worst if p99 <= P99_TARGET_MS)
             cells.append(f"{name} {within}/{len(worst)} ({', '.join(f'{p99:.1f}' for p99 in worst)})")
-        lines.append(f"{result.case.rsplit(' /', 1)[0]}: rounds with p99 <= {P99_TARGET_MS:g} ms (each round's p99, "
-                     f"sorted): {'; '.join(cells)}")
+        lines.append(f"{rate}: rounds with p99 <= {P99_TARGET_MS:g} ms (each round's p99, sorted): {'; '.join(cells)}")
     return "\n".join(lines)
 
 
