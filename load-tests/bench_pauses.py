@@ -64,16 +64,10 @@ def instrumented_serve(record: Path, argv: list[str]) -> int:
     return main()
 
 
-def _steal() -> int:
-    return int(Path("/proc/stat").read_text().split("\n", 1)[0].split()[8])
-
-
-def _total() -> int:
-    return sum(int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:])
-
-
-def _quantile(values: list[float], q: float) -> float:
-    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+def _cpu_ticks() -> tuple[int, int]:
+    """(steal, all) of the machine's CPU time so far, in ticks: the first line of /proc/stat, read once."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[7], sum(fields)
 
 
 def main() -> int:
@@ -89,7 +83,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     import suite
     from bench_cli import tree_env
-    from drivers import Server, free_port, open_loop
+    from drivers import Server, free_port, open_loop, percentile
     from workload import policies_dir
 
     tree = Path(os.environ.get("BENCH_TREE", HERE.parent)).resolve()
@@ -111,9 +105,10 @@ def main() -> int:
             print(f"{tree}: default policies{f' + {extra} pod-security ValidatingPolicies' if extra else ''}, "
                   f"{args.rate:.0f} req/s, {args.runs} runs of {args.seconds:g} s")
             for run in range(args.runs):
-                steal, total = _steal(), _total()
+                steal, total = _cpu_ticks()
                 result = open_loop("run", base, ca, bodies, args.rate, args.seconds)
-                share = (_steal() - steal) / max(1, _total() - total) * 100
+                steal_after, total_after = _cpu_ticks()
+                share = (steal_after - steal) / max(1, total_after - total) * 100
                 print(f"run {run + 1}: client p99 {max(r.p99_ms for r in result):.1f} ms, the machine's steal {share:.0f} %")
         finally:
             server.stop()
@@ -125,11 +120,11 @@ def main() -> int:
     reviews = [r for r in data["reviews"] if r[0] >= measured_from]
     collections = [c for c in data["collections"] if c[0] >= measured_from]
     for endpoint in ("mutate", "validate"):
-        cpu = sorted(r[2] for r in reviews if r[3] == endpoint)
-        wall = sorted(r[1] for r in reviews if r[3] == endpoint)
-        print(f"/{endpoint}: {len(cpu)} reviews; CPU us p50 {_quantile(cpu, .5):.0f}, p99 {_quantile(cpu, .99):.0f}, "
-              f"p99.9 {_quantile(cpu, .999):.0f}, max {cpu[-1] if cpu else float('nan'):.0f}; wall us p99.9 "
-              f"{_quantile(wall, .999):.0f}, max {wall[-1] if wall else float('nan'):.0f}")
+        cpu = [r[2] for r in reviews if r[3] == endpoint]
+        wall = [r[1] for r in reviews if r[3] == endpoint]
+        print(f"/{endpoint}: {len(cpu)} reviews; CPU us p50 {percentile(cpu, .5):.0f}, p99 {percentile(cpu, .99):.0f}, "
+              f"p99.9 {percentile(cpu, .999):.0f}, max {max(cpu, default=float('nan')):.0f}; wall us p99.9 "
+              f"{percentile(wall, .999):.0f}, max {max(wall, default=float('nan')):.0f}")
     for generation in (0, 1, 2):
         pauses = sorted(c[1] for c in collections if c[2] == generation)
         if pauses:
