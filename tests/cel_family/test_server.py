@@ -3,9 +3,9 @@
 import gc
 import json
 
+from tests.cel_family.test_fused_group import Compiles
 from tests.support import apply_patch, assert_valid_k8s, decode_patch, eventually, review, running_server
 from webhook.app import Quartermaster, Settings
-from webhook.cel import CelCompiler
 from webhook.model.review import parse_review
 from webhook.reports.sink import MemoryResultSink
 from webhook.state.memory import InMemoryClusterState
@@ -98,28 +98,26 @@ async def test_a_standalone_process_keeps_no_history_of_results(tmp_path):
 async def test_served_policies_are_compiled_before_their_first_request(tmp_path, monkeypatch):
     """`serve` builds the CEL family's joined programs (and every member's) when it loads policies, at start
     and on each reload, in the loading thread: the first pod after either compiles nothing on the event loop."""
-    compiles = []
-    compile_bound = CelCompiler.compile_bound
-    monkeypatch.setattr(CelCompiler, "compile_bound", lambda *a, **kw: compiles.append(a[1]) or compile_bound(*a, **kw))
+    compiles = Compiles(monkeypatch)
     both = "---\n".join([PRIVILEGED_POLICY.format(action="Deny"),
                           PRIVILEGED_POLICY.format(action="Deny").replace("name: disallow-privileged-containers",
                                                                           "name: second-opinion")])
     policies = _write(tmp_path, "policies", both)
     async with running_server(policies, tmp_path) as server:
         assert len(server.qm.store.snapshot.batches) == 1
-        compiles.clear()
+        compiles.count = 0
         assert (await server.admit("/validate", review(_pod("plain", False))))["allowed"] is True
         assert not (await server.admit("/validate", review(_pod("root", True))))["allowed"]
-        assert compiles == []
+        assert compiles.count == 0
         generation = server.qm.store.snapshot.generation
         (policies / "policy.yaml").write_text(both + "---\n" + PRIVILEGED_POLICY.format(action="Audit").replace(
             "name: disallow-privileged-containers", "name: third-opinion"))
         await eventually(lambda: server.qm.store.snapshot.generation > generation)
         assert [len(batch.members) for batch in server.qm.store.snapshot.batches] == [3]
-        compiles.clear()
+        compiles.count = 0
         assert (await server.admit("/validate", review(_pod("plain", False))))["allowed"] is True
         assert not (await server.admit("/validate", review(_pod("root", True))))["allowed"]
-        assert compiles == []
+        assert compiles.count == 0
 
 
 MUTATING_POLICY = """\
