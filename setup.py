@@ -51,10 +51,12 @@ def _listed_modules() -> list[str]:
 
 def _remove_earlier_builds(modules: list[str]) -> None:
     """An editable install compiles into the source tree: a build that now makes a module pure Python (no
-    compiler, a refused module, QUARTERMASTER_COMPILE=0) must not leave its last compiled self there, which
-    the import system would take before the source."""
-    for name in modules:
-        path = HERE / Path(*name.split("."))
+    compiler, a refused module, QUARTERMASTER_COMPILE=0, a module taken off MODULES) must not leave its last
+    compiled self there, which the import system would take before the source."""
+    paths = {HERE / Path(*name.split(".")) for name in modules}
+    # modules an earlier build compiled, listed or not: each left its own library, <module>__mypyc.<tag>.so
+    paths |= {library.parent / library.name.split("__mypyc.")[0] for library in (HERE / "webhook").rglob("*__mypyc.*.so")}
+    for path in paths:
         for pattern in (f"{path.name}.*.so", f"{path.name}__mypyc.*.so"):  # the module and its own library
             for built in path.parent.glob(pattern):
                 built.unlink()
