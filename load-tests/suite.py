@@ -8,6 +8,8 @@
     python load-tests/suite.py --rounds 3      # every case three times, interleaved: the median of the
                                                # rounds' ratios, and their range
     python load-tests/suite.py --floor         # and quartermaster with no policies: what the server itself costs
+    python load-tests/suite.py --cases gpu-validate,q10k-validate --rounds 8 --compare OTHER_TREE
+                                               # a short A/B of a few cases: the servers' CPU per review
 
 Both servers run standalone over TLS on 127.0.0.1, one process each; wrk (1 thread, 32 connections)
 posts AdmissionReviews. Only ratios to the no-op measured in the same run mean anything on a shared
@@ -110,14 +112,29 @@ CASES = [  # case, endpoint, body key
 ]
 
 
-def throughput_runs(files: dict[str, Path], seconds: float) -> list[Callable[[str], list[Result]]]:
-    """One callable per case, given a server's base URL."""
+def case_name(endpoint: str, key: str) -> str:
+    """The short name `--cases` takes for a case of CASES: plain-mutate, gpu-validate, q10k-validate, ..."""
+    return f"{key.split('-')[0]}-{endpoint}"
+
+
+CASE_NAMES = [case_name(endpoint, key) for _, endpoint, key in CASES] + ["mixed"]
+
+
+def selected_cases(names: list[str] | None) -> list[tuple[str, str, str]]:
+    """The cases of CASES that `names` picks (every one without it), in the suite's order."""
+    return [case for case in CASES if names is None or case_name(case[1], case[2]) in names]
+
+
+def throughput_runs(files: dict[str, Path], seconds: float,
+                    names: list[str] | None = None) -> list[Callable[[str], list[Result]]]:
+    """One callable per case (the cases `names` picks), given a server's base URL."""
     runs: list[Callable[[str], list[Result]]] = [
         functools.partial(lambda base, case, endpoint, key: [wrk(case, f"{base}/{endpoint}", files[key], seconds)],
-                          case=case, endpoint=endpoint, key=key) for case, endpoint, key in CASES]
-    runs.append(lambda base: wrk_together([("mixed saturation /mutate", f"{base}/mutate", files["gpu-mutate"]),
-                                           ("mixed saturation /validate", f"{base}/validate", files["gpu-validate"])],
-                                          seconds, 16))
+                          case=case, endpoint=endpoint, key=key) for case, endpoint, key in selected_cases(names)]
+    if names is None or "mixed" in names:
+        runs.append(lambda base: wrk_together([("mixed saturation /mutate", f"{base}/mutate", files["gpu-mutate"]),
+                                               ("mixed saturation /validate", f"{base}/validate", files["gpu-validate"])],
+                                              seconds, 16))
     return runs
 
 
@@ -168,19 +185,19 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, Rounds]:
         # every case's body once on every server before anything is measured: a profile's first decision counts
         # its stored pods (once per profile, O(profile)), and the interpreter, caches and lazily built plans
         # settle in the first seconds; the cases measure the steady state
-        for _, endpoint, key in CASES if not args.open_loop_only else ():
+        for _, endpoint, key in selected_cases(args.cases) if not args.open_loop_only else ():
             for base in bases.values():
                 wrk("warm-up", f"{base}/{endpoint}", files[key], args.warm_seconds)
-        for base in bases.values():  # the open loop's own bodies: each profile's first quota decision, the plans
-            open_loop("warm-up", base, certs / "ca.crt", loop_bodies, args.low_rate, args.warm_seconds)
+        for base in bases.values() if not args.cases else ():  # the open loop's bodies: each profile's first quota
+            open_loop("warm-up", base, certs / "ca.crt", loop_bodies, args.low_rate, args.warm_seconds)  # decision, plans
         # each case runs on the no-ops, then at once on quartermaster: the machine's other load drifts less
         results: dict[str, Rounds] = {name: [] for name in bases}
         for _ in range(args.rounds):
             measured: dict[str, list[Result]] = {name: [] for name in bases}
-            for run in throughput_runs(files, args.seconds) if not args.open_loop_only else ():
+            for run in throughput_runs(files, args.seconds, args.cases) if not args.open_loop_only else ():
                 for name, base in bases.items():
                     measured[name] += servers[name].measured(functools.partial(run, base))
-            for rate in (args.low_rate, args.rate):
+            for rate in (args.low_rate, args.rate) if not args.cases else ():
                 for client in args.open_loop_client:
                     case = f"open loop {rate:.0f} req/s" + ("" if client == "paced" else f" ({client} client)")
                     for name, base in bases.items():
@@ -305,6 +322,15 @@ def _clients(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _case_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CASE_NAMES]
+    if unknown or not names:
+        what = f"unknown case {', '.join(unknown)}" if unknown else f"no case in {text!r}"
+        raise argparse.ArgumentTypeError(f"{what}; the cases: {', '.join(CASE_NAMES)}")
+    return names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each wrk case")
@@ -330,6 +356,9 @@ def main() -> int:
                              "2026-12-04), or both (paced,aiohttp: each rate measured with each, one after the other)")
     parser.add_argument("--open-loop-only", action="store_true",
                         help="only the open-loop cases (with --rounds N and --compare: an A/B of the tail latency)")
+    parser.add_argument("--cases", type=_case_names, metavar="CASE[,CASE]",
+                        help=f"only these throughput cases, no open loop and no start-up run (with --rounds N and "
+                             f"--compare: a short A/B of the server's CPU per review): {', '.join(CASE_NAMES)}")
     parser.add_argument("--defaults-only", action="store_true",
                         help="the default policies alone, without the 16 pod-security ValidatingPolicies")
     parser.add_argument("--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
@@ -340,7 +369,9 @@ def main() -> int:
         return 2
     if args.quick:
         args.seconds = 2.0
-    if args.open_loop_only:
+    if args.open_loop_only and args.cases:
+        parser.error("--cases and --open-loop-only pick different cases: give one of them")
+    if args.open_loop_only or args.cases:
         args.skip_startup = True
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")

@@ -84,3 +84,24 @@ def test_the_open_loops_tail_is_counted_round_by_round_against_the_target():
     assert suite.tail_rounds(results) == (
         "open loop 1000 req/s: rounds with p99 <= 5 ms (each round's p99, sorted): qm 2/3 (3.0, 5.0, 6.0); "
         "noop 2/3 (1.2, 1.5, 30.0)")
+
+
+def test_cases_picks_the_named_throughput_cases_in_the_suites_order():
+    suite, _ = _suite()
+    picked = suite.selected_cases(["q10k-validate", "gpu-mutate"])
+    assert [suite.case_name(endpoint, key) for _, endpoint, key in picked] == ["gpu-mutate", "q10k-validate"]
+    assert len(suite.selected_cases(None)) == len(suite.CASES)
+    files = {key: None for _, _, key in suite.CASES}
+    assert len(suite.throughput_runs(files, 1.0, ["gpu-mutate"])) == 1  # no mixed saturation unless named
+    assert len(suite.throughput_runs(files, 1.0, ["gpu-mutate", "mixed"])) == 2
+    assert len(suite.throughput_runs(files, 1.0)) == len(suite.CASES) + 1
+
+
+def test_cases_refuses_a_name_it_does_not_know():
+    import argparse
+
+    import pytest
+    suite, _ = _suite()
+    assert suite._case_names("gpu-validate, mixed") == ["gpu-validate", "mixed"]
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown case gpu-valid"):
+        suite._case_names("gpu-valid")
