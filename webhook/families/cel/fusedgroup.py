@@ -297,18 +297,10 @@ class FusedGroup:
                 continue  # a background scan does not run it
             variant = policy.variant_for(request, request.object, ctx)
             fast = policy.fast_path(variant) if variant is not None else None
-            if fast is not None and (not members or fast.env == members[0][1].env) \
-                    and fast.program is not None:
-                members.append((slot, fast))  # (one that compiles only in its faithful form stays out)
+            if _joins(members, fast):
+                members.append((slot, fast))
                 budget = min(budget, policy.timeout)
-        # the members whose programs compile to Python are joined apart from the others: their joined program's
-        # Python form decides them without the runtime (webhook.cel.to_python), whatever the others hold. (Each
-        # member's own Python form, compiled here once, also serves it when it goes its own way: fused.decide.)
-        pythonic: list[tuple[int, fused.Fused]] = []
-        others: list[tuple[int, fused.Fused]] = []
-        for member in members:
-            (pythonic if member[1].python is not None else others).append(member)
-        parts = tuple(self._parts(pythonic)) + tuple(self._parts(others))
+        parts = tuple(part for joined in _by_python_form(members) for part in self._parts(joined))
         programs = [part.program for part in parts]
         return Plan(parts, budget, fused.trims(programs), matched, reads_request=fused.reads_request(programs),
                     unmatched={policy: None for policy, hit in zip(self.members, matched) if not hit},
@@ -350,10 +342,24 @@ class FusedGroup:
         for slot, policy in enumerate(self.members):
             policy.warm()
             first = policy.fast_path(policy.variants[0]) if policy.variants else None
-            if first is not None and first.program is not None and (not members or first.env == members[0][1].env):
+            if _joins(members, first):
                 members.append((slot, first))
-        self._joined_programs([m for m in members if m[1].python is not None])
-        self._joined_programs([m for m in members if m[1].python is None])
+        for joined in _by_python_form(members):
+            self._joined_programs(joined)
+
+
+def _joins(members: Sequence[tuple[int, fused.Fused]], fast: fused.Fused | None) -> bool:
+    """May a member's fast path join the others' program: it compiled (one that compiles only in its faithful
+    form stays out), in the environment of the members before it."""
+    return fast is not None and fast.program is not None and (not members or fast.env == members[0][1].env)
+
+
+def _by_python_form(members: Sequence[tuple[int, fused.Fused]]) -> tuple[list[tuple[int, fused.Fused]], ...]:
+    """The members whose programs compile to Python, then the others: each set is joined apart. The first
+    set's joined program decides in its Python form, without the runtime (webhook.cel.to_python), whatever
+    the others hold. (Each member's own Python form, compiled once, also serves it when it goes its own way:
+    fused.decide.)"""
+    return ([m for m in members if m[1].python is not None], [m for m in members if m[1].python is None])
 
 
 def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
