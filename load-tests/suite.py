@@ -179,7 +179,7 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, Rounds]:
                 "--key", str(certs / "tls.key"), "--event-loop", "uvloop" if name == "noop-uvloop" else "asyncio"], name, 30)
         qm_port = servers["qm"].port
         files = bodies(tmp, qm_port, certs / "ca.crt")
-        loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt")
+        loop_bodies = open_loop_bodies(qm_port, certs / "ca.crt") if not args.cases else []  # --cases: no open loop
         bases = {name: f"https://127.0.0.1:{servers[name].port}" for name in (*YARDSTICKS, "qm", "qm-other", "qm-floor")
                  if name in servers}
         # every case's body once on every server before anything is measured: a profile's first decision counts
@@ -188,8 +188,9 @@ def side_by_side(args: argparse.Namespace, tmp: Path) -> dict[str, Rounds]:
         for _, endpoint, key in selected_cases(args.cases) if not args.open_loop_only else ():
             for base in bases.values():
                 wrk("warm-up", f"{base}/{endpoint}", files[key], args.warm_seconds)
-        for base in bases.values() if not args.cases else ():  # the open loop's bodies: each profile's first quota
-            open_loop("warm-up", base, certs / "ca.crt", loop_bodies, args.low_rate, args.warm_seconds)  # decision, plans
+        # and the open loop's own bodies: each of its profiles' first quota decision
+        for base in bases.values() if loop_bodies else ():
+            open_loop("warm-up", base, certs / "ca.crt", loop_bodies, args.low_rate, args.warm_seconds)
         # each case runs on the no-ops, then at once on quartermaster: the machine's other load drifts less
         results: dict[str, Rounds] = {name: [] for name in bases}
         for _ in range(args.rounds):
