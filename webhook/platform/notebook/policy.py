@@ -30,6 +30,9 @@ from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 
 
+RENDERS_KEPT = 4096  # users whose rendering a policy keeps (a few hundred profiles, each with its creators)
+
+
 @frozen_dataclass
 class NotebookInjection(Battery):
     id: PolicyId
@@ -39,6 +42,9 @@ class NotebookInjection(Battery):
     action: Action
     spec: NotebookSpec
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # what render() made for each (profile, identity, uid) lately: one per user, the same for all their pods
+    rendered: dict[tuple[ProfileInfo, Identity | None, int | None], Desired] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
     phases = frozenset({Phase.MUTATE})
 
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
@@ -58,7 +64,7 @@ class NotebookInjection(Battery):
                 uid = notebook_uid(self.spec.refresher.default_uid, obj, [obj["spec"]["containers"][i] for i in indices])
             else:
                 uid = None
-            desired = render(self.spec, profile, identity, uid)
+            desired = self._render(profile, identity, uid)
         except InvalidOwner as exc:
             if self.spec.owner.deny_invalid:
                 return MutationOutcome(obj, (failed(self.id, "owner", str(exc), self.action),))
@@ -74,6 +80,19 @@ class NotebookInjection(Battery):
         if rule.source is Source.OWNER:
             return None
         return resolve(self.spec.identity, profile, ctx.namespace, obj, ctx.lookups)
+
+    def _render(self, profile: ProfileInfo, identity: Identity | None, uid: int | None) -> Desired:
+        """render(), made once per user and shared by their pods: the injection inserts copies of the volumes,
+        mounts, env entries and sidecar, and nothing edits what it inserted (every mutator copies on write), so
+        their nested parts need no copy of their own. A refusal (InvalidOwner) is not kept: it is rendered again."""
+        key = (profile, identity, uid)
+        desired = self.rendered.get(key)
+        if desired is None:
+            desired = render(self.spec, profile, identity, uid)
+            if len(self.rendered) >= RENDERS_KEPT:
+                self.rendered.clear()
+            self.rendered[key] = desired
+        return desired
 
     def _forbidden(self, desired: Desired, namespace: Mapping[str, Any] | None) -> str:
         level = enforced_level(namespace, self.spec.default_pod_security)
