@@ -241,4 +241,4 @@ def test_generated_source_holds_no_text_of_the_expression():
 
 def test_helpers_cover_every_name_the_generator_emits():
     names = {name for name in to_python._HELPERS}
-    assert {"_eq", "_refuse", "_range", "_truth", "_NONE"} <= names
+    assert {"_eq", "_refuse", "_truth", "_NONE"} <= names
