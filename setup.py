@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import sys
 from pathlib import Path
 
 from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
+MYPYC_DIR = "build/mypyc"  # where mypyc writes the C it generates (relative: mypyc names the sources from it)
 
 
 def _compiled_extensions() -> list:
@@ -27,11 +29,15 @@ def _compiled_extensions() -> list:
         print("quartermaster: mypyc not installed: building pure Python", file=sys.stderr)
         return []
     paths = [str(Path(*name.split(".")).with_suffix(".py")) for name in modules]
+    # generated afresh each build: C left there by an earlier build made an edited module's C disagree with an
+    # unchanged one's header; it failed to compile, and its shim was left to import a library never built (every
+    # import of the package failed, after a `pip install -e .` that said it succeeded)
+    shutil.rmtree(HERE / MYPYC_DIR, ignore_errors=True)
     # separate: one extension per module, so that a module that fails to compile leaves only itself pure Python;
     # silent imports: only the compiled modules must type-check, not everything they import
     try:
-        extensions = mypycify(["--follow-imports=silent", "--ignore-missing-imports", *paths], separate=True,
-                              opt_level="3")
+        extensions = mypycify(["--follow-imports=silent", "--ignore-missing-imports", *paths],
+                              separate=True, opt_level="3", target_dir=MYPYC_DIR)
     except SystemExit:  # mypyc refused a module (its type errors are printed above): still a working package
         print("quartermaster: mypyc could not compile the request path: building pure Python", file=sys.stderr)
         return []

@@ -82,7 +82,7 @@ def template_for(use: LegacyUse, config: RewriteConfig, chosen: Sequence[str], n
         if len(config.templates_made) >= TEMPLATES_KEPT:
             config.templates_made.clear()
         config.templates_made[key] = made
-    return made  # type: ignore[no-any-return]
+    return made
 
 
 _UNMADE = object()
