@@ -30,8 +30,8 @@ def _compiled_extensions() -> list:
         return []
     paths = [str(Path(*name.split(".")).with_suffix(".py")) for name in modules]
     # generated afresh each build: C left there by an earlier build made an edited module's C disagree with an
-    # unchanged one's header; it failed to compile, and its shim was left to import a library never built (every
-    # import of the package failed, after a `pip install -e .` that said it succeeded)
+    # unchanged one's header; it failed to compile, and its shim was left to import a library never built (so
+    # importing that module failed, after a `pip install -e .` that said it succeeded)
     shutil.rmtree(HERE / MYPYC_DIR, ignore_errors=True)
     # separate: one extension per module, so that a module that fails to compile leaves only itself pure Python;
     # silent imports: only the compiled modules must type-check, not everything they import
