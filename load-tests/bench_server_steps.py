@@ -29,15 +29,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from drivers import Server, free_port, wrk  # noqa: E402
 from steptimer import ENV  # noqa: E402
-from suite import CASES, bodies, build_state, case_name, serve_argv  # noqa: E402
+from suite import CASE_NAMES, bodies, build_state, selected_cases, serve_argv  # noqa: E402
 from workload import policies_dir  # noqa: E402
 
-THROUGHPUT = {case_name(endpoint, key): (endpoint, key) for _, endpoint, key in CASES}
+THROUGHPUT = [name for name in CASE_NAMES if name != "mixed"]  # one endpoint, one body each
 
 
 def measure(case: str, seconds: float, tree: Path | None, tmp: Path) -> tuple[float, int, dict[str, list[int]]]:
     """(server CPU us per review, reviews, {step: [ns, calls]})."""
-    endpoint, key = THROUGHPUT[case]
+    [(_, endpoint, key)] = selected_cases([case])
     policies, _ = policies_dir(tmp / "policies", with_pod_security=True)
     certs, state = tmp / "certs", build_state(tmp)
     timings = tmp / "timings.json"
@@ -72,7 +72,7 @@ def table(case: str, cpu_us: float, reviews: int, steps: dict[str, list[int]]) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("case", choices=sorted(THROUGHPUT))
+    parser.add_argument("case", choices=THROUGHPUT)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--tree", type=Path, help="another checkout whose webhook/ the server runs")
     args = parser.parse_args()

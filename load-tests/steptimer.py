@@ -78,26 +78,18 @@ ENV = "QM_STEP_TIMINGS"  # the file a server started with server_hook/ on its PY
 
 
 def server_hook() -> None:
-    """In a `serve` process (server_hook/sitecustomize.py calls this): once the CLI is imported, wrap the steps; on
-    SIGUSR1 start counting afresh (after the warm-up); at exit write {label: [nanoseconds, calls]} as JSON to the
-    file $QM_STEP_TIMINGS. Nothing at all without that variable."""
+    """In a `serve` process (server_hook/sitecustomize.py calls this, after site has put the package on the path):
+    wrap the steps; on SIGUSR1 start counting afresh (after the warm-up); at exit write {label: [nanoseconds,
+    calls]} as JSON to the file $QM_STEP_TIMINGS. Nothing at all without that variable."""
     path = os.environ.get(ENV)
     if not path:
         return
     import atexit
-    import builtins
     import signal
 
-    original = builtins.__import__
+    from webhook.observability.metrics import Metrics
 
-    def importing(name: str, *args: Any, **kwargs: Any) -> Any:
-        module = original(name, *args, **kwargs)
-        if name == "webhook.cli" and builtins.__import__ is importing:
-            builtins.__import__ = original
-            from webhook.observability.metrics import Metrics
-
-            request_path_steps(Metrics, whole_answer=True)
-        return module
+    request_path_steps(Metrics, whole_answer=True)
 
     def afresh(*_: Any) -> None:
         TOTALS.clear()
@@ -107,6 +99,5 @@ def server_hook() -> None:
         with open(path, "w") as out:
             json.dump({label: [TOTALS[label], COUNTS[label]] for label in TOTALS}, out)
 
-    builtins.__import__ = importing
     signal.signal(signal.SIGUSR1, afresh)
     atexit.register(write)

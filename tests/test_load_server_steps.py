@@ -13,7 +13,7 @@ from tests.support import REPO, load_tests_module
 LOAD_TESTS = REPO / "load-tests"
 CALLS = """
 import os, signal
-from webhook.cli import main  # the hook wraps the steps once the CLI is imported, as `python -m webhook` does
+from webhook.cli import main  # as `python -m webhook` does; the hook wrapped the steps at start-up
 import webhook.server.handlers as handlers
 print(handlers.json_bytes.__name__)
 for _ in range(5):
