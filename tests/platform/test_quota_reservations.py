@@ -83,3 +83,28 @@ async def test_profiles_do_not_wait_for_each_other():
         assert not blocked(other)
         assert not waiting.done()  # jdoe's request waits for jdoe's lock, alice's did not
     assert not blocked(await waiting)
+
+
+async def test_requests_during_the_first_count_wait_for_it_and_see_its_reservation():
+    """The first request of a profile counts it in a worker thread, holding the profile's lock; requests that
+    arrive meanwhile wait for the lock, then decide one after another on the counted totals, each seeing the
+    reservations of those before it."""
+    policy, state = compiled(), seeded_state()
+    outcomes = await asyncio.gather(*(check(policy, state, pod(f"nb-{i}", gpus=1)) for i in range(4)))
+    assert [blocked(o) for o in outcomes] == [False, True, True, True]  # a personal profile: one GPU
+    assert policy.ledger.count("jdoe") == 1
+    later = await check(policy, state, pod("nb-9", gpus=1))  # counted already: decided on the kept totals
+    assert blocked(later) and policy.ledger.count("jdoe") == 1
+
+
+async def test_a_counted_profile_still_waits_while_its_lock_is_held():
+    """Totals counted already do not let a decision skip the lock: while a first count or a recount is inside the
+    profile's critical section, a decision for that profile waits."""
+    policy, state = compiled(), seeded_state()
+    assert not blocked(await check(policy, state, pod("pvc-user", gpus=0)))  # the profile is counted now
+    async with policy.ledger.lock("jdoe"):
+        waiting = asyncio.create_task(check(policy, state, pod("a", gpus=1)))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not waiting.done()
+    assert not blocked(await waiting)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ClusterState
 from webhook.model.quickinit import frozen_dataclass
@@ -19,6 +19,15 @@ from webhook.state.ledger import Reservation
 COUNTED_KINDS = (POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE)
 
 Objects = Mapping[str, Mapping[str, Any]]  # name -> object
+
+
+class ObjectsView(Protocol):
+    """What the charge functions (usage.py) read of a profile: a ProfileObjects, or the recording view through
+    which the incremental totals note what each charge read (reads.RecordingView)."""
+
+    def of(self, kind: str) -> Objects: ...
+
+    def get(self, kind: str, name: str) -> Mapping[str, Any] | None: ...
 
 
 def container_sections(spec: Any) -> list[dict[str, Any]] | None:

@@ -202,9 +202,9 @@ class ProfileUsage:
         view = RecordingView(self.objects)
         if kind == POD:
             generated = GeneratedReads(self.generated, view.reads)
-            charge = pod_charge(view, name, obj, self.rules, generated)  # type: ignore[arg-type]
+            charge = pod_charge(view, name, obj, self.rules, generated)
         elif kind == RESOURCE_CLAIM:
-            charge = claim_charge(view, name, obj, self.rules)  # type: ignore[arg-type]
+            charge = claim_charge(view, name, obj, self.rules)
         else:
             charge = pvc_charge(name, obj, self.rules)
         return charge, frozenset(view.reads)
@@ -373,9 +373,10 @@ class _Overlay:
 
     def _undo(self) -> None:
         profile = self.profile
-        for kind, name, obj in reversed(self.objects):
+        # reversed copies, not reversed(): mypyc 2.4 fails on reversed() over a list of tuples unpacked (webhook/compiled.py)
+        for kind, name, obj in self.objects[::-1]:
             profile._place(kind, name, obj)
-        for key, charge, reads in reversed(self.charges):
+        for key, charge, reads in self.charges[::-1]:
             profile._restore(key, charge, reads, totals=False)
         # Fractions are exact: the totals with every charge put back are the totals from before, as they were
         profile.gpus, profile.storage = self.totals

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
-from webhook.platform.quota.objects import ProfileObjects
+from webhook.platform.quota.objects import ObjectsView, ProfileObjects
 from webhook.platform.quota.settings import CountingRules
 from webhook.platform.base import is_mapping
 
@@ -106,7 +106,7 @@ def _template_entries(pod: Mapping[str, Any]) -> set[str]:
     return {str(e.get("name")) for e in entries if is_mapping(e) and e.get("resourceClaimTemplateName")}
 
 
-def generated_for(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def generated_for(objects: ObjectsView, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The stored pod the resourceclaim controller generated this claim for, or None: the claim is then the
     user's own, whatever its ownerReferences and annotations say."""
     ref = _controller_pod(claim)
@@ -141,7 +141,7 @@ def generated_key(claim: Mapping[str, Any]) -> tuple[str, str] | None:
     return (str(ref.get("name", "")), str(pod_claim)) if ref is not None and pod_claim else None
 
 
-def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+def generated_claims(objects: ObjectsView) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     """Claims the resourceclaim controller made from pods' templates, by (pod name, pod claim name)."""
     index: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for claim in objects.of(RESOURCE_CLAIM).values():
@@ -152,7 +152,7 @@ def generated_claims(objects: ProfileObjects) -> dict[tuple[str, str], list[Mapp
     return index
 
 
-def _claim_generated(objects: ProfileObjects, generated: Mapping[tuple[str, str], list[Mapping[str, Any]]],
+def _claim_generated(objects: ObjectsView, generated: Mapping[tuple[str, str], list[Mapping[str, Any]]],
                      pod: Mapping[str, Any], pod_claim: str) -> bool:
     """Has Kubernetes created this pod's claim from its template? Then the claim is charged instead."""
     # the pod's status is written by the resourceclaim controller (users cannot set it): the claim it names
@@ -165,7 +165,7 @@ def _claim_generated(objects: ProfileObjects, generated: Mapping[tuple[str, str]
     return any(_owned_by(claim, pod) for claim in candidates)
 
 
-def _template_gpus(objects: ProfileObjects, template_name: str, rules: CountingRules, notes: list[str]) -> GpuAmount:
+def _template_gpus(objects: ObjectsView, template_name: str, rules: CountingRules, notes: list[str]) -> GpuAmount:
     template = objects.get(RESOURCE_CLAIM_TEMPLATE, template_name)
     if template is None:
         # checked later: creating the template (or the claim from it) is validated like any other write
@@ -182,7 +182,7 @@ def _template_gpus(objects: ProfileObjects, template_name: str, rules: CountingR
     return amount
 
 
-def _ephemeral_storage(objects: ProfileObjects, pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
+def _ephemeral_storage(objects: ObjectsView, pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
     total = ZERO
     pod_name = str(_meta(pod).get("name", ""))
     for volume in (pod.get("spec") or {}).get("volumes") or []:
@@ -213,7 +213,7 @@ def _legacy_gpus(pod: Mapping[str, Any], rules: CountingRules) -> Fraction:
     return gpus
 
 
-def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules: CountingRules,
+def pod_charge(objects: ObjectsView, name: str, pod: Mapping[str, Any], rules: CountingRules,
                generated: Mapping[tuple[str, str], list[Mapping[str, Any]]] | None = None) -> Charge:
     if terminal(pod):
         return Charge(POD, name)  # its GPUs are free; a generated PVC that still exists is charged as a PVC
@@ -235,7 +235,7 @@ def pod_charge(objects: ProfileObjects, name: str, pod: Mapping[str, Any], rules
 
 
 # --- claims and volumes ----------------------------------------------------------------------------
-def _extended_resource_pod(objects: ProfileObjects, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _extended_resource_pod(objects: ObjectsView, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """KEP-5004: the stored pod the scheduler made this claim for (its legacy extended resources), or None."""
     if str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() != "true":
         return None
@@ -244,7 +244,7 @@ def _extended_resource_pod(objects: ProfileObjects, claim: Mapping[str, Any]) ->
     return pod if pod is not None and _owned_by(claim, pod) else None
 
 
-def claim_charge(objects: ProfileObjects, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
+def claim_charge(objects: ObjectsView, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
     owner = generated_for(objects, claim) or _extended_resource_pod(objects, claim)
     used_by_others = owner is not None and any(
         _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod))
