@@ -6,13 +6,6 @@ patch diff of a notebook pod 10-12 us against 20-30), with no line changed: the 
 module wherever no C compiler was at hand when the package was built, or when `QUARTERMASTER_PURE_PYTHON=1` asks
 for the sources (webhook/pure_python.py). `setup.py` reads MODULES from this file's text (the package cannot be
 imported while it is built).
-
-A notebook's /validate spends the most in the quota: its per-object charges and incremental totals (totals.py
-over usage.py, reads.py, devices.py) and the quantity check compiled took a notebook /validate's handler from
-172 to 161 us (`load-tests/bench_request.py --compare`, 2026-12-04). Not every module gains: code that mostly
-reads attributes of interpreted classes and formats messages runs slower compiled than on 3.11's specialising
-interpreter (quota/check.py's decision 6.5 us against 4.9), so check.py and limits.py stay Python; so does
-quota/index.py, whose per-state usage is held by a weak reference, which a compiled class does not take.
 """
 
 from __future__ import annotations
@@ -23,10 +16,8 @@ from typing import Sequence
 from webhook.pure_python import VARIABLE as PURE_PYTHON_VARIABLE, asked as pure_python_asked
 
 # functions over decoded JSON, and the classes of plain data and the two mutating batteries that use them; nothing
-# patches their functions at run time (a compiled module calls its own functions, and those of the other compiled
-# modules, directly, and would not see it), and their classes that tests patch stay interpreted classes
-# (frozen_dataclass), whose methods can be replaced; a plain class (quota's ProfileUsage) becomes a C type, whose
-# attributes hold their declared types (checked when set) and whose methods cannot be replaced
+# patches their functions at run time (a compiled module calls its own functions directly, and would not see it),
+# and their classes that tests patch stay interpreted classes (frozen_dataclass), whose methods can be replaced
 MODULES = (
     "webhook.model.review",
     "webhook.model.patch",
@@ -41,12 +32,6 @@ MODULES = (
     "webhook.platform.notebook.inject",
     "webhook.platform.notebook.merge",
     "webhook.platform.notebook.render",
-    "webhook.platform.quota.devices",
-    "webhook.platform.quota.objects",
-    "webhook.platform.quota.quantities",
-    "webhook.platform.quota.reads",
-    "webhook.platform.quota.totals",
-    "webhook.platform.quota.usage",
 )
 
 

@@ -143,8 +143,7 @@ def test_a_kept_request_charge_reused_on_record_equals_a_recount():
 
 def test_the_admitted_pod_is_charged_once_per_request():
     """The charge computed when the request is laid over is the very one the recorded pod gets: not computed
-    again (a computed charge is a new object). Told by identity, not by spying on pod_charge: the module that
-    calls it may be compiled (webhook/compiled.py), and a compiled call does not look the name up."""
+    again (a computed charge is a new object)."""
     state = seeded_state(template("t1", "jdoe", device_request(1)))
     index = UsageIndex(RULES)
     profile = index.profile(state, "jdoe")

@@ -7,7 +7,6 @@ field to fix, so the request is refused before counting.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any, Callable, Iterator, Mapping
 
@@ -29,25 +28,19 @@ def _resources(resources: Any, where: Where) -> Iterator[tuple[Where, str, Mappi
             yield where, section, values
 
 
-def _container_where(field: str, index: int) -> str:
-    return f"spec.{field}[{index}].resources"
-
-
-def _volume_where(index: int) -> str:
-    return f"spec.volumes[{index}].ephemeral.volumeClaimTemplate.spec.resources"
-
-
 def _pod_blocks(pod: Mapping[str, Any]) -> Iterator[tuple[Where, str, Mapping[str, Any]]]:
     spec = pod.get("spec") or {}
     for field in ("initContainers", "containers"):
         for index, container in enumerate(spec.get(field) or []):
             if is_mapping(container):
-                yield from _resources(container.get("resources"), functools.partial(_container_where, field, index))
+                yield from _resources(container.get("resources"),
+                                      lambda f=field, i=index: f"spec.{f}[{i}].resources")
     yield from _resources(spec.get("resources"), lambda: "spec.resources")
     for index, volume in enumerate(spec.get("volumes") or []):
         template = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if is_mapping(volume) else None
         if is_mapping(template):
-            yield from _resources((template.get("spec") or {}).get("resources"), functools.partial(_volume_where, index))
+            yield from _resources((template.get("spec") or {}).get("resources"),
+                                  lambda i=index: f"spec.volumes[{i}].ephemeral.volumeClaimTemplate.spec.resources")
 
 
 def _blocks(kind: str, obj: Mapping[str, Any]) -> Iterator[tuple[Where, str, Mapping[str, Any]]]:

@@ -373,10 +373,9 @@ class _Overlay:
 
     def _undo(self) -> None:
         profile = self.profile
-        # reversed copies, not reversed(): mypyc 2.4 fails on reversed() over a list of tuples unpacked (webhook/compiled.py)
-        for kind, name, obj in self.objects[::-1]:
+        for kind, name, obj in reversed(self.objects):
             profile._place(kind, name, obj)
-        for key, charge, reads in self.charges[::-1]:
+        for key, charge, reads in reversed(self.charges):
             profile._restore(key, charge, reads, totals=False)
         # Fractions are exact: the totals with every charge put back are the totals from before, as they were
         profile.gpus, profile.storage = self.totals
