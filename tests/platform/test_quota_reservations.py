@@ -101,7 +101,7 @@ async def test_a_counted_profile_still_waits_while_its_lock_is_held():
     """Totals counted already do not let a decision skip the lock: while a first count or a recount is inside the
     profile's critical section, a decision for that profile waits."""
     policy, state = compiled(), seeded_state()
-    assert not blocked(await check(policy, state, pod("pvc-user", gpus=0)))  # the profile is counted now
+    assert not blocked(await check(policy, state, pod("no-gpu", gpus=0)))  # the profile is counted now
     async with policy.ledger.lock("jdoe"):
         waiting = asyncio.create_task(check(policy, state, pod("a", gpus=1)))
         for _ in range(5):
