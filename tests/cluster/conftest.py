@@ -1,0 +1,55 @@
+"""Fixtures of the real control plane: one cluster per test run (on one pytest-xdist worker: the tests carry
+`xdist_group("cluster")`), the driver's devices published, Quartermaster installed through the chart with two
+replicas behind a round-robin."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.cluster.control import ClusterRecord, ControlPlaneError, binary, down, up
+from tests.cluster.devices import device_classes, resource_slices
+from tests.cluster.kube import Kube
+from tests.cluster.quartermaster import Installation, install
+
+
+@pytest.fixture(scope="session")
+def qmcluster_binary() -> Path:
+    try:
+        return binary()
+    except ControlPlaneError as error:
+        if os.environ.get("CI"):
+            pytest.fail(str(error))
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def control_plane(qmcluster_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRecord]:
+    directory = tmp_path_factory.mktemp("control-plane")
+    record = up(directory)
+    yield record
+    down(directory)
+
+
+@pytest.fixture(scope="session")
+def admin(control_plane: ClusterRecord, qmcluster_binary: Path) -> Kube:
+    kube = Kube(control_plane, control_plane.admin_kubeconfig, qmcluster_binary)
+    kube.apply_all(device_classes())
+    kube.apply_all(resource_slices())
+    return kube
+
+
+@pytest.fixture(scope="session")
+def quartermaster(admin: Kube, control_plane: ClusterRecord,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
+    """Two live replicas behind a round-robin, registered through the chart's webhook configurations."""
+    installation = install(admin, control_plane, tmp_path_factory.mktemp("quartermaster"))
+    installation.start_replica("replica-a")
+    installation.start_replica("replica-b")
+    installation.start_front()
+    installation.register()
+    yield installation
+    installation.stop()

@@ -1,0 +1,66 @@
+"""Profile quotas through the real API server with two Quartermaster replicas behind a round-robin: concurrent
+creates in a one-GPU profile end with exactly one pod, whichever replica each request reached."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+from kubernetes.client import ApiException
+
+from tests.cluster.kube import Kube, eventually
+from tests.cluster.quartermaster import Installation
+from tests.cluster.workloads import make_profile, pod
+
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
+
+CONCURRENT = 20
+ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class CreateOutcome:
+    admitted: bool
+    status: int
+    message: str
+
+
+def _create(admin: Kube, namespace: str, index: int) -> CreateOutcome:
+    body = pod(f"gpu-{index}", namespace, limits={"nvidia.com/gpu": "1"})
+    try:
+        admin.core.create_namespaced_pod(namespace, body)
+        return CreateOutcome(True, 201, "")
+    except ApiException as error:
+        return CreateOutcome(False, error.status, error.body or "")
+
+
+def test_concurrent_gpu_pods_in_a_one_gpu_profile_admit_exactly_one(admin: Kube, quartermaster: Installation) -> None:
+    assert len(quartermaster.replicas) == 2
+    for round_number in range(ROUNDS):
+        namespace = make_profile(admin, prefix="race")["metadata"]["name"]
+        with ThreadPoolExecutor(CONCURRENT) as pool:
+            outcomes = list(pool.map(lambda i: _create(admin, namespace, i), range(CONCURRENT)))
+        admitted = [o for o in outcomes if o.admitted]
+        assert len(admitted) == 1, f"round {round_number}: {len(admitted)} of {CONCURRENT} admitted"
+        denied = [o for o in outcomes if not o.admitted]
+        assert all(o.status == 403 for o in denied), {o.status for o in denied}
+        assert all("GPU" in o.message for o in denied), denied[0].message
+        assert len(admin.list("v1", "Pod", namespace)) == 1
+        admin.delete("v1", "Namespace", namespace)
+
+
+def test_a_second_gpu_pod_is_refused_with_what_to_do(admin: Kube, quartermaster: Installation) -> None:
+    namespace = make_profile(admin)["metadata"]["name"]
+    admin.kubectl_create(pod("first", namespace, limits={"nvidia.com/gpu": 1}))
+    admin.wait_pod(namespace, "first")
+    refused = admin.kubectl_create(pod("second", namespace, limits={"nvidia.com/gpu": 1}), check=False)
+    assert refused.returncode != 0
+    assert 'admission webhook "validate.quartermaster.dev" denied the request' in refused.stderr, refused.stderr
+    assert "first" in refused.stderr, "the denial names the pod that holds the GPU"
+    # once the first pod is gone, the GPU is free again
+    admin.kubectl("delete", "pod", "first", "-n", namespace, "--grace-period=0", "--force")
+    eventually(lambda: admin.get("v1", "Pod", "first", namespace) is None, 60, message="first pod deleted")
+    eventually(lambda: admin.kubectl_create(pod("second", namespace, limits={"nvidia.com/gpu": 1}),
+                                            check=False).returncode == 0, 30,
+               message="the second pod admitted once the first is gone")
