@@ -130,6 +130,8 @@ class Quartermaster:
         source = DirectoryPolicySource(settings.policies, loader, store, metrics,
                                        objects=live.policy_objects if live is not None else None)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
+        if metrics is not None:  # a namespace gets a series of its own only when the state holds it
+            metrics.attach_namespaces(state)
         if live is not None:
             sink = live.writer
         engine = AdmissionEngine(store, state, sink, on_deleted=ledgers.release_deleted, force_audit=settings.force_audit)
