@@ -130,9 +130,16 @@ class Quartermaster:
         source = DirectoryPolicySource(settings.policies, loader, store, metrics,
                                        objects=live.policy_objects if live is not None else None)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
+        if metrics is not None:  # a namespace gets a series of its own only when the state holds it
+            metrics.attach_namespaces(state)
         if live is not None:
             sink = live.writer
-        engine = AdmissionEngine(store, state, sink, on_deleted=ledgers.release_deleted, force_audit=settings.force_audit)
+        # standalone, a DELETE review is the deletion (the state follows the reviews it answers). Live, the
+        # informers are the truth and a review changes no state: a DELETE review, which anyone who reaches the
+        # port can post, must not release a reservation (the ledger holds one until the informers show the object
+        # or reservationSeconds pass)
+        on_deleted = ledgers.release_deleted if settings.live is None else None
+        engine = AdmissionEngine(store, state, sink, on_deleted=on_deleted, force_audit=settings.force_audit)
         if live is not None:
             live.attach(store, QuotaPolicyLimits(store, state))
         return cls(settings, state, store, source, engine, metrics, Tracing(), sink, ledgers, live)

@@ -7,10 +7,38 @@ import pytest
 from tests.chart.support import VARIANTS, render, validate_object
 
 
-def test_off_by_default_and_refused_without_cidrs():
-    assert "NetworkPolicy" not in render().kinds()
-    with pytest.raises(Exception, match="networkPolicy.apiServerCIDRs"):
-        render({"networkPolicy": {"enabled": True}})
+KUBE_SYSTEM = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+
+
+def test_on_by_default_so_that_pods_cannot_post_reviews():
+    """The chart's defaults: a pod of the cluster (a tenant's) is not a peer of the webhook port. Offline (no
+    `kubernetes` EndpointSlices to read) only kube-system's pods get in, which is where GKE's and AKS's
+    Konnectivity agents carry the API server's calls from; the NOTES say to set the API server's CIDRs."""
+    rendered = render()
+    policy = rendered.one("NetworkPolicy")
+    validate_object(policy)
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [KUBE_SYSTEM]  # never a rule without `from`: that would admit every source
+    assert policy["metadata"]["annotations"]["quartermaster.dev/api-server-sources"] == "unresolved"
+    assert "networkPolicy.apiServerCIDRs" in rendered.notes
+
+
+def test_no_peer_at_all_admits_nothing_rather_than_everything():
+    policy = render({"networkPolicy": {"allowKubeSystem": False}}).one("NetworkPolicy")
+    validate_object(policy)
+    assert policy["spec"]["ingress"] == [] and policy["spec"]["policyTypes"] == ["Ingress"]
+
+
+def test_switched_off_the_notes_say_the_port_is_open():
+    rendered = render({"networkPolicy": {"enabled": False}})
+    assert "NetworkPolicy" not in rendered.kinds()
+    assert "answers any pod of the cluster" in rendered.notes
+
+
+@pytest.mark.parametrize("cidr", ["10.0.0.1", "control-plane", "10.0.0.0/24 ", "fd00::"])
+def test_a_value_that_is_not_a_cidr_is_refused_by_name(cidr):
+    with pytest.raises(Exception, match=r"networkPolicy.apiServerCIDRs\[1\]: .* is not a CIDR"):
+        render({"networkPolicy": {"apiServerCIDRs": ["10.0.0.0/24", cidr]}})
 
 
 def _selects(selector, labels):
@@ -33,7 +61,9 @@ def test_admits_only_the_api_server_on_the_webhook_port():
     assert blocks == ["10.0.0.0/24", "fd00::/64"] and all(ipaddress.ip_network(b) for b in blocks)
     assert not any("podSelector" in peer and "namespaceSelector" not in peer for peer in rule["from"])
     extra = [peer for peer in rule["from"] if "namespaceSelector" in peer]
-    assert extra == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert extra == [KUBE_SYSTEM, {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert policy["metadata"]["annotations"]["quartermaster.dev/api-server-sources"] == "values"
+    assert "networkPolicy.apiServerCIDRs" not in render(VARIANTS["network-policy"]).notes
 
 
 def test_client_auth_mounts_the_ca_and_passes_it_to_serve():

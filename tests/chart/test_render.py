@@ -42,7 +42,7 @@ def test_default_objects():
     kinds = render().kinds()
     assert {"Deployment", "Service", "ServiceAccount", "ConfigMap", "PodDisruptionBudget", "ClusterRole",
             "ClusterRoleBinding", "Role", "RoleBinding", "Secret", "MutatingWebhookConfiguration",
-            "ValidatingWebhookConfiguration", "CustomResourceDefinition", "CronJob"} == kinds
+            "ValidatingWebhookConfiguration", "CustomResourceDefinition", "CronJob", "NetworkPolicy"} == kinds
 
 
 def container(rendered=None):

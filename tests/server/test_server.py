@@ -146,7 +146,10 @@ async def test_raising_policy_follows_failure_policy(tmp_path):
 
 
 async def test_health_ready_metrics(policies, tmp_path):
-    async with serve(policies, tmp_path) as server:
+    state = tmp_path / "state"  # a namespace labels its own series only when the state holds it
+    state.mkdir()
+    (state / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: jdoe}\n")
+    async with serve(policies, tmp_path, state=state) as server:
         assert await server.get("/healthz") == (200, "ok\n")
         status, text = await server.get("/readyz")
         ready = json.loads(text)

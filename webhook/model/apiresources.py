@@ -117,3 +117,7 @@ def by_resource(group: str, resource: str) -> APIResource | None:
         if found.group == group and found.resource == resource:
             return found
     return None
+
+
+# every kind of the table above: what a metric may name a request's kind by (observability/labels.py)
+BUILTIN_KINDS = frozenset(_BY_KIND)

@@ -3,6 +3,7 @@
 Each Metrics object owns its own registry, so several servers in one process (tests, `apply`) never
 mix their counts. The request path only increments children that were bound to their label values
 once (`_Bound`): no label validation, lock or attribute hashing per admission beyond one dict lookup.
+A request's kind and namespace are bounded (observability/labels.py) before they become label values.
 Every metric is listed in README.md ("Metrics"); the chart's Grafana dashboard uses them.
 """
 
@@ -24,6 +25,7 @@ from prometheus_client.utils import floatToGoString
 from webhook import __version__
 from webhook.model.results import RuleResult
 from webhook.model.review import AdmissionRequest
+from webhook.observability.labels import NamespaceDirectory, RequestLabels
 
 LAG_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -88,7 +90,9 @@ class _Admissions:
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, namespaces: NamespaceDirectory | None = None) -> None:
+        """`namespaces`: the cluster state, which vouches for namespace labels (or attach_namespaces later)."""
+        self._labels = RequestLabels(namespaces)
         self.registry = registry = CollectorRegistry(auto_describe=True)
         # process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, process_max_fds,
         # process_start_time_seconds, process_virtual_memory_bytes (from /proc, read at scrape time)
@@ -128,6 +132,10 @@ class Metrics:
         value, self._loop_lag_max = self._loop_lag_max, 0.0
         return value
 
+    def attach_namespaces(self, namespaces: NamespaceDirectory) -> None:
+        """The cluster state, once built: live mode builds its state with these metrics, so it comes after them."""
+        self._labels.attach(namespaces)
+
     def loop_lag(self, seconds: float) -> None:
         self._loop_lag.observe(seconds)
         self._loop_lag_max = max(self._loop_lag_max, seconds)
@@ -136,7 +144,7 @@ class Metrics:
         self._connections_closed(reason).inc()
 
     def admission(self, endpoint: str, operation: str, kind: str, verdict: str, seconds: float) -> None:
-        self._admissions.count(endpoint, operation, kind, verdict, seconds)
+        self._admissions.count(endpoint, operation, RequestLabels.kind(kind), verdict, seconds)
 
     def rule_results(self, request: AdmissionRequest, results: Iterable[RuleResult]) -> None:
         """One count per rule result of an admission. `policy` as users name it ("name" or "namespace/name"),
@@ -145,7 +153,7 @@ class Metrics:
         a score of policies, labelling and incrementing each result was most of what metrics cost."""
         if not results:  # nothing to count (most /mutate reviews): not even a scope
             return
-        scope = (request.kind.kind, request.namespace)
+        scope = (RequestLabels.kind(request.kind.kind), self._labels.namespace(request.namespace))
         counts = self._pending_results.get(scope)
         if counts is None:
             counts = self._pending_results[scope] = Tally()

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import orjson
 import yaml
 
+from webhook.model import boundedyaml
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
 from webhook.model.jsoncopy import Sharer
 from webhook.state.lookups import StateLookups
@@ -29,7 +30,6 @@ from webhook.state.lookups import StateLookups
 log = logging.getLogger(__name__)
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 STATE_SUFFIXES = (".yaml", ".yml", ".json")
 FORK_ABOVE = 32 * 2**20  # bytes of state files  # .json: what `kubectl get -o json` writes
 
@@ -44,9 +44,14 @@ def _documents(path: Path) -> list[Any]:
         except orjson.JSONDecodeError:
             pass
     try:
-        return list(yaml.load_all(text, Loader=_LOADER))
+        # bounded as policies are: an alias bomb or an alias inside the node it names is refused from the
+        # node graph, before anything walks the data as a tree (the seed's sharing and every policy would)
+        return boundedyaml.safe_load_all(text)
     except yaml.YAMLError as exc:
-        raise StateSeedError(f"{path}: invalid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""  # file:line, as policy errors name theirs
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise StateSeedError(f"{path}{where}: invalid YAML: {problem}") from None
 
 
 def _dies_on_terminate() -> None:

@@ -80,6 +80,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if or (lt $t 1) (gt $t 30) }}
 {{- fail "webhooks.timeoutSeconds must be between 1 and 30" }}
 {{- end }}
+{{- range $i, $cidr := .Values.networkPolicy.apiServerCIDRs }}
+{{- if not (regexMatch "^([0-9]{1,3}[.]){3}[0-9]{1,3}/[0-9]{1,2}$|^[0-9a-fA-F:]*:[0-9a-fA-F:.]*/[0-9]{1,3}$" (toString $cidr)) }}
+{{- fail (printf "networkPolicy.apiServerCIDRs[%d]: %q is not a CIDR (address/prefix, e.g. 10.0.0.0/24)" $i (toString $cidr)) }}
+{{- end }}
+{{- end }}
 {{- if and (eq .Values.clusterState "standalone") (gt (int .Values.replicaCount) 1) }}
 {{- fail "clusterState=standalone keeps quota state in one process's memory: set replicaCount to 1 (or use live)" }}
 {{- end }}
@@ -217,4 +222,33 @@ watches the API instead, so DELETE is sent only in standalone mode.
 {{- $plurals = append $plurals $crd.spec.names.plural }}
 {{- end }}
 {{- toJson $plurals }}
+{{- end }}
+
+{{/* NetworkPolicy ----------------------------------------------------------------------------------- */}}
+{{/* The CIDRs the API server calls the webhook from, as a YAML list: networkPolicy.apiServerCIDRs when set;
+     else the API servers' own addresses, read at install from the EndpointSlices of the `kubernetes` Service
+     (control-plane nodes on self-managed clusters, the control plane's interfaces in the VPC on EKS); else
+     none (an offline render finds nothing). */}}
+{{- define "quartermaster.apiServerSources" -}}
+{{- $cidrs := list }}
+{{- if .Values.networkPolicy.apiServerCIDRs }}
+{{- $cidrs = .Values.networkPolicy.apiServerCIDRs }}
+{{- else }}
+{{- $slices := lookup "discovery.k8s.io/v1" "EndpointSlice" "default" "" }}
+{{- range (dig "items" list $slices) }}
+{{- if eq (dig "metadata" "labels" "kubernetes.io/service-name" "" .) "kubernetes" }}
+{{- $bits := ternary "/128" "/32" (eq .addressType "IPv6") }}
+{{- range (.endpoints | default list) }}
+{{- range (.addresses | default list) }}
+{{- $cidrs = append $cidrs (printf "%s%s" . $bits) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml ($cidrs | uniq) }}
+{{- end }}
+
+{{- define "quartermaster.apiServerSourcesOrigin" -}}
+{{- if .Values.networkPolicy.apiServerCIDRs }}values{{ else if include "quartermaster.apiServerSources" . | fromYamlArray }}cluster{{ else }}unresolved{{ end }}
 {{- end }}
