@@ -2,7 +2,9 @@
 
 Limits: at compile time the expression length, comprehension nesting and `cel.bind` count are
 bounded; at evaluation both backends stop after 10,000 comprehension steps (the C++ runtime's own
-budget, mirrored in the Python one), so a runaway expression is a CelError in milliseconds.
+budget, mirrored in the Python one), and every library call charges its cost to the evaluation's meter
+(webhook.cel.cost: Kubernetes' per-call limit, and the request's deadline), so a runaway expression is a
+CelError in milliseconds.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, dra, source
+from webhook.cel import checked, cost, dra, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -74,14 +76,21 @@ class CelProgram:
         else:
             data = self._complete(activation)
         token = CURRENT.set(EvalContext(lookups, generated))
+        metered = cost.start()
         try:
-            return self._program.run(data, shared)
+            result = self._program.run(data, shared)
+            cost.settle()
+            return result
         except CelError as exc:
+            stopped = cost.why_stopped()
+            if stopped is not None:  # the meter's reason, whatever error the runtime made of it
+                raise cost.CostLimitExceeded(f"{_short(self.expression)}: {stopped}") from None
             raise CelError(f"{_short(self.expression)}: {exc}") from None
         except RecursionError:
             raise CelError(f"{_short(self.expression)}: value nested too deeply") from None
         finally:
             CURRENT.reset(token)
+            cost.stop(metered)
 
     def evaluate_strict(self, shared: Activation) -> Any:
         """The common case only, at the least cost: one evaluation on the shared activation, no retries
@@ -89,10 +98,15 @@ class CelProgram:
         error is a CelError; callers then take `evaluate`, which gives the exact outcome and message.
         Only for programs of `compile_bound` (the C++ backend) that call no lookup or effectful function."""
         data = shared.cached(self._values_key, lambda: self._complete(shared.values))
+        metered = cost.start()
         try:
-            return self._program.run_strict(data, shared)
+            result = self._program.run_strict(data, shared)
+            cost.settle()
+            return result
         except RecursionError:
             raise CelError("value nested too deeply") from None
+        finally:
+            cost.stop(metered)
 
     def tree(self) -> checked.Node | None:
         """The expression tree the runtime compiled and runs in `evaluate_strict` (webhook.cel.checked), for
