@@ -101,8 +101,8 @@ def why_stopped() -> str | None:
 
 
 def charge(units: float, what: str) -> None:
-    """Charge the evaluation in progress. Outside one (a library function called directly, as tests do) a meter
-    of its own for this call alone, so that no call is ever unbounded."""
+    """Charge the evaluation in progress. Outside one (a library function called directly, as tests do) the
+    charge is checked on its own against the limit."""
     meter = _METER.get()
     (meter if meter is not None else Meter()).charge(units, what)
 

@@ -72,6 +72,8 @@ def substring(text: str, start: int, end: int | None = None) -> str:
 
 
 def _ascii(text: str, upper: bool) -> str:
+    if text.isascii():  # the common case, at C speed
+        return text.upper() if upper else text.lower()
     convert = str.upper if upper else str.lower
     return "".join(convert(c) if c.isascii() else c for c in text)
 
