@@ -13,12 +13,12 @@ LIMIT = "cost limit exceeded|more than the limit"
 
 
 def hostile_env_pod(containers: int = 4, per_container: int = 1000) -> dict:
-    """A pod of ~280 KB: four containers of a thousand environment variables each (under the 1,000 elements a
-    map may range over), as a tenant can create it."""
+    """A pod of ~281 KB of JSON: four containers of a thousand environment variables each (under the 1,000
+    elements a map may range over), as a tenant can create it."""
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "many-env", "namespace": "user1"},
             "spec": {"containers": [
                 {"name": f"c{c}", "image": "nginx:1.27",
-                 "env": [{"name": f"VARIABLE_NUMBER_{c}_{i:05d}", "value": f"value-{i:035d}"} for i in range(per_container)]}
+                 "env": [{"name": f"VARIABLE_NUMBER_{c}_{i:05d}", "value": f"value-{i:018d}"} for i in range(per_container)]}
                 for c in range(containers)]}}
 
 
