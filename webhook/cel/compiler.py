@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, cost, dra, source
+from webhook.cel import checked, cost, dra, estimate, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -62,6 +62,7 @@ class CelProgram:
     uses_all_variables: bool           # `variables` used whole: every variable may be needed
     _spec: EnvSpec
     _program: Any
+    estimated_cost: int = 0            # its worst case (webhook.cel.estimate), for a policy's total
 
     @property
     def _values_key(self) -> tuple[str, str]:
@@ -157,13 +158,14 @@ class CelCompiler:
             raise CelError("expression must be a non-empty string")
         key = (self.backend, env, expression)
         cached = _cache.get(key)
-        if cached is not None:
-            return cached
-        program = self._compile(expression, env)
-        with _lock:
-            if len(_cache) >= MAX_CACHED:
-                _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
-            return _cache.setdefault(key, program)
+        if cached is None:
+            program = self._compile(expression, env)
+            with _lock:
+                if len(_cache) >= MAX_CACHED:
+                    _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
+                cached = _cache.setdefault(key, program)
+        estimate.add_to_policy(cached.estimated_cost)
+        return cached
 
     def compile_bound(self, expression: str, bindings: Sequence[tuple[str, str]], env: str = "admission",
                       strict: bool = False) -> CelProgram | None:
@@ -228,4 +230,22 @@ class CelCompiler:
         except CelError as exc:
             raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
         refs, whole = source.variable_refs(tokens)
-        return CelProgram(expression, env, self.backend, refs, whole, spec, compiled)
+        return CelProgram(expression, env, self.backend, refs, whole, spec, compiled,
+                          self._estimated(expression, spec, text, compiled))
+
+    def _estimated(self, expression: str, spec: EnvSpec, text: str, compiled: Any) -> int:
+        """The expression's worst-case cost; CelError past Kubernetes' limit for one expression. The tree is the C++
+        runtime's (the reference backend compiles the same text there for it); without one, nothing is estimated."""
+        try:
+            program = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile_plain(spec, text)
+            tree = checked.parse_checked(program.serialized())
+        except (CelError, ValueError, RuntimeError):
+            return 0
+        found = estimate.estimate(tree, (o for lib in spec.libraries for o in lib.overloads))
+        if found.cost > estimate.EXPRESSION_LIMIT:
+            raise CelError(f"{_short(expression)}: estimated cost {found.cost} exceeds the limit of "
+                           f"{estimate.EXPRESSION_LIMIT} for one expression (Kubernetes' StaticEstimatedCostLimit); "
+                           f"most of it: {found.largest_part}. Inputs without a bound are assumed as large as a request "
+                           "allows: bound them first (a map or filter ranges over at most 1,000 elements), or "
+                           "avoid calls per element over whole lists")
+        return found.cost
