@@ -3,6 +3,7 @@ refused when it is compiled, naming the expression; what a request can make line
 
 import pytest
 
+from tests.cel.test_nul_admission import _POLICY as POD_POLICY
 from webhook.cel import CelError
 from webhook.cel.estimate import EXPRESSION_LIMIT, POLICY_LIMIT
 from webhook.cli import main
@@ -36,30 +37,16 @@ def test_expressions_linear_in_the_request_are_accepted(compiler, expression):
     assert 0 < compiler.compile(expression).estimated_cost <= EXPRESSION_LIMIT
 
 
-VALIDATING = """\
-apiVersion: policies.kyverno.io/v1
-kind: ValidatingPolicy
-metadata:
-  name: {name}
-spec:
-  validationActions: [Deny]
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: [v1]
-      operations: [CREATE]
-      resources: [pods]
-  validations:
-{validations}
-"""
+def policy(name: str, validations: str) -> str:
+    return POD_POLICY.format(name=name) + "  validations:\n" + validations
 
 
 def test_validate_refuses_the_policy_naming_the_field_and_expression(tmp_path, capsys):
     policies = tmp_path / "p"
     policies.mkdir()
     expression = "object.metadata.finalizers.distinct().size() == object.metadata.finalizers.size()"
-    (policies / "fin.yaml").write_text(VALIDATING.format(
-        name="unique-finalizers", validations=f"  - expression: \"{expression}\"\n    message: finalizers must be unique\n"))
+    (policies / "fin.yaml").write_text(policy(
+        "unique-finalizers", f"  - expression: \"{expression}\"\n    message: finalizers must be unique\n"))
     assert main(["validate", str(policies)]) == 2
     out = capsys.readouterr().out
     assert "spec.validations[0].expression" in out and expression in out, out
@@ -72,9 +59,9 @@ def test_a_policy_whose_expressions_together_exceed_the_policy_limit_is_refused(
     policies.mkdir()
     checks = "".join(f"  - expression: \"!sets.contains(object.spec.names, ['a', 'b', 'c', 'd', 'e', 'f{i}'])\"\n"
                      f"    message: m{i}\n" for i in range(11))
-    (policies / "many.yaml").write_text(VALIDATING.format(name="many-sets", validations=checks))
+    (policies / "many.yaml").write_text(policy("many-sets", checks))
     assert main(["validate", str(policies)]) == 2
     out = capsys.readouterr().out
     assert f"exceeds the limit of {POLICY_LIMIT} for one policy" in out, out
-    (policies / "many.yaml").write_text(VALIDATING.format(name="many-sets", validations="".join(checks.splitlines(True)[:4])))
+    (policies / "many.yaml").write_text(policy("many-sets", "".join(checks.splitlines(True)[:4])))
     assert main(["validate", str(policies)]) == 0

@@ -4,43 +4,34 @@ deadline, and the policy's failure policy (Fail) answers with a message naming t
 
 import json
 
+import pytest
+
 from tests.cel.test_cost import hostile_env_pod
+from tests.cel.test_nul_admission import _POLICY as POD_POLICY
 from tests.server.test_hostile_policies import annotated
 from tests.support import policy_dir, review, running_server
 from webhook.model.review import parse_review
 
-POLICY = """\
-apiVersion: policies.kyverno.io/v1
-kind: ValidatingPolicy
-metadata:
-  name: {name}
-spec:
-  validationActions: [Deny]
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: [v1]
-      operations: [CREATE, UPDATE]
-      resources: [pods]
+
+
+def policy(name: str, expression: str, message: str) -> str:
+    return POD_POLICY.format(name=name) + f"""\
   validations:
   - expression: >-
       {expression}
     message: {message}
 """
 
-UNIQUE_ENV = POLICY.format(name="unique-env-names", message="env names must be unique",
-                           expression="object.spec.containers.all(c, !has(c.env) || "
-                                      "c.env.map(e, e.name).distinct().size() == c.env.size())")
-UNIQUE_FINALIZERS = POLICY.format(name="unique-finalizers", message="finalizers must be unique",
-                                  expression="!has(object.metadata.finalizers) || "
-                                             "object.metadata.finalizers.distinct().size() == object.metadata.finalizers.size()")
-FEW_CAPITALS = POLICY.format(name="few-capitals", message="the note shouts",
-                             expression="!has(object.metadata.annotations) || !('note' in object.metadata.annotations) || "
-                                        "object.metadata.annotations.note.findAll('[A-Z]').size() < 1000")
-ESCAPED = POLICY.format(name="escaped-note", message="the note is too long once escaped",
-                        expression="!has(object.metadata.annotations) || !('note' in object.metadata.annotations) || "
-                                   "object.metadata.annotations.note.replace('x', 'xxxxxxxx')"
-                                   ".replace('x', 'xxxxxxxx').size() < 4000000")
+
+UNIQUE_ENV = policy("unique-env-names", "object.spec.containers.all(c, !has(c.env) || "
+                    "c.env.map(e, e.name).distinct().size() == c.env.size())", "env names must be unique")
+UNIQUE_FINALIZERS = policy("unique-finalizers", "!has(object.metadata.finalizers) || "
+                           "object.metadata.finalizers.distinct().size() == object.metadata.finalizers.size()",
+                           "finalizers must be unique")
+_NOTE = "!has(object.metadata.annotations) || !('note' in object.metadata.annotations) || object.metadata.annotations.note"
+FEW_CAPITALS = policy("few-capitals", f"{_NOTE}.findAll('[A-Z]').size() < 1000", "the note shouts")
+ESCAPED = policy("escaped-note", f"{_NOTE}.replace('x', 'xxxxxxxx').replace('x', 'xxxxxxxx').size() < 4000000",
+                 "the note is too long once escaped")
 
 
 def finalized(count: int) -> dict:
@@ -83,22 +74,18 @@ async def test_distinct_over_a_requests_list_is_refused_when_the_policy_loads(tm
         assert "unique-finalizers" in message and "estimated cost" in message and "most of it: distinct()" in message
 
 
-async def test_find_all_over_a_megabyte_annotation_is_refused_by_cost(tmp_path):
-    """findAll on 1 MB took 40 s building a match list; each match is charged before it is kept."""
-    policies = policy_dir(tmp_path / "policies", {"caps.yaml": FEW_CAPITALS})
+@pytest.mark.parametrize("policy_text, fine, hostile, stopped", [
+    # findAll on 1 MB took 40 s building a match list: each match is charged before it is kept
+    (FEW_CAPITALS, "Hello World", "A" * 1_000_000, "findAll"),
+    # replace twice on a 100 kB annotation built 380 MB before its size was looked at
+    (ESCAPED, "xx", "x" * 100_000, "replace: the result would hold"),
+])
+async def test_string_functions_on_a_large_annotation_are_refused_by_cost(tmp_path, policy_text, fine, hostile, stopped):
+    policies = policy_dir(tmp_path / "policies", {"p.yaml": policy_text})
+    name = policy_text.split("name: ", 1)[1].split("\n", 1)[0]
     async with running_server(policies, tmp_path) as server:
-        assert (await server.admit("/validate", review(annotated("Hello World"))))["allowed"] is True
-        response = await server.admit("/validate", review(annotated("A" * 1_000_000)))
-        assert "findAll" in denied_by_cost(response, "few-capitals")
-
-
-async def test_replace_growth_is_refused_before_the_string_is_built(tmp_path):
-    """replace twice on a 100 kB annotation built 380 MB before its size was looked at."""
-    policies = policy_dir(tmp_path / "policies", {"esc.yaml": ESCAPED})
-    async with running_server(policies, tmp_path) as server:
-        assert (await server.admit("/validate", review(annotated("xx"))))["allowed"] is True
-        response = await server.admit("/validate", review(annotated("x" * 100_000)))
-        assert "replace: the result would hold" in denied_by_cost(response, "escaped-note")
+        assert (await server.admit("/validate", review(annotated(fine))))["allowed"] is True
+        assert stopped in denied_by_cost(await server.admit("/validate", review(annotated(hostile))), name)
 
 
 async def test_an_evaluation_past_the_requests_deadline_is_stopped(tmp_path):

@@ -57,44 +57,39 @@ class Estimate:
     largest_part: str       # the call that costs most, for the message
 
 
-class _Str(str):
-    """A stand-in string of a given length, for the cost functions (they read len() only)."""
+class _Sized:
+    """A stand-in value of a given length, for the cost functions (they read len() and the type only)."""
 
-    def __new__(cls, length: int) -> "_Str":
-        made = super().__new__(cls, "")
-        made.length = length  # type: ignore[attr-defined]
-        return made
-
-    def __len__(self) -> int:
-        return self.length  # type: ignore[attr-defined, no-any-return]
-
-
-class _List(list):  # type: ignore[type-arg]
-    def __init__(self, length: int) -> None:
-        super().__init__()
-        self.length = length
+    length = 0
 
     def __len__(self) -> int:
         return self.length
 
 
-class _Map(dict):  # type: ignore[type-arg]
-    def __init__(self, length: int) -> None:
-        super().__init__()
-        self.length = length
+class _Str(_Sized, str):
+    pass
 
-    def __len__(self) -> int:
-        return self.length
+
+class _List(_Sized, list):  # type: ignore[type-arg]
+    pass
+
+
+class _Map(_Sized, dict):  # type: ignore[type-arg]
+    pass
 
 
 def _stand_in(kind: str, size: int) -> Any:
+    made: _Sized
     if kind == "string" or kind == "bytes":
-        return _Str(size)
-    if kind == "list":
-        return _List(size)
-    if kind == "map":
-        return _Map(size)
-    return 1
+        made = _Str()
+    elif kind == "list":
+        made = _List()
+    elif kind == "map":
+        made = _Map()
+    else:
+        return 1
+    made.length = size
+    return made
 
 
 class _Estimator:
