@@ -104,7 +104,7 @@ class _Estimator:
 
     def size(self, node: Node, scope: Mapping[str, Size], ranges: Mapping[Node, int]) -> Size:
         """The largest size the node's value can have (without charging anything)."""
-        if node in ranges:  # as long as the enclosing range it equals, and no more shared than it
+        if ranges and node in ranges:  # as long as the enclosing range it equals, and no more shared than it
             return Size(ranges[node], self.size(node, scope, {}).together)
         if isinstance(node, Const):
             return Size(len(node.value) if isinstance(node.value, (str, bytes)) else 1)
