@@ -1,6 +1,5 @@
-"""Runaway expressions are CelErrors within a bounded time, on both backends."""
-
-import time
+"""Runaway expressions are CelErrors stopped by a budget (comprehension steps, the cost of library calls, the size
+of what they build), on both backends; no assertion reads the clock."""
 
 import pytest
 
@@ -17,20 +16,16 @@ BIG = {"object": {"items": list(range(2000)), "text": "x" * 100_000}}
 ])
 def test_nested_comprehensions_over_big_lists_stop(cpp, expression):
     program = cpp.compile(expression)
-    started = time.monotonic()
     with pytest.raises(CelError, match="(?i)iteration budget|more than the limit"):
         program.evaluate(BIG)
-    assert time.monotonic() - started < 3  # well under a second on an idle core
 
 
 def test_the_reference_backend_has_the_same_budget():
-    """cel-python runs ~300 us per step, so its 10,000-step budget is seconds, not minutes."""
+    """cel-python runs ~300 us per step: its 10,000-step budget, mirrored from the C++ runtime, is what stops it."""
     from webhook.cel import CelCompiler
     program = CelCompiler("cel-python").compile("object.items.map(x, object.items.map(y, y)).size() > 0")
-    started = time.monotonic()
     with pytest.raises(CelError, match="(?i)iteration budget"):
         program.evaluate(BIG)
-    assert time.monotonic() - started < 15
 
 
 def test_budget_does_not_touch_ordinary_lists(compiler):
@@ -39,10 +34,8 @@ def test_budget_does_not_touch_ordinary_lists(compiler):
 
 def test_string_growth_through_library_calls_is_bounded(compiler):
     program = compiler.compile("object.text.replace('x', 'xxxxxxxx').replace('x', 'xxxxxxxx').size()")
-    started = time.monotonic()
     with pytest.raises(CelError, match="more than the limit"):
         program.evaluate(BIG)
-    assert time.monotonic() - started < 3
     with pytest.raises(CelError, match="more than the limit"):
         compiler.compile("object.items.map(x, object.text).join('')").evaluate({"object": {"items": list(range(40)), "text": "y" * 100_000}})
 
@@ -63,8 +56,6 @@ def test_map_and_filter_ranges_are_capped(cpp):
     with pytest.raises(CelError, match="map/filter over 5000 elements"):
         cpp.compile("object.items.filter(x, x > 1).size()").evaluate({"object": {"items": list(range(5000))}})
     program = cpp.compile("object.items.map(x, object.items.map(y, y)).size()")
-    started = time.monotonic()
     with pytest.raises(CelError, match="(?i)iteration budget"):
         program.evaluate({"object": {"items": list(range(1000))}})
-    assert time.monotonic() - started < 3  # ~0.3 s on an idle core
     assert cpp.compile("object.items.map(x, x * 2).sum()").evaluate({"object": {"items": list(range(1000))}}) == 999000

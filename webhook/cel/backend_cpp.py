@@ -20,6 +20,7 @@ from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_option
 
 from webhook.cel import checked, nullrefs, optionals
 from webhook.cel.activation import Activation
+from webhook.cel.cost import CostLimitExceeded, charge_call
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext, Overload, fn
@@ -43,11 +44,15 @@ _TYPES = {
 
 
 def _guarded(overload: Overload) -> Callable[..., Any]:
-    name, impl = overload.name, overload.impl
+    name, impl, cost = overload.name, overload.impl, overload.cost
 
     def call(*args: Any) -> Any:
         try:
-            result = check_size(impl(*(unwrap(args) if nul_results.wrapping else args)))
+            given = unwrap(args) if nul_results.wrapping else args
+            charge_call(name, cost, given)  # before the work: a call over budget never starts
+            result = check_size(impl(*given))
+        except CostLimitExceeded:
+            raise  # not an error value: the evaluation stops (see CppProgram._run)
         except Exception as exc:  # the runtime turns this into an error value; keep the function's name
             raise RuntimeError(with_name(name, exc)) from None
         if result_has_nul(result):  # the runtime will cut it: the evaluation is redone exactly (nul.py)

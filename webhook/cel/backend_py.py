@@ -18,6 +18,8 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import Evaluator, base_functions
 
+from webhook.cel import cost
+from webhook.cel.cost import CostLimitExceeded, charge_call
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
@@ -113,7 +115,10 @@ def _dispatcher(name: str, overloads: list[Overload]) -> Callable[..., Any]:
         for overload in target:
             if _matches(overload, args):
                 try:
+                    charge_call(qualified, overload.cost, args)  # before the work: a call over budget never starts
                     return to_cel(check_size(overload.impl(*args)))
+                except CostLimitExceeded:
+                    raise _Budget() from None  # the evaluation stops; CelProgram reads the meter's reason
                 except Exception as exc:
                     return celpy.CELEvalError(with_name(qualified, exc), type(exc), exc.args)
         if builtin is not None and qualified == name:
@@ -272,7 +277,8 @@ class PyProgram:
         try:
             result = self._program.evaluate(data)
         except _Budget:
-            raise CelError(f"Iteration budget exceeded ({ITERATION_BUDGET} comprehension steps)") from None
+            stopped = cost.why_stopped()  # a library call's cost, or else the comprehension steps
+            raise CelError(stopped or f"Iteration budget exceeded ({ITERATION_BUDGET} comprehension steps)") from None
         except CelError:
             raise
         except Exception as exc:  # cel-python raises plain Python errors on some type mismatches

@@ -2,7 +2,9 @@
 
 Limits: at compile time the expression length, comprehension nesting and `cel.bind` count are
 bounded; at evaluation both backends stop after 10,000 comprehension steps (the C++ runtime's own
-budget, mirrored in the Python one), so a runaway expression is a CelError in milliseconds.
+budget, mirrored in the Python one), and every library call charges its cost to the evaluation's meter
+(webhook.cel.cost: Kubernetes' per-call limit, and the request's deadline), so a runaway expression is a
+CelError in milliseconds.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, dra, source
+from webhook.cel import checked, cost, dra, estimate, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -60,6 +62,7 @@ class CelProgram:
     uses_all_variables: bool           # `variables` used whole: every variable may be needed
     _spec: EnvSpec
     _program: Any
+    estimated_cost: int = 0            # its worst case (webhook.cel.estimate), for a policy's total
 
     @property
     def _values_key(self) -> tuple[str, str]:
@@ -74,14 +77,21 @@ class CelProgram:
         else:
             data = self._complete(activation)
         token = CURRENT.set(EvalContext(lookups, generated))
+        metered = cost.start()
         try:
-            return self._program.run(data, shared)
+            result = self._program.run(data, shared)
+            cost.settle()
+            return result
         except CelError as exc:
+            stopped = cost.why_stopped()
+            if stopped is not None:  # the meter's reason, whatever error the runtime made of it
+                raise cost.CostLimitExceeded(f"{_short(self.expression)}: {stopped}") from None
             raise CelError(f"{_short(self.expression)}: {exc}") from None
         except RecursionError:
             raise CelError(f"{_short(self.expression)}: value nested too deeply") from None
         finally:
             CURRENT.reset(token)
+            cost.stop(metered)
 
     def evaluate_strict(self, shared: Activation) -> Any:
         """The common case only, at the least cost: one evaluation on the shared activation, no retries
@@ -89,10 +99,15 @@ class CelProgram:
         error is a CelError; callers then take `evaluate`, which gives the exact outcome and message.
         Only for programs of `compile_bound` (the C++ backend) that call no lookup or effectful function."""
         data = shared.cached(self._values_key, lambda: self._complete(shared.values))
+        metered = cost.start()
         try:
-            return self._program.run_strict(data, shared)
+            result = self._program.run_strict(data, shared)
+            cost.settle()
+            return result
         except RecursionError:
             raise CelError("value nested too deeply") from None
+        finally:
+            cost.stop(metered)
 
     def tree(self) -> checked.Node | None:
         """The expression tree the runtime compiled and runs in `evaluate_strict` (webhook.cel.checked), for
@@ -143,13 +158,14 @@ class CelCompiler:
             raise CelError("expression must be a non-empty string")
         key = (self.backend, env, expression)
         cached = _cache.get(key)
-        if cached is not None:
-            return cached
-        program = self._compile(expression, env)
-        with _lock:
-            if len(_cache) >= MAX_CACHED:
-                _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
-            return _cache.setdefault(key, program)
+        if cached is None:
+            program = self._compile(expression, env)
+            with _lock:
+                if len(_cache) >= MAX_CACHED:
+                    _cache.pop(next(iter(_cache)))  # the oldest entry; its program stays alive while used
+                cached = _cache.setdefault(key, program)
+        estimate.add_to_policy(cached.estimated_cost)
+        return cached
 
     def compile_bound(self, expression: str, bindings: Sequence[tuple[str, str]], env: str = "admission",
                       strict: bool = False) -> CelProgram | None:
@@ -214,4 +230,22 @@ class CelCompiler:
         except CelError as exc:
             raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
         refs, whole = source.variable_refs(tokens)
-        return CelProgram(expression, env, self.backend, refs, whole, spec, compiled)
+        return CelProgram(expression, env, self.backend, refs, whole, spec, compiled,
+                          self._estimated(expression, spec, text, compiled))
+
+    def _estimated(self, expression: str, spec: EnvSpec, text: str, compiled: Any) -> int:
+        """The expression's worst-case cost; CelError past Kubernetes' limit for one expression. The tree is the C++
+        runtime's (the reference backend compiles the same text there for it); without one, nothing is estimated."""
+        try:
+            program = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile_plain(spec, text)
+            tree = checked.parse_checked(program.serialized())
+        except (CelError, ValueError, RuntimeError):
+            return 0
+        found = estimate.estimate(tree, (o for lib in spec.libraries for o in lib.overloads))
+        if found.cost > estimate.EXPRESSION_LIMIT:
+            raise CelError(f"{_short(expression)}: estimated cost {found.cost} exceeds the limit of "
+                           f"{estimate.EXPRESSION_LIMIT} for one expression (Kubernetes' StaticEstimatedCostLimit); "
+                           f"most of it: {found.largest_part}. Inputs without a bound are assumed as large as a request "
+                           "allows: bound them first (a map or filter ranges over at most 1,000 elements), or "
+                           "avoid calls per element over whole lists")
+        return found.cost

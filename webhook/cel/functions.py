@@ -21,6 +21,9 @@ class Overload:
     result: str
     impl: Callable[..., Any]
     member: bool = False
+    # the call's cost from its arguments (webhook.cel.cost), charged before `impl` runs; None: one traversal
+    # of each argument (webhook.cel.cost.inputs), right for every function linear in its input
+    cost: Callable[..., float] | None = None
 
 
 @frozen_dataclass
@@ -32,12 +35,14 @@ class Library:
     optional_results: tuple[tuple[str, str], ...] = ()
 
 
-def fn(name: str, params: Iterable[str], result: str, impl: Callable[..., Any]) -> Overload:
-    return Overload(name, tuple(params), result, impl, member=False)
+def fn(name: str, params: Iterable[str], result: str, impl: Callable[..., Any],
+       cost: Callable[..., float] | None = None) -> Overload:
+    return Overload(name, tuple(params), result, impl, member=False, cost=cost)
 
 
-def method(name: str, params: Iterable[str], result: str, impl: Callable[..., Any]) -> Overload:
-    return Overload(name, tuple(params), result, impl, member=True)
+def method(name: str, params: Iterable[str], result: str, impl: Callable[..., Any],
+           cost: Callable[..., float] | None = None) -> Overload:
+    return Overload(name, tuple(params), result, impl, member=True, cost=cost)
 
 
 @dataclass

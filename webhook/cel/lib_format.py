@@ -18,6 +18,7 @@ import math
 from decimal import Decimal
 from typing import Any, Sequence
 
+from webhook.cel.cost import STRING_TRAVERSAL, charge, refuse_beyond
 from webhook.cel.values import describe, kind_of, opaque_type, to_json
 
 # the exact decimal value of a double ends within 1,074 digits after the point (2^-1074 has that many):
@@ -227,7 +228,7 @@ def _precision(template: str, i: int) -> tuple[int, int]:
 
 def format_string(template: str, args: Sequence[Any]) -> str:
     out: list[str] = []
-    i = used = 0
+    i = used = size = 0
     while i < len(template):
         ch = template[i]
         i += 1
@@ -245,6 +246,10 @@ def format_string(template: str, args: Sequence[Any]) -> str:
             precision, i = _precision(template, i)
         if used >= len(args):
             raise IndexError(f"index {used} out of range")
-        out.append(_format_one(template[i], precision, args[used]))
+        piece = _format_one(template[i], precision, args[used])
+        size += len(piece)
+        refuse_beyond(size, "format")  # a list rendered once per clause: each clause's text counts
+        charge(len(piece) * STRING_TRAVERSAL, "format")
+        out.append(piece)
         used, i = used + 1, i + 1
     return "".join(out)

@@ -15,6 +15,7 @@ import re
 import string as _string
 from typing import Any, Mapping, Sequence
 
+from webhook.cel import cost
 from webhook.cel.functions import Library, current, fn
 from webhook.cel.lib_image import IMAGE
 from webhook.cel.values import json_value, plain
@@ -35,6 +36,14 @@ _KINDS = {
     "resourceclaimtemplates": "ResourceClaimTemplate", "deviceclasses": "DeviceClass",
     "customresourcedefinitions": "CustomResourceDefinition", "leases": "Lease",
 }
+
+
+def _marshal(value: Any) -> str:
+    """Its cost is its output's: charged once made (a value is at most a request's size, so one call is bounded;
+    the calls after it find the budget spent)."""
+    text = json.dumps(plain(value), separators=(",", ":"), sort_keys=True)
+    cost.result_size(len(text), "json.marshal")
+    return text
 
 
 def kind_for(resource: str) -> str:
@@ -176,7 +185,7 @@ KYVERNO = Library("kyverno", (
     fn("generator.apply", ["string", "list"], "bool", generate),
     fn("parseServiceAccount", ["string"], "map", parse_service_account),
     fn("json.unmarshal", ["string"], "dyn", json.loads),
-    fn("json.marshal", ["dyn"], "string", lambda v: json.dumps(plain(v), separators=(",", ":"), sort_keys=True)),
+    fn("json.marshal", ["dyn"], "string", _marshal),
     fn("yaml.parse", ["string"], "dyn", boundedyaml.safe_load),  # request text: no alias bombs, no endless lists
     fn("time.now", [], "timestamp", _now),
     fn("time.truncate", ["timestamp", "duration"], "timestamp", _truncate),

@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime
 import functools
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+from webhook.cel import cost
 from webhook.cel.functions import Library, fn, method
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.values import describe, kind_of
@@ -68,6 +69,7 @@ def flatten(items: Sequence[Any], depth: int = 1) -> list[Any]:
     out: list[Any] = []
     for item in items:
         if isinstance(item, list) and depth > 0:
+            cost.charge(len(item), "flatten")  # each nested element is one more to copy
             out.extend(flatten(item, depth - 1))
         else:
             out.append(item)
@@ -82,7 +84,31 @@ def sort(items: Sequence[Any]) -> list[Any]:
     return sorted(items)
 
 
+_HASHED = {"string": "string", "bytes": "bytes", "bool": "bool", "null": "null", "int": "number", "uint": "number",
+           "double": "number"}
+
+
+def _distinct_key(item: Any) -> tuple[str, Any] | None:
+    """A key equal for exactly the values CEL's == finds equal (numbers across types); None where there is none
+    (lists, maps, a NaN, which equals nothing)."""
+    kind = _HASHED.get(kind_of(item))
+    if kind is None or (kind == "number" and item != item):
+        return None
+    return kind, item
+
+
 def distinct(items: Sequence[Any]) -> list[Any]:
+    """Charged as cel-go's algorithm costs (each element against those kept: `_distinct_cost`), so a policy within
+    Kubernetes' budget is within ours; scalars are told apart by hashing, the rest pairwise."""
+    keys = [_distinct_key(item) for item in items]
+    if None not in keys:
+        seen: set[tuple[str, Any]] = set()
+        kept = []
+        for item, key in zip(items, keys):
+            if key not in seen:
+                seen.add(key)  # type: ignore[arg-type]
+                kept.append(item)
+        return kept
     out: list[Any] = []
     for item in items:
         if not any(cel_equal(item, seen) for seen in out):
@@ -93,7 +119,17 @@ def distinct(items: Sequence[Any]) -> list[Any]:
 def list_range(count: int) -> list[int]:
     if count > 10_000:  # the comprehension budget: a longer range could never be iterated anyway
         raise ValueError("lists.range: at most 10000 elements")
+    cost.result_size(max(count, 0), "lists.range", per_element=1.0)
     return list(range(max(count, 0)))
+
+
+def _distinct_cost(items: Sequence[Any]) -> float:
+    """Every element against every other (a list of 8,000 held the event loop for a minute)."""
+    return cost.inputs(items) + len(items) * (len(items) - 1) / 2
+
+
+def _sort_cost(items: Sequence[Any]) -> float:
+    return cost.inputs(items) + len(items) * max(1, len(items).bit_length())
 
 
 def _contains(a: Sequence[Any], b: Sequence[Any]) -> bool:
@@ -112,6 +148,20 @@ def _regex(pattern: str) -> Any:
         raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
+def _regex_cost(text: str, pattern: str, *_: Any) -> float:
+    return cost.regex(text, pattern)
+
+
+def _matches(compiled: Any, text: str, what: str, limit: int = -1) -> Iterator[Any]:
+    """go_matches, each match charged as an element of the result before it is made (a findAll of a 1 MB
+    text held the event loop 40 s building a million strings); at most `limit` when it is not negative."""
+    for count, match in enumerate(go_matches(compiled, text)):
+        if count == limit:
+            return
+        cost.charge(cost.MATCH + (match.end() - match.start()) * cost.STRING_TRAVERSAL, what)
+        yield match
+
+
 def find(text: str, pattern: str) -> str:
     match = _regex(pattern).search(text)
     return match.group(0) if match else ""
@@ -120,8 +170,7 @@ def find(text: str, pattern: str) -> str:
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     if limit == 0:
         return []
-    found = [m.group(0) for m in go_matches(_regex(pattern), text)]  # Go's FindAllString
-    return found if limit < 0 else found[:limit]
+    return [m.group(0) for m in _matches(_regex(pattern), text, "findAll", limit)]  # Go's FindAllString
 
 
 def _expand(match: re.Match[str], replacement: str, groups: int) -> str:
@@ -150,14 +199,15 @@ def regex_replace(text: str, pattern: str, replacement: str, count: int = -1) ->
     if count == 0:  # cel-go returns before compiling the pattern
         return text
     compiled = _regex(pattern)
-    matches = list(go_matches(compiled, text))
-    if count > 0:
-        matches = matches[:count]
     out: list[str] = []
-    last = 0
-    for match in matches:
+    last = length = 0
+    for match in _matches(compiled, text, "regex.replace", count if count > 0 else -1):
+        expanded = _expand(match, replacement, compiled.groups)
+        length += match.start() - last + len(expanded)
+        cost.refuse_beyond(length + len(text) - match.end(), "regex.replace")  # the result, before it grows
+        cost.charge(len(expanded) * cost.STRING_TRAVERSAL, "regex.replace")
         out.append(text[last:match.start()])
-        out.append(_expand(match, replacement, compiled.groups))
+        out.append(expanded)
         last = match.end()
     out.append(text[last:])
     return "".join(out)
@@ -183,7 +233,7 @@ def regex_extract(text: str, pattern: str) -> list[str]:
 
 def regex_extract_all(text: str, pattern: str) -> list[str]:
     compiled = _single_group(pattern)
-    matches = list(go_matches(compiled, text))
+    matches = list(_matches(compiled, text, "regex.extractAll"))
     if compiled.groups == 0:
         return [m.group(0) for m in matches]
     return [m.group(1) for m in matches if m.group(1)]
@@ -197,28 +247,29 @@ LISTS = Library("lists", (
     method("slice", ["list", "int", "int"], "list", list_slice),
     method("flatten", ["list"], "list", flatten),
     method("flatten", ["list", "int"], "list", flatten),
-    method("sort", ["list"], "list", sort),
-    method("distinct", ["list"], "list", distinct),
+    method("sort", ["list"], "list", sort, _sort_cost),
+    method("distinct", ["list"], "list", distinct, _distinct_cost),
     fn("lists.range", ["int"], "list", list_range),
 ))
 
 SETS = Library("sets", (
-    fn("sets.contains", ["list", "list"], "bool", _contains),
-    fn("sets.equivalent", ["list", "list"], "bool", lambda a, b: _contains(a, b) and _contains(b, a)),
-    fn("sets.intersects", ["list", "list"], "bool", _intersects),
+    fn("sets.contains", ["list", "list"], "bool", _contains, lambda a, b: cost.pairs(len(a), len(b))),
+    fn("sets.equivalent", ["list", "list"], "bool", lambda a, b: _contains(a, b) and _contains(b, a),
+       lambda a, b: 2 * cost.pairs(len(a), len(b))),
+    fn("sets.intersects", ["list", "list"], "bool", _intersects, lambda a, b: cost.pairs(len(a), len(b))),
 ))
 
 REGEX = Library("regex", (
-    method("find", ["string", "string"], "string", find),
-    method("findAll", ["string", "string"], "list", find_all),
-    method("findAll", ["string", "string", "int"], "list", find_all),
+    method("find", ["string", "string"], "string", find, _regex_cost),
+    method("findAll", ["string", "string"], "list", find_all, _regex_cost),
+    method("findAll", ["string", "string", "int"], "list", find_all, _regex_cost),
 ))
 
 # cel-go's ext.Regex; `regex.extract` returns an optional, which a Python function cannot: its calls are
 # routed through `__qm_regex_extract` (a list of at most one element), so it needs optional syntax
 REGEX_EXT = Library("regex-ext", (
-    fn("regex.replace", ["string", "string", "string"], "string", regex_replace),
-    fn("regex.replace", ["string", "string", "string", "int"], "string", regex_replace),
-    fn("regex.extractAll", ["string", "string"], "list", regex_extract_all),
-    fn("__qm_regex_extract", ["string", "string"], "list", regex_extract),
+    fn("regex.replace", ["string", "string", "string"], "string", regex_replace, _regex_cost),
+    fn("regex.replace", ["string", "string", "string", "int"], "string", regex_replace, _regex_cost),
+    fn("regex.extractAll", ["string", "string"], "list", regex_extract_all, _regex_cost),
+    fn("__qm_regex_extract", ["string", "string"], "list", regex_extract, _regex_cost),
 ), optional_results=(("regex.extract", "__qm_regex_extract"),))

@@ -17,6 +17,7 @@ from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeV
 from webhook.engine.verdicts import report_ref, verdict_of
 from webhook.model import patch as jsonpatch
 from webhook.model.cluster import ClusterState, ObjectKey
+from webhook.model.deadline import answering_by
 from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
 from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, PolicyBatch, ValidationOutcome
@@ -176,6 +177,11 @@ class AdmissionEngine:
 
     # --- mutate ------------------------------------------------------------------------------------
     async def mutate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET) -> MutateResult:
+        # the deadline reaches the evaluators' cost meters, which stop a CEL or JMESPath evaluation past it
+        with answering_by(time.monotonic() + budget):
+            return await self._mutate(request, budget)
+
+    async def _mutate(self, request: AdmissionRequest, budget: float) -> MutateResult:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.MUTATE)
@@ -257,6 +263,10 @@ class AdmissionEngine:
     async def validate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET, *,
                        background: bool = False) -> Verdict:
         """`background`: a scan of an existing object; only policies that take part in background scans run."""
+        with answering_by(time.monotonic() + budget):
+            return await self._validate(request, budget, background)
+
+    async def _validate(self, request: AdmissionRequest, budget: float, background: bool) -> Verdict:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         snapshot = self.store.snapshot

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import CelCompiler
+from webhook.cel.estimate import policy_problem, policy_total
 from webhook.families.cel import autogen, generating, mutating, validating
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
@@ -33,7 +34,11 @@ def _variant(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable
 
 def variants(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
              rewrite: Callable[[dict[str, Any], str], None] | None) -> tuple[Variant, ...]:
-    out = [_variant(cel, spec, env, body)]
+    with policy_total() as total:
+        out = [_variant(cel, spec, env, body)]
+    problem = policy_problem(total[0])  # the variants autogen adds are the same expressions, rewritten
+    if problem is not None:
+        raise CompileFailed("spec", problem)
     if rewrite is not None:
         for generated in autogen.variants(spec, rewrite):
             out.append(_variant(cel, generated.spec, env, body, generated.config))

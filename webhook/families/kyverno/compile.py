@@ -15,7 +15,9 @@ from .autogen import expand_rules
 from .conditions import OPERATORS
 from .engine import CompiledRule
 from .fields import unknown_fields
+from .jmespath_functions import JMESPathError, check_query
 from .references import resolve_rule, unsupported_references
+from .variables import written_queries
 
 from webhook.model.quickinit import frozen_dataclass
 
@@ -106,6 +108,11 @@ def _check_rule(policy: str, index: int, rule: Any, seen: set[str]) -> None:
         raise PolicyError(f"{where}: unknown field(s) {', '.join(unknown)} (not in Kyverno's kyverno.io/v1 rule schema)")
     _check_unsupported(where, rule)
     _check_conditions(where, rule.get("preconditions"))
+    for path, query in written_queries(rule):  # a query nesting past the interpreter's depth: refused here
+        try:
+            check_query(query)
+        except JMESPathError as exc:
+            raise PolicyError(f"{where}: {path}: {exc}") from None
     misplaced = unsupported_references(rule)
     if misplaced:
         raise PolicyError(f"{where}: $(...) references are resolved only in validate pattern/anyPattern and mutate "

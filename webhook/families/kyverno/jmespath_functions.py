@@ -24,7 +24,7 @@ from jmespath.visitor import TreeInterpreter
 from webhook.model import boundedyaml
 from webhook.model.regex import compile_linear, go_matches
 
-from . import jp_arith, jp_time
+from . import jp_arith, jp_budget, jp_time
 from .gotypes import is_number, sprint, wildcard_match
 from .jp_semver import semver_matches
 
@@ -137,6 +137,11 @@ def _str(value: Any) -> str:
 
 
 class KyvernoFunctions(functions.Functions):
+    def call_function(self, function_name, resolved_args):
+        # every function, Kyverno's and JMESPath's own, pays for the size of its arguments before it runs
+        jp_budget.spend(jp_budget.argument_steps(resolved_args), f"{function_name}()")
+        return super().call_function(function_name, resolved_args)
+
     @functions.signature({"types": ["string"]}, {"types": ["string"]})
     def _func_compare(self, a, b):
         return (a > b) - (a < b)
@@ -385,6 +390,10 @@ class _Interpreter(TreeInterpreter):
     """go-jmespath (Kyverno's fork) stops a path at a missing field instead of feeding null onwards, so
     ``items[].resources.keys(@)`` skips items without ``resources`` rather than failing in ``keys``."""
 
+    def visit(self, node, *args, **kwargs):
+        jp_budget.spend(1, "JMESPath query")  # a step per node visited: projections over long lists add up
+        return super().visit(node, *args, **kwargs)
+
     def visit_subexpression(self, node, value):
         result = value
         for child in node["children"]:
@@ -401,24 +410,45 @@ _INTERPRETER = _Interpreter(_OPTIONS)
 @lru_cache(maxsize=8192)
 def compile_query(expression: str):
     try:
-        return jmespath.compile(expression)
+        parsed = jmespath.compile(expression)
+        jp_budget.check_depth(parsed.parsed, expression)
+        return parsed
     except jmespath.exceptions.JMESPathError as exc:
         raise JMESPathError(f"incorrect query {expression}: {exc}") from exc
+    except jp_budget.BudgetSpent as exc:
+        raise JMESPathError(str(exc)) from None
+    except RecursionError:  # the parser's own recursion, on nesting far beyond MAX_DEPTH
+        raise JMESPathError(f"the expression nests more than the limit of {jp_budget.MAX_DEPTH} levels") from None
+
+
+def check_query(expression: str) -> None:
+    """A query a policy writes out, checked at load: JMESPathError when it nests too deeply. Its other errors
+    (syntax) stay the rule's at evaluation, where Kyverno reports them."""
+    try:
+        compile_query(expression.strip())
+    except JMESPathError as exc:
+        if "nests" in str(exc):
+            raise
 
 
 def query(expression: str, data: Any) -> Any:
     """Evaluate like Kyverno's context.Query: syntax errors, function errors and unknown keys raise."""
     parsed = compile_query(expression.strip())
+    budget = jp_budget.begin()
     try:
         result = _INTERPRETER.visit(parsed.parsed, data)
+        if result is None:
+            _raise_if_missing(parsed.parsed, data)
+        return result
     except JMESPathError:
         raise
+    except jp_budget.BudgetSpent as exc:
+        raise JMESPathError(str(exc)) from None
     except (jmespath.exceptions.JMESPathError, TypeError, ValueError, ArithmeticError, re.error) as exc:
         # ArithmeticError: round(`1e308`, `1`) overflows; re.error: a pattern RE2 finds too large
         raise JMESPathError(f"JMESPath query failed: {exc}") from exc
-    if result is None:
-        _raise_if_missing(parsed.parsed, data)
-    return result
+    finally:
+        jp_budget.end(budget)
 
 
 def _raise_if_missing(node: dict, data: Any) -> Any:

@@ -15,7 +15,7 @@ one that names itself twice doubled the string each pass.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .gotypes import to_json_text
 from .jmespath_functions import MAX_TEXT, JMESPathError, query
@@ -159,6 +159,27 @@ def _at_path(ctx: Context, path: tuple[str, ...]) -> str:
         bare = re.sub(r"^[+<=X^]?\((.*)\)$", r"\1", part)
         parts.append(f"[{bare}]" if bare.isdigit() else f'"{bare}"')
     return ".".join(parts).replace(".[", "[")
+
+
+def written_queries(document: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(where, expression) of every query a policy writes out: each `{{ }}` without another inside it (those are
+    only known once substituted) and each `jmesPath` field, for checks at load."""
+    if isinstance(document, Mapping):
+        for key, value in document.items():
+            if key == "jmesPath" and isinstance(value, str) and "{{" not in value:
+                yield _where(path + (key,)), value
+            else:
+                yield from written_queries(value, path + (str(key),))
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            yield from written_queries(value, path + (str(index),))
+    elif isinstance(document, str) and "{{" in document:
+        for match in VARIABLE.finditer(document):
+            if "{{" in match.group(2)[2:]:
+                continue
+            expression, _ = _expression(match.group(2))
+            if expression and expression != "@":
+                yield _where(path), expression
 
 
 def lenient_resolver(ctx: Context, expression: str) -> Any:
