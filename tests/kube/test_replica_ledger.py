@@ -182,3 +182,31 @@ async def test_a_ledger_the_api_refuses_denies_with_what_it_said(apiserver, kube
         refused = await server.admit("/validate", review(persisted(pod, "nb-1")))
         assert not refused["allowed"] and "refused the quota ledger" in refused["status"]["message"]
         assert "403 Forbidden" in refused["status"]["message"]
+
+
+REQUIRE_TEAM = """\
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: require-team}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: add the label team
+"""
+
+
+async def test_a_request_another_policy_refuses_holds_nothing_on_its_replica(apiserver, kubeconfig, policies, tmp_path):
+    (policies / "require-team.yaml").write_text(REQUIRE_TEAM)
+    apiserver.put(namespace("jdoe"))
+    async with replicas(kubeconfig, policies, tmp_path, ("replica-a",)) as (server,):
+        pod = await dra_pod([server], "jdoe")
+        refused = await server.admit("/validate", review(persisted(pod, "nb-unlabelled")))
+        assert not refused["allowed"] and "add the label team" in refused["status"]["message"]
+        labelled = persisted(pod, "nb-team")
+        labelled["metadata"]["labels"] = {"team": "ml"}
+        assert (await server.admit("/validate", review(labelled)))["allowed"]  # the refused pod's GPU was not held
+        assert [e["name"] for e in ledger_entries(apiserver, "jdoe").values()] == ["nb-team"]  # and is gone from the ledger

@@ -91,11 +91,15 @@ class LedgerPage:
                 log.warning("quota ledger %s/%s: entry %s ignored: %s", self.namespace, self.name, key, exc)
         return out
 
-    def written(self, policy: str, hold: Hold, now: float, profile: str) -> dict[str, Any]:
-        """The ConfigMap with `hold` added and every expired entry (of any policy) dropped. Entries whose object
-        this replica's state shows are kept until they expire: another replica's state may not show it yet."""
+    def written(self, policy: str, hold: Hold, now: float, profile: str, withdrawn: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The ConfigMap with `hold` added, and without every expired entry (of any policy) and the `withdrawn`
+        uids of `policy` (requests refused after all). Entries whose object this replica's state shows are kept
+        until they expire: another replica's state may not show it yet."""
+        gone = {entry_key(policy, uid) for uid in withdrawn}
         data = {}
         for key, text in self.data.items():
+            if key in gone:
+                continue
             try:
                 if decode(text).expires <= now:
                     continue

@@ -94,6 +94,19 @@ class ApiReservations:
         self.departed = Departed()
         state.add_listener(self.departed)
         self.conflicts = 0  # writes another replica beat, for tests and logs
+        # Holds of requests refused after all (by another policy), per (policy, profile): not counted here, and
+        # dropped from the ledger by this replica's next write there
+        self.withdrawn: dict[tuple[str, str], dict[str, float]] = {}
+
+    def withdraw(self, scope: HoldScope, hold: Hold) -> None:
+        self.withdrawn.setdefault((scope.policy, scope.namespace), {})[hold.uid] = self.clock() + scope.seconds
+
+    def _withdrawn(self, scope: HoldScope) -> dict[str, float]:
+        held = self.withdrawn.get((scope.policy, scope.namespace), {})
+        now = self.clock()
+        for uid in [u for u, expires in held.items() if expires <= now]:  # expired anyway: nothing left to drop
+            del held[uid]
+        return held
 
     def shows(self, namespace: str, hold: Hold) -> bool:
         """Does this replica's state account for the Hold's object already (or for its deletion)?"""
@@ -105,9 +118,10 @@ class ApiReservations:
 
     def others(self, page: LedgerPage, scope: HoldScope, mine: Hold) -> tuple[Hold, ...]:
         now = self.clock()
+        withdrawn = self._withdrawn(scope)
         return tuple(h for h in page.holds(scope.policy).values()
                      if h.expires > now and h.uid != mine.uid and h.uid not in scope.counted
-                     and not self.shows(scope.namespace, h))
+                     and h.uid not in withdrawn and not self.shows(scope.namespace, h))
 
     async def hold(self, scope: HoldScope, first: Ruling[D], judge: Callable[[tuple[Hold, ...]], Awaitable[Ruling[D]]]
                    ) -> Ruling[D]:
@@ -128,11 +142,16 @@ class ApiReservations:
                 if ruling.hold is None or not ruling.record:
                     return ruling  # refused with the other replicas' Holds counted, or a dry run: nothing to record
                 now = self.clock()
-                body = page.written(scope.policy, replace(ruling.hold, expires=now + scope.seconds), now, scope.namespace)
+                dropped = tuple(self._withdrawn(scope))
+                body = page.written(scope.policy, replace(ruling.hold, expires=now + scope.seconds), now, scope.namespace,
+                                    dropped)
                 write = self.api.replace if page.resource_version else self.api.create
                 remaining = scope.deadline - MARGIN - time.monotonic()
                 timeout = (min(self.settings.connect_timeout, max(remaining, 0.01)), max(remaining, 0.01))
                 await asyncio.wait_for(self.calls(write, CONFIG_MAPS, body, timeout), max(remaining, 0.01))
+                held = self.withdrawn.get((scope.policy, scope.namespace), {})
+                for uid in dropped:
+                    held.pop(uid, None)
                 return ruling
             except asyncio.TimeoutError:
                 break

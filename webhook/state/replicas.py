@@ -68,6 +68,10 @@ class SharedReservations(Protocol):
     async def hold(self, scope: HoldScope, first: Ruling[D], judge: Callable[[tuple[Hold, ...]], Awaitable[Ruling[D]]]
                    ) -> Ruling[D]: ...
 
+    def withdraw(self, scope: HoldScope, hold: Hold) -> None:
+        """The request was refused after all (another policy): this process stops counting the Hold at once and
+        drops it from the ledger at its next write; other replicas count it until then, or until it expires."""
+
 
 class ProcessReservations:
     """Standalone: one process, whose per-profile locks and in-process reservations already make the quota exact."""
@@ -75,3 +79,6 @@ class ProcessReservations:
     async def hold(self, scope: HoldScope, first: Ruling[D], judge: Callable[[tuple[Hold, ...]], Awaitable[Ruling[D]]]
                    ) -> Ruling[D]:
         return first
+
+    def withdraw(self, scope: HoldScope, hold: Hold) -> None:
+        """Nothing was shared: the in-process reservation's own rollback is the whole undo."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
@@ -126,15 +126,18 @@ class ProfileQuotaPolicy(Battery):
 
         async with ledger.lock(namespace):
             ruling = await judge(())
+            scope = None
             if ruling.hold is not None and not ctx.background:
                 # other replicas decide for this profile too: record the admission where they read it, counting theirs
                 counted = frozenset(r.uid for r in ledger.pending(namespace, ctx.state) if r.uid)
                 scope = HoldScope(self.id.name, namespace, counted, self.settings.reservation_seconds, ctx.deadline)
                 ruling = await self.shared.hold(scope, ruling, judge)
-            rollbacks = ()
+            rollbacks: tuple[Callable[[], None], ...] = ()
             if ruling.hold is not None and ruling.record:
                 reservation = ledger.reserve(namespace, full, ctx.state, self.settings.reservation_seconds, previous)
                 rollbacks = (functools.partial(ledger.release, reservation),)
+                if scope is not None:
+                    rollbacks += (functools.partial(self.shared.withdraw, scope, ruling.hold),)
         decision = ruling.decision
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
 
