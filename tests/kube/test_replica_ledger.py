@@ -210,3 +210,33 @@ async def test_a_request_another_policy_refuses_holds_nothing_on_its_replica(api
         labelled["metadata"]["labels"] = {"team": "ml"}
         assert (await server.admit("/validate", review(labelled)))["allowed"]  # the refused pod's GPU was not held
         assert [e["name"] for e in ledger_entries(apiserver, "jdoe").values()] == ["nb-team"]  # and is gone from the ledger
+
+
+def generated_claim(pod, entry=0):
+    """The ResourceClaim the resourceclaim controller makes from the pod's template, as it sends it to admission."""
+    pod_claim = pod["spec"]["resourceClaims"][entry]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"{pod['metadata']['name']}-{pod_claim['name']}-x7k2q", "namespace": pod["metadata"]["namespace"],
+                         "uid": str(uuid.uuid4()),
+                         "annotations": {"resource.kubernetes.io/pod-claim-name": pod_claim["name"]},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                                              "uid": pod["metadata"]["uid"], "controller": True,
+                                              "blockOwnerDeletion": True}]},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                            "count": 1}}]}}}
+
+
+async def test_the_claim_made_for_a_pod_another_replica_admitted_is_that_pods_charge(apiserver, kubeconfig, policies,
+                                                                                   tmp_path):
+    apiserver.put(namespace("jdoe"))
+    async with replicas(kubeconfig, policies, tmp_path) as (a, b):
+        pod = persisted(await dra_pod([a, b], "jdoe"), "nb-1")
+        assert (await a.admit("/validate", review(pod)))["allowed"]
+        # the resourceclaim controller saw the pod before replica b's informer did: the claim is the pod's GPU
+        claim = generated_claim(pod)
+        assert (await b.admit("/validate", review(claim)))["allowed"]
+        # a claim of the tenant's own, though, is one GPU more
+        own = generated_claim(pod)
+        own["metadata"].update(name="mine", annotations={}, ownerReferences=[])
+        refused = await b.admit("/validate", review(own))
+        assert not refused["allowed"] and "GPU quota exceeded" in refused["status"]["message"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Mapping
 
+from webhook.model.cluster import POD, RESOURCE_CLAIM
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.reads import Key
 from webhook.platform.quota.totals import KnownUsage
-from webhook.platform.quota.usage import Charge, Usage
+from webhook.platform.quota.usage import POD_CLAIM_ANNOTATION, Charge, Usage, controller_pod
 from webhook.state.replicas import Hold
 
 
@@ -33,6 +34,19 @@ def hold_of(kind: str, name: str, obj: Mapping[str, Any], previous: Mapping[str,
     uid = str((obj.get("metadata") or {}).get("uid") or "") or f"review-{request_uid}"
     replaces = str((previous.get("metadata") or {}).get("resourceVersion") or "") if previous is not None else ""
     return Hold(uid, kind, name, added.gpus, added.storage, added.unbounded, replaces)
+
+
+def without_its_pod(holds: tuple[Hold, ...], kind: str, obj: Mapping[str, Any]) -> tuple[Hold, ...]:
+    """For a ResourceClaim the resourceclaim controller generated for a pod that another replica admitted and
+    this one does not show yet: the claim's own charge stands for that pod's Hold (it is part of what the pod was
+    charged), so the Hold is left out rather than counted beside it. A claim that only claims to be generated
+    (its ownerReference is the tenant's to write) is charged in full all the same, so nothing is gained by it."""
+    if kind != RESOURCE_CLAIM or not holds:
+        return holds
+    ref = controller_pod(obj)
+    if ref is None or not ((obj.get("metadata") or {}).get("annotations") or {}).get(POD_CLAIM_ANNOTATION):
+        return holds
+    return tuple(h for h in holds if not (h.kind == POD and h.name == ref.get("name") and h.uid == ref.get("uid")))
 
 
 def hold_charges(holds: Iterable[Hold], taken: Callable[[Key], bool]) -> dict[Key, Charge]:

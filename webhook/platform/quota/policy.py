@@ -29,7 +29,7 @@ from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
-from webhook.platform.quota.holds import hold_charges, hold_of, with_charges
+from webhook.platform.quota.holds import hold_charges, hold_of, with_charges, without_its_pod
 from webhook.platform.quota.index import UsageIndex
 from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
 from webhook.platform.quota.usage import Usage
@@ -107,6 +107,7 @@ class ProfileQuotaPolicy(Battery):
 
         async def judge(holds: tuple[Hold, ...]) -> Ruling[Decision]:
             """The decision with other replicas' `holds` counted, and what to hold for it."""
+            holds = without_its_pod(holds, subject.kind, full)
             pending = ledger.pending(namespace, ctx.state)
             profile = None
             if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
