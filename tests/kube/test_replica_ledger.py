@@ -240,3 +240,24 @@ async def test_the_claim_made_for_a_pod_another_replica_admitted_is_that_pods_ch
         own["metadata"].update(name="mine", annotations={}, ownerReferences=[])
         refused = await b.admit("/validate", review(own))
         assert not refused["allowed"] and "GPU quota exceeded" in refused["status"]["message"]
+
+
+async def test_an_update_that_adds_storage_is_held_until_the_informer_shows_the_new_version(apiserver, kubeconfig,
+                                                                                          policies, tmp_path):
+    from tests.kube.objects import pvc
+
+    apiserver.put(namespace("jdoe"))
+    stored = apiserver.put(pvc("data", size="10Gi"))
+    async with replicas(kubeconfig, policies, tmp_path) as (a, b):
+        grown = copy.deepcopy(stored)
+        grown["spec"]["resources"]["requests"]["storage"] = "25Gi"
+        assert (await a.admit("/validate", review(grown, operation="UPDATE", old=stored)))["allowed"]
+        # replica b still shows 10Gi: the 15Gi the update added are held, so 10Gi more do not fit in 30Gi
+        extra = persisted(pvc("scratch", size="10Gi"), "scratch")
+        refused = await b.admit("/validate", review(extra))
+        assert not refused["allowed"] and "Storage quota exceeded" in refused["status"]["message"]
+        apiserver.put(grown)  # persisted: a new resourceVersion, counted by the informers at 25Gi, the hold no more
+        await async_eventually(lambda: b.qm.state.get("PersistentVolumeClaim", "jdoe", "data")["spec"]["resources"]
+                               ["requests"]["storage"] == "25Gi")
+        small = persisted(pvc("small", size="5Gi"), "small")
+        assert (await b.admit("/validate", review(small)))["allowed"]  # 25 + 5: the update is counted once

@@ -25,7 +25,7 @@ from webhook.model.quickinit import frozen_dataclass
 D = TypeVar("D")
 
 
-@frozen_dataclass
+@frozen_dataclass(dict_init=True)  # built per review
 class Hold:
     """One admitted request as other replicas count it until their state shows its object."""
 
@@ -39,7 +39,7 @@ class Hold:
     expires: float = 0.0  # seconds since the epoch; set by the ledger when it records the Hold
 
 
-@frozen_dataclass
+@frozen_dataclass(dict_init=True)  # built per review
 class HoldScope:
     """Where a Hold goes and what the deciding process counts already."""
 
@@ -50,7 +50,7 @@ class HoldScope:
     deadline: float  # time.monotonic() by which the admission must be answered
 
 
-@frozen_dataclass
+@frozen_dataclass(dict_init=True)  # built per review
 class Ruling(Generic[D]):
     """A decision, and the Hold it makes (None: refused, or it adds nothing: nothing to hold)."""
 

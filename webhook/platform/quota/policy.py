@@ -25,11 +25,11 @@ from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
 from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
 from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
+from webhook.platform.quota.holds import hold_charges, hold_of, with_charges, without_its_pod
 from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
-from webhook.platform.quota.holds import hold_charges, hold_of, with_charges, without_its_pod
 from webhook.platform.quota.index import UsageIndex
 from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
 from webhook.platform.quota.usage import Usage
