@@ -136,11 +136,15 @@ class ProfileQuotaPolicy(Battery):
             rollbacks: tuple[Callable[[], None], ...] = ()
             if ruling.hold is not None and ruling.record:
                 reservation = ledger.reserve(namespace, full, ctx.state, self.settings.reservation_seconds, previous)
-                rollbacks = (functools.partial(ledger.release, reservation),)
-                if scope is not None:
-                    rollbacks += (functools.partial(self.shared.withdraw, scope, ruling.hold),)
+                rollbacks = (functools.partial(self._roll_back, reservation, scope, ruling.hold),)
         decision = ruling.decision
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
+
+    def _roll_back(self, reservation: Reservation, scope: HoldScope | None, hold: Hold) -> None:
+        """The request was denied after all: release what this process holds, and withdraw what it shared."""
+        self.ledger.release(reservation)
+        if scope is not None:
+            self.shared.withdraw(scope, hold)
 
     def _decide(self, profile: ProfileUsage, pending: tuple[Reservation, ...], subject: Subject, full: Mapping[str, Any],
                 previous: tuple[Mapping[str, Any] | None] | None, limits: Any, holds: tuple[Hold, ...] = ()) -> Decision:
