@@ -126,6 +126,7 @@ class Quartermaster:
 
             live = LiveRuntime(settings.live, metrics, known_policy_kind=lambda av, k: registry.owner(av, k) is not None)
             state = live.state
+            ledgers.share(live.reservations)  # quota decisions exact across replicas: before any policy compiles
         # live mode: policy objects of the cluster load beside the directory (files win on conflicts)
         source = DirectoryPolicySource(settings.policies, loader, store, metrics,
                                        objects=live.policy_objects if live is not None else None)

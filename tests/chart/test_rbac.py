@@ -40,10 +40,15 @@ def test_live_mode_cluster_role():
     assert all("*" not in rule["verbs"] and "*" not in rule["resources"] for rule in role["rules"])
 
 
-def test_leases_only_in_the_release_namespace():
+def test_leases_and_the_quota_ledger_only_in_the_release_namespace():
     role = render().one("Role", "qm-quartermaster")
     assert role["metadata"]["namespace"] == NAMESPACE
-    assert grants(role) == {("coordination.k8s.io", "leases", ()): {"get", "create", "update"}}
+    assert grants(role) == {("coordination.k8s.io", "leases", ()): {"get", "create", "update"},
+                            # the reservation ledger the replicas share (webhook/kube/reservations.py): read, then
+                            # created or replaced with a resourceVersion precondition; never listed, watched or deleted
+                            ("", "configmaps", ()): {"get", "create", "update"}}
+    cluster = render().one("ClusterRole", "qm-quartermaster")
+    assert not [r for r in cluster["rules"] if "configmaps" in r["resources"]]  # not in the profiles' namespaces
 
 
 def test_bindings_point_at_the_service_account():

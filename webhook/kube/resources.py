@@ -46,10 +46,11 @@ CLUSTER_POLICY_REPORTS = ResourceType("ClusterPolicyReport", "wgpolicyk8s.io", "
                                       namespaced=False)
 EVENTS = ResourceType("Event", "events.k8s.io", "v1", "events", namespaced=True)
 LEASES = ResourceType("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True)
+CONFIG_MAPS = ResourceType("ConfigMap", "", "v1", "configmaps", namespaced=True)  # the quota ledger (reservations.py)
 
 # What the informers watch: every kind of the ClusterState protocol.
 WATCHED = (NAMESPACES, PODS, PVCS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, PROFILES, STATEFULSETS, NOTEBOOKS)
-KNOWN = WATCHED + (RESOURCE_QUOTAS, POLICY_REPORTS, CLUSTER_POLICY_REPORTS, EVENTS, LEASES)
+KNOWN = WATCHED + (RESOURCE_QUOTAS, POLICY_REPORTS, CLUSTER_POLICY_REPORTS, EVENTS, LEASES, CONFIG_MAPS)
 _BY_KIND = {(r.api_version, r.kind): r for r in KNOWN}
 
 

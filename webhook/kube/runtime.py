@@ -19,6 +19,7 @@ from webhook.kube.client import KubeApi
 from webhook.kube.lease import LeaderElector
 from webhook.kube.policy_objects import PolicyObjectFeed
 from webhook.kube.report_writer import PolicyReportWriter, Resolution
+from webhook.kube.reservations import ApiReservations
 from webhook.kube.resources import watched
 from webhook.kube.settings import LiveSettings
 from webhook.kube.state import LiveClusterState
@@ -53,6 +54,8 @@ class LiveRuntime:
         self.api = api or KubeApi.connect(settings.kubeconfig, settings.in_cluster)
         self.calls = BlockingCalls()
         self.state = LiveClusterState(self.api, settings, self.calls)
+        # what the quota's reservations share with the other replicas (the composition root hands it to the ledgers)
+        self.reservations = ApiReservations(self.api, self.calls, self.state, settings)
         # policy objects (ProfileQuota, ClusterPolicy...) of the kinds the engine knows; none when it knows none
         self.policy_objects = PolicyObjectFeed(self.api, settings, known_policy_kind or (lambda _v, _k: False))
         self.store: PolicyStore | None = None

@@ -32,8 +32,9 @@ class LiveSettings:
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     absent_recheck_seconds: float = 300.0  # an optional CRD (Kubeflow Profile) that was absent: look again
-    # --- admission-time creates ---
+    # --- admission-time creates, and the quota ledger's reads and writes ---
     create_retry_initial: float = 0.05
+    ledger_name: str = "quartermaster-quota-ledger"  # ConfigMap <ledger_name>.<profile> in `namespace`
     # --- reports and events ---
     report_queue: int = 10_000  # submissions waiting to be written; more are dropped and counted
     report_batch: int = 500  # submissions taken per batch

@@ -36,7 +36,7 @@ class ApiRefused(Exception):
     """The API answered, and said no (403, 422, ...): retrying will not help."""
 
 
-def _retryable(status: ApiStatus) -> bool:
+def retryable(status: ApiStatus) -> bool:
     return status.code in RETRYABLE_CODES and status.reason != "AlreadyExists"
 
 
@@ -129,7 +129,7 @@ class LiveClusterState:
                 status = ApiStatus.of(exc)
                 if status.code == 409 and status.reason == "AlreadyExists":
                     return CreateResult(False, await self._existing(resource, key, obj, deadline))
-                if not _retryable(status):
+                if not retryable(status):
                     raise ApiRefused(f"the Kubernetes API refused it: {status}") from None
                 last = str(status)
             except (urllib3.exceptions.HTTPError, OSError) as exc:

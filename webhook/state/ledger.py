@@ -11,8 +11,8 @@ asyncio lock per scope, never one global lock, and each admitted object stays re
 - the request is denied after all (the engine calls the rollback this module hands out), or
 - a timeout passes: another webhook may have refused it, and nothing tells us.
 
-The ledger is per process. Several webhook replicas each keep their own, so two creates that reach
-two replicas at the same moment are not serialized: see docs/quota.md for that limit.
+The ledger is per process. Several webhook replicas each keep their own; what they share is a second
+ledger in the API (replicas.py: live mode records each admission that adds usage there too).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import ClusterState, ObjectKey
 from webhook.model.quickinit import frozen_dataclass
+from webhook.state.replicas import ProcessReservations, SharedReservations
 
 
 @frozen_dataclass(dict_init=True)
@@ -130,12 +131,18 @@ class ReservationLedgers:
     """One ledger per quota policy name, for the life of the process.
 
     The composition root creates it once and hands it to the quota battery: a policy reload compiles
-    new policy objects, and their in-flight reservations must survive that.
+    new policy objects, and their in-flight reservations must survive that. `shared` is what the replicas
+    share (replicas.py): one process alone by default; live mode sets the API-backed ledger with `share`
+    before the first policy is compiled (policies read it when they are compiled).
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._ledgers: dict[str, ReservationLedger] = {}
+        self.shared: SharedReservations = ProcessReservations()
+
+    def share(self, shared: SharedReservations) -> None:
+        self.shared = shared
 
     def for_policy(self, name: str) -> ReservationLedger:
         ledger = self._ledgers.get(name)

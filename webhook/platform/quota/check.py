@@ -8,14 +8,16 @@ passes even in a profile that is over quota, e.g. after the platform team lowere
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import AbstractSet, Callable
+from typing import AbstractSet, Callable, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quantity import format_bytes, format_count
 from webhook.model.quickinit import frozen_dataclass
+from webhook.platform.quota.holds import NOTHING_ADDED, Added, with_charges
 from webhook.platform.quota.limits import Limit, ProfileLimits, gpus_text
 from webhook.platform.quota.objects import ProfileObjects
 from webhook.platform.quota.settings import ADVICE_FIELDS, QuotaSettings
+from webhook.platform.quota.reads import Key
 from webhook.platform.quota.usage import Charge, Usage, measure
 
 GPU_RULE = "gpu-quota"
@@ -50,6 +52,7 @@ class Decision:
     outcomes: tuple[RuleOutcome, ...]
     adds: bool  # the request adds usage: hold a reservation for it when admitted
     notes: tuple[str, ...]  # for the user, as warnings
+    added: Added = NOTHING_ADDED  # set when `adds`
 
     @property
     def exceeded(self) -> bool:
@@ -143,12 +146,16 @@ def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: A
 
 
 def decide(settings: QuotaSettings, limits: ProfileLimits, before: ProfileObjects, after: ProfileObjects,
-           subject: Subject, whole: ProfileObjects | None = None) -> Decision:
+           subject: Subject, whole: ProfileObjects | None = None, extra: Mapping[Key, Charge] | None = None) -> Decision:
     """Pure: reads only immutable inputs, so it may run in a worker thread. `whole`: the profile as it
-    is, when `after` is only part of it (a background scan judges an object against its elders)."""
+    is, when `after` is only part of it (a background scan judges an object against its elders). `extra`:
+    charges the objects do not show (other replicas' reservations, holds.py), counted before and after."""
     base, projected = measure(before, settings.rules), measure(after, settings.rules)
     total = measure(whole, settings.rules) if whole is not None else projected
-    return decide_usage(settings, limits, base, projected, before.reserved, subject, total)
+    reserved: AbstractSet[Key] = before.reserved
+    if extra:
+        base, projected, reserved = with_charges(base, extra), with_charges(projected, extra), reserved | set(extra)
+    return decide_usage(settings, limits, base, projected, reserved, subject, total)
 
 
 def decide_usage(settings: QuotaSettings, limits: ProfileLimits, base: Usage, projected: Usage,
@@ -168,4 +175,10 @@ def decide_usage(settings: QuotaSettings, limits: ProfileLimits, base: Usage, pr
         outcomes.append(outcome)
         adds = adds or added
     notes = projected.charge(subject.kind, subject.name).notes if subject.kind == POD else ()
-    return Decision(tuple(outcomes), adds, tuple(limits.notes) + tuple(notes))
+    added = _added(base, projected) if adds else NOTHING_ADDED
+    return Decision(tuple(outcomes), adds, tuple(limits.notes) + tuple(notes), added)
+
+
+def _added(base: Usage, projected: Usage) -> Added:
+    gpus, storage = projected.gpus - base.gpus, projected.storage - base.storage
+    return Added(max(gpus, Fraction(0)), max(storage, Fraction(0)), len(projected.unbounded) > len(base.unbounded))

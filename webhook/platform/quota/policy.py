@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
@@ -25,16 +25,19 @@ from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
 from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
 from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
+from webhook.platform.quota.holds import hold_charges, hold_of, with_charges, without_its_pod
 from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
 from webhook.platform.quota.index import UsageIndex
 from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
+from webhook.platform.quota.usage import Usage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
+from webhook.state.replicas import Hold, HoldScope, Ruling, SharedReservations
 
 # templates too: creating one that pending pods already reference charges those pods; controllers are
 # checked (never charged) so that a pod template that can never fit is refused up front
@@ -70,6 +73,7 @@ class ProfileQuotaPolicy(Battery):
     action: Action
     settings: QuotaSettings
     ledger: ReservationLedger  # outlives this policy object: reloads keep the reservations in flight
+    shared: SharedReservations  # what other replicas reserved, and where this one records its admissions
     usage: UsageIndex  # per-profile totals under this policy's counting rules
     annotations: Mapping[str, str] = field(default_factory=dict)
     phases = frozenset({Phase.VALIDATE})
@@ -98,32 +102,57 @@ class ProfileQuotaPolicy(Battery):
                                                full)
             return ValidationOutcome(self._outcome_results(outcomes), limits.notes)
         previous = request.old_object if request.operation == "UPDATE" else None
-        ledger = self.ledger
-        async with ledger.lock(request.namespace):
-            pending = ledger.pending(request.namespace, ctx.state)
+        prior = None if request.operation == "UPDATE" and previous is None else (previous,)  # None: no oldObject
+        namespace, ledger = request.namespace, self.ledger
+
+        async def judge(holds: tuple[Hold, ...]) -> Ruling[Decision]:
+            """The decision with other replicas' `holds` counted, and what to hold for it."""
+            holds = without_its_pod(holds, subject.kind, full)
+            pending = ledger.pending(namespace, ctx.state)
             profile = None
             if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
-                profile = self.usage.current(ctx.state, request.namespace)
+                profile = self.usage.current(ctx.state, namespace)
                 if profile is None:  # the first count of a profile is O(its objects): off the event loop, once
-                    profile = await asyncio.to_thread(self.usage.profile, ctx.state, request.namespace)
-            keeps_old = request.operation == "UPDATE" and previous is None  # an UPDATE without oldObject
+                    profile = await asyncio.to_thread(self.usage.profile, ctx.state, namespace)
             if profile is None:
-                decision = await self._recount(ctx, limits, subject, full, pending, None if keeps_old else (previous,))
+                decision = await self._recount(ctx, limits, subject, full, pending, prior, holds)
             else:
-                decision = self._decide(profile, pending, subject, full, None if keeps_old else (previous,), limits)
-            rollbacks = ()
+                decision = self._decide(profile, pending, subject, full, prior, limits, holds)
             admitted = not decision.exceeded or self.action is Action.AUDIT
-            if admitted and decision.adds and not ctx.dry_run:
-                reservation = ledger.reserve(request.namespace, full, ctx.state, self.settings.reservation_seconds, previous)
-                rollbacks = (functools.partial(ledger.release, reservation),)
+            if not (admitted and decision.adds):
+                return Ruling(decision, None)
+            # a dry run is judged as the real request would be, and holds nothing
+            return Ruling(decision, hold_of(subject.kind, subject.name, full, previous, decision.added, request.uid),
+                          record=not ctx.dry_run)
+
+        async with ledger.lock(namespace):
+            ruling = await judge(())
+            scope = None
+            if ruling.hold is not None and not ctx.background:
+                # other replicas decide for this profile too: record the admission where they read it, counting theirs
+                counted = frozenset(r.uid for r in ledger.pending(namespace, ctx.state) if r.uid)
+                scope = HoldScope(self.id.name, namespace, counted, self.settings.reservation_seconds, ctx.deadline)
+                ruling = await self.shared.hold(scope, ruling, judge)
+            rollbacks: tuple[Callable[[], None], ...] = ()
+            if ruling.hold is not None and ruling.record:
+                reservation = ledger.reserve(namespace, full, ctx.state, self.settings.reservation_seconds, previous)
+                rollbacks = (functools.partial(self._roll_back, reservation, scope, ruling.hold),)
+        decision = ruling.decision
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
 
+    def _roll_back(self, reservation: Reservation, scope: HoldScope | None, hold: Hold) -> None:
+        """The request was denied after all: release what this process holds, and withdraw what it shared."""
+        self.ledger.release(reservation)
+        if scope is not None:
+            self.shared.withdraw(scope, hold)
+
     def _decide(self, profile: ProfileUsage, pending: tuple[Reservation, ...], subject: Subject, full: Mapping[str, Any],
-                previous: tuple[Mapping[str, Any] | None] | None, limits: Any) -> Decision:
-        """The reservations, then the object as it was (`previous`, None: absent), then the request, laid over the totals."""
+                previous: tuple[Mapping[str, Any] | None] | None, limits: Any, holds: tuple[Hold, ...] = ()) -> Decision:
+        """The reservations, then the object as it was (`previous`, None: absent), then the request, laid over the
+        totals; other replicas' `holds` beside them."""
         layers = [(r.key.kind, r.key.name, r.object) for r in pending
                   if r.key.kind in COUNTED_KINDS and r.key.namespace == profile.namespace]
-        if not layers and previous is not None and previous[0] is None and subject.kind == POD:
+        if not layers and not holds and previous is not None and previous[0] is None and subject.kind == POD:
             # a pod created with nothing in flight: usually no other charge reads it, and its own charge is the change
             projected = profile.project_pod(subject.name, full)
             if projected is not None:
@@ -138,12 +167,18 @@ class ProfileQuotaPolicy(Battery):
             base = profile.usage()
             # the request's charge is kept: the standalone state records this very pod if it is admitted
             with profile.laid_over([(*key, full)], journal, spare=True):
-                before = KnownUsage(Before(profile.charges, journal), base.known_gpus, base.known_storage,
-                                    base.known_unbounded)
-                return decide_usage(self.settings, limits, before, profile.usage(), reserved, subject)
+                before: Usage = KnownUsage(Before(profile.charges, journal), base.known_gpus, base.known_storage,
+                                           base.known_unbounded)
+                after: Usage = profile.usage()
+                if holds:
+                    extra = hold_charges(holds, lambda k: k in before.charges or k in after.charges)
+                    before, after = with_charges(before, extra), with_charges(after, extra)
+                    reserved.update(extra)
+                return decide_usage(self.settings, limits, before, after, reserved, subject)
 
     async def _recount(self, ctx: EvalContext, limits: Any, subject: Subject, full: Mapping[str, Any],
-                       pending: tuple[Reservation, ...], previous: tuple[Mapping[str, Any] | None] | None) -> Decision:
+                       pending: tuple[Reservation, ...], previous: tuple[Mapping[str, Any] | None] | None,
+                       holds: tuple[Hold, ...] = ()) -> Decision:
         """Counted from scratch: for background scans, and for a state that cannot report its changes."""
         view = ProfileObjects.read(ctx.state, full["metadata"]["namespace"], pending)
         whole = None
@@ -153,7 +188,8 @@ class ProfileQuotaPolicy(Battery):
             whole, view = view, view.created_before(subject.kind, subject.name)
         before = view if previous is None else view.with_object(subject.kind, subject.name, previous[0])
         after = view.with_object(subject.kind, subject.name, full)
-        return await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
+        extra = hold_charges(holds, lambda k: before.get(*k) is not None or after.get(*k) is not None)
+        return await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole, extra)
 
     def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
         if request.kind.kind != "Pod" or request.operation != "CREATE":
@@ -185,6 +221,7 @@ def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
         action=action(spec),
         settings=settings,
         ledger=ledgers.for_policy(header.id.name),
+        shared=ledgers.shared,
         usage=UsageIndex(settings.rules),
         annotations=header.annotations,
     )

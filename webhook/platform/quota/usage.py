@@ -83,7 +83,7 @@ def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def _controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for ref in _meta(obj).get("ownerReferences") or []:
         if is_mapping(ref) and ref.get("kind") == "Pod" and ref.get("controller"):
             return ref
@@ -93,7 +93,7 @@ def _controller_pod(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def _owned_by(obj: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     """Owned by exactly this pod: a core v1 Pod reference with the stored pod's uid (a name is not enough:
     anyone can write an ownerReference naming any pod)."""
-    ref = _controller_pod(obj)
+    ref = controller_pod(obj)
     if ref is None or ref.get("apiVersion") != "v1" or ref.get("name") != _meta(pod).get("name"):
         return False
     uid = _meta(pod).get("uid")
@@ -109,7 +109,7 @@ def _template_entries(pod: Mapping[str, Any]) -> set[str]:
 def generated_for(objects: ObjectsView, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The stored pod the resourceclaim controller generated this claim for, or None: the claim is then the
     user's own, whatever its ownerReferences and annotations say."""
-    ref = _controller_pod(claim)
+    ref = controller_pod(claim)
     pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
     if ref is None or not pod_claim:
         return None
@@ -136,7 +136,7 @@ def generated_key(claim: Mapping[str, Any]) -> tuple[str, str] | None:
     """(pod name, pod claim name) that a claim says the resourceclaim controller generated it for; whether
     the pod agrees (`generated_for`) is checked where it is used (`_claim_generated`: `_owned_by` the pod
     being charged, for one of its own template entries). Incremental totals index claims by it."""
-    ref = _controller_pod(claim)
+    ref = controller_pod(claim)
     pod_claim = (_meta(claim).get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
     return (str(ref.get("name", "")), str(pod_claim)) if ref is not None and pod_claim else None
 
@@ -239,7 +239,7 @@ def _extended_resource_pod(objects: ObjectsView, claim: Mapping[str, Any]) -> Ma
     """KEP-5004: the stored pod the scheduler made this claim for (its legacy extended resources), or None."""
     if str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() != "true":
         return None
-    ref = _controller_pod(claim)
+    ref = controller_pod(claim)
     pod = objects.get(POD, str(ref.get("name", ""))) if ref is not None else None
     return pod if pod is not None and _owned_by(claim, pod) else None
 
@@ -274,7 +274,7 @@ def pvc_spec_storage(spec: Mapping[str, Any], status: Mapping[str, Any] | None, 
 
 
 def pvc_charge(name: str, pvc: Mapping[str, Any], rules: CountingRules) -> Charge:
-    if not rules.ephemeral_volumes and _controller_pod(pvc) is not None:
+    if not rules.ephemeral_volumes and controller_pod(pvc) is not None:
         return Charge(PVC, name)  # a generic ephemeral volume, and the policy does not count those
     return Charge(PVC, name, storage=pvc_spec_storage(pvc.get("spec") or {}, pvc.get("status"), rules))
 
