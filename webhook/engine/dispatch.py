@@ -16,7 +16,7 @@ from typing import Any, Callable, Coroutine, Generator, Mapping, Sequence, TypeV
 
 from webhook.engine.verdicts import report_ref, verdict_of
 from webhook.model import patch as jsonpatch
-from webhook.model.cluster import ClusterState, ObjectKey
+from webhook.model.cluster import ClusterState, ObjectKey, StateRefused
 from webhook.model.deadline import answering_by
 from webhook.model.jsoncopy import clone
 from webhook.model.lookups import NO_LOOKUPS, Lookups
@@ -253,6 +253,10 @@ class AdmissionEngine:
         for obj in objects:
             try:
                 await self.state.create(obj, timeout=max(0.1, min(CREATE_TIMEOUT, deadline - loop.time())))
+            except StateRefused as exc:
+                # the API server's own answer (a quota, a policy, RBAC): final, and the user's to read
+                log.info("creating %s refused: %s", ObjectKey.of(obj), exc, extra={"uid": request.uid})
+                return deny(f"{ObjectKey.of(obj)}, which this {request.kind.kind} needs, was refused: {exc}", code=403)
             except Exception as exc:
                 log.error("could not create %s: %s", ObjectKey.of(obj), exc, extra={"uid": request.uid})
                 return deny(f"Quartermaster could not create {ObjectKey.of(obj)} that this {request.kind.kind} needs "

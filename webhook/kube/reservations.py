@@ -34,7 +34,7 @@ from webhook.kube.ledger_page import LedgerPage, ledger_name
 from webhook.kube.resources import CONFIG_MAPS
 from webhook.kube.settings import LiveSettings
 from webhook.kube.state import ApiRefused, retryable
-from webhook.model.cluster import StateUnavailable
+from webhook.model.cluster import POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, StateUnavailable
 from webhook.state.replicas import Hold, HoldScope, Ruling
 
 log = logging.getLogger(__name__)
@@ -113,15 +113,28 @@ class ApiReservations:
         current = self.state.get(hold.kind, namespace, hold.name)
         meta = (current or {}).get("metadata") or {}
         if current is not None and meta.get("uid") == hold.uid:
-            return not hold.replaces or str(meta.get("resourceVersion", "")) != hold.replaces
+            if hold.replaces and str(meta.get("resourceVersion", "")) == hold.replaces:
+                return False
+            return hold.kind != POD or self._claims_shown(namespace, current)
         return hold.uid in self.departed
 
-    def others(self, page: LedgerPage, scope: HoldScope, mine: Hold) -> tuple[Hold, ...]:
+    def _claims_shown(self, namespace: str, pod: Mapping[str, Any]) -> bool:
+        # a pod's GPUs are those of the claims and claim templates it names; watches of different kinds keep no order
+        # between them, so a pod shown before them would be charged nothing, and its Hold counts until all show
+        spec_claims = ((pod.get("spec") or {}).get("resourceClaims")) or []
+        status_claims = ((pod.get("status") or {}).get("resourceClaimStatuses")) or []
+        needed = [(RESOURCE_CLAIM_TEMPLATE, c.get("resourceClaimTemplateName")) for c in spec_claims if isinstance(c, dict)]
+        needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in spec_claims if isinstance(c, dict)]
+        needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in status_claims if isinstance(c, dict)]
+        return all(self.state.get(kind, namespace, str(name)) is not None for kind, name in needed if name)
+
+    def live(self, page: LedgerPage, scope: HoldScope, mine: Hold) -> tuple[Hold, ...]:
+        """Other replicas' unexpired Holds, whether or not this replica's state shows their objects yet."""
         now = self.clock()
         withdrawn = self._withdrawn(scope)
         return tuple(h for h in page.holds(scope.policy).values()
                      if h.expires > now and h.uid != mine.uid and h.uid not in scope.counted
-                     and h.uid not in withdrawn and not self.shows(scope.namespace, h))
+                     and h.uid not in withdrawn)
 
     async def hold(self, scope: HoldScope, first: Ruling[D], judge: Callable[[tuple[Hold, ...]], Awaitable[Ruling[D]]]
                    ) -> Ruling[D]:
@@ -137,8 +150,10 @@ class ApiReservations:
                 found = await asyncio.wait_for(
                     self.calls(self.api.get, CONFIG_MAPS, self.settings.namespace, name, timeout), remaining)
                 page = LedgerPage.of(self.settings.namespace, name, found)
-                others = self.others(page, scope, mine)
-                ruling = first if not others else await judge(others)
+                live = self.live(page, scope, mine)
+                # `first` was decided on the state as it was before this read: a Hold whose object the state shows
+                # only now is counted by the state, so the decision is taken again on the state as it is now
+                ruling = first if not live else await judge(tuple(h for h in live if not self.shows(scope.namespace, h)))
                 if ruling.hold is None or not ruling.record:
                     return ruling  # refused with the other replicas' Holds counted, or a dry run: nothing to record
                 now = self.clock()

@@ -24,7 +24,7 @@ from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.informer import EventHook, Informer, InformerStatus, backoff_delay
 from webhook.kube.resources import WATCHED, ResourceType, resource_for
 from webhook.kube.settings import LiveSettings
-from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateUnavailable
+from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateRefused, StateUnavailable
 from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 RETRYABLE_CODES = frozenset({409, 429, 500, 502, 503, 504})  # 409 except AlreadyExists, which is success
 
 
-class ApiRefused(Exception):
+class ApiRefused(StateRefused):
     """The API answered, and said no (403, 422, ...): retrying will not help."""
 
 
@@ -115,6 +115,12 @@ class LiveClusterState:
 
     async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult:
         key = ObjectKey.of(obj)
+        cached = self.get(key.kind, key.namespace, key.name)
+        if cached is not None:
+            # exists already, as an AlreadyExists answer would say; a create would still run every validating
+            # admission on it first (a claim template shared by a profile's pods would be charged again, and refused
+            # once the profile is full, with a confusing message instead of the pod's own quota denial)
+            return CreateResult(False, cached)
         resource = resource_for(str(obj.get("apiVersion", "")), key.kind, namespaced=key.kind not in CLUSTER_SCOPED)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

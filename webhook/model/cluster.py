@@ -48,6 +48,11 @@ class StateUnavailable(Exception):
     """The backing store could not answer in time (live mode); the caller turns it into a clear denial."""
 
 
+class StateRefused(Exception):
+    """The backing store answered, and said no (the API server's 403 or 422): retrying will not help, and its
+    reason is the user's answer."""
+
+
 class ClusterState(Protocol):
     # what policies may look up (by apiVersion and kind); the engine hands it to them in EvalContext
     lookups: Lookups
