@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import field
-from typing import Any, Mapping
+from dataclasses import field, replace
+from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
@@ -22,9 +22,11 @@ from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
-from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
+from webhook.platform.quota.accelerators import (pod_resource_names, requested_classes, unknown_class_message,
+                                                  unknown_message)
 from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
 from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
+from webhook.platform.quota.extended import marked_extended
 from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
@@ -34,6 +36,7 @@ from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
+from webhook.state.claim_authors import AuthoredClaim
 from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
 
 # templates too: creating one that pending pods already reference charges those pods; controllers are
@@ -99,6 +102,7 @@ class ProfileQuotaPolicy(Battery):
             return ValidationOutcome(self._outcome_results(outcomes), limits.notes)
         previous = request.old_object if request.operation == "UPDATE" else None
         ledger = self.ledger
+        authored = self._scheduler_claim(request, full, ctx)
         async with ledger.lock(request.namespace):
             pending = ledger.pending(request.namespace, ctx.state)
             profile = None
@@ -111,12 +115,38 @@ class ProfileQuotaPolicy(Battery):
                 decision = await self._recount(ctx, limits, subject, full, pending, None if keeps_old else (previous,))
             else:
                 decision = self._decide(profile, pending, subject, full, None if keeps_old else (previous,), limits)
-            rollbacks = ()
+            rollbacks: tuple[Callable[[], Any], ...] = ()
             admitted = not decision.exceeded or self.action is Action.AUDIT
             if admitted and decision.adds and not ctx.dry_run:
                 reservation = ledger.reserve(request.namespace, full, ctx.state, self.settings.reservation_seconds, previous)
                 rollbacks = (functools.partial(ledger.release, reservation),)
+            if authored is not None:
+                if admitted and not ctx.dry_run:
+                    rollbacks += (authored,)  # another policy may still deny the claim
+                else:
+                    authored()
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
+
+    def _scheduler_claim(self, request: AdmissionRequest, claim: Mapping[str, Any], ctx: EvalContext) -> Callable[[], None] | None:
+        """The scheduler's own CREATE of a KEP-5004 claim: recorded (before the decision, which then charges it as
+        the scheduler's), and the way to take the record back. Only the review's userInfo tells who sent it."""
+        if request.operation != "CREATE" or request.kind.kind != RESOURCE_CLAIM or ctx.background \
+                or request.user.username not in self.settings.scheduler_usernames or not marked_extended(claim):
+            return None
+        meta = claim.get("metadata") or {}
+        refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")]
+        authored = AuthoredClaim(request.namespace, str(meta.get("name", "")), str(meta.get("uid") or ""),
+                                 str(refs[0].get("uid") or "") if len(refs) == 1 else "")
+        state = ctx.state
+
+        def exists(other: AuthoredClaim) -> bool:
+            found = state.get(RESOURCE_CLAIM, other.namespace, other.name)
+            return found is not None and (found.get("metadata") or {}).get("uid") == other.uid
+
+        authors = self.ledger.claim_authors
+        if not authors.record(authored, exists):
+            return None
+        return functools.partial(authors.forget, authored.namespace, authored.name, authored.uid)
 
     def _decide(self, profile: ProfileUsage, pending: tuple[Reservation, ...], subject: Subject, full: Mapping[str, Any],
                 previous: tuple[Mapping[str, Any] | None] | None, limits: Any) -> Decision:
@@ -156,12 +186,20 @@ class ProfileQuotaPolicy(Battery):
         return await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole)
 
     def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
-        if request.kind.kind != "Pod" or request.operation != "CREATE":
-            return ""  # a pod's resources are fixed at creation (in-place resize keeps extended resources)
+        if request.operation != "CREATE":
+            return ""  # resources and claim specs are fixed at creation (in-place resize keeps extended resources)
+        rule, kind = self.settings.accelerators, request.kind.kind
+        if kind in (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE):
+            spec = obj.get("spec") or {}
+            classes = requested_classes(spec.get("spec") if kind == RESOURCE_CLAIM_TEMPLATE else spec)
+            unknown = rule.unknown_classes(classes, self.settings.rules.device_classes) if classes else []
+            return unknown_class_message(unknown) if unknown else ""
+        if kind != POD:
+            return ""
         names = pod_resource_names(obj)
         if not names:
             return ""  # no extended resource at all (most pods, and every pod whose GPUs became claims)
-        unknown = self.settings.accelerators.unknown(names, self.settings.rules.legacy)
+        unknown = rule.unknown(names, self.settings.rules.legacy)
         return unknown_message(unknown, "spec.gpus") if unknown else ""
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
@@ -176,7 +214,9 @@ class ProfileQuotaPolicy(Battery):
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
                   ledgers: ReservationLedgers) -> ProfileQuotaPolicy:
     spec = doc["spec"]
+    ledger = ledgers.for_policy(header.id.name)
     settings = compile_settings(spec)
+    settings = replace(settings, rules=replace(settings.rules, scheduler_claims=ledger.claim_authors))
     return ProfileQuotaPolicy(
         id=header.id,
         source=header.source,
@@ -184,7 +224,7 @@ def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
         failure_policy=failure_policy(spec),
         action=action(spec),
         settings=settings,
-        ledger=ledgers.for_policy(header.id.name),
+        ledger=ledger,
         usage=UsageIndex(settings.rules),
         annotations=header.annotations,
     )
