@@ -16,11 +16,12 @@ import functools
 from dataclasses import field, replace
 from typing import Any, Callable, Mapping
 
-from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.cluster import NAMESPACE, POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
 from webhook.model.quickinit import frozen_dataclass
-from webhook.model.results import Action, RuleResult, failed, passed, skipped
+from webhook.model.results import Action, RuleResult, errored, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
+from webhook.model.selectors import MATCH_ALL
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
 from webhook.platform.quota.accelerators import (pod_resource_names, requested_classes, unknown_class_message,
                                                   unknown_message)
@@ -77,13 +78,26 @@ class ProfileQuotaPolicy(Battery):
     annotations: Mapping[str, str] = field(default_factory=dict)
     phases = frozenset({Phase.VALIDATE})
     limits: LimitsMemo = field(init=False, repr=False)  # per namespace, as the state's objects say
+    any_namespace: MatchSpec = field(init=False, repr=False)  # `match` without its namespace selector
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "limits", LimitsMemo(self.settings))
+        object.__setattr__(self, "any_namespace", replace(self.match, namespace_selector=MATCH_ALL))
+
+    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        if self.match.matches(request, obj, ctx):
+            return True
+        # a namespace the state does not know has no labels to say whether it is a profile: it is not skipped
+        # (validate refuses it, or reports it under failurePolicy Ignore). A state that holds no namespace at all
+        # (`apply` without --state) knows none by design: there every resource is a skip, as in `kyverno apply`
+        return (ctx.namespace is None and bool(request.namespace) and self.any_namespace.matches(request, obj, ctx)
+                and bool(ctx.state.list(NAMESPACE)))
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         if request.operation not in OPERATIONS or not request.namespace:
             return ValidationOutcome()
+        if ctx.namespace is None:
+            return self._unknown_namespace(request, ctx)
         limits = self.limits.resolve(ctx.namespace, request.namespace, ctx.state)
         if limits.unlimited:
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
@@ -201,6 +215,15 @@ class ProfileQuotaPolicy(Battery):
             return ""  # no extended resource at all (most pods, and every pod whose GPUs became claims)
         unknown = rule.unknown(names, self.settings.rules.legacy)
         return unknown_message(unknown, "spec.gpus") if unknown else ""
+
+    def _unknown_namespace(self, request: AdmissionRequest, ctx: EvalContext) -> ValidationOutcome:
+        if ctx.background:
+            return ValidationOutcome((skipped(self.id, "namespace", f"namespace {request.namespace!r} is not in the state"),))
+        message = (f"the quota webhook does not know namespace {request.namespace!r} yet (it is not in its cluster "
+                   f"state), so it cannot tell whether it is a profile or what its limits are; try again in a moment, "
+                   f"and tell the platform team if this persists")
+        fail_closed = self.failure_policy is FailurePolicy.FAIL
+        return ValidationOutcome((errored(self.id, "namespace", message, Action.ENFORCE if fail_closed else Action.AUDIT),))
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
         return self._outcome_results(decision.outcomes)
