@@ -51,6 +51,16 @@ def _extended(c: dict[str, Any]) -> dict[str, Any]:
     return c
 
 
+def _deleting(obj: dict[str, Any]) -> dict[str, Any]:
+    """As the API server leaves an object a DELETE could not remove yet (finalizers, a pod's grace period)."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", deletionGracePeriodSeconds=30,
+                           finalizers=["resource.kubernetes.io/delete-protection"] if obj["kind"] == "ResourceClaim" else [])
+    if not obj["metadata"]["finalizers"]:
+        del obj["metadata"]["finalizers"]
+    return obj
+
+
 def _scheduled(p: dict[str, Any], claim_name: str, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
     """The pod as kube-scheduler leaves it after making its KEP-5004 claim (status, which no tenant writes)."""
     p = copy.deepcopy(p)
@@ -110,6 +120,8 @@ def rows() -> list[Row]:
             (pod("p", gpus=2, resource="deviceclass.resource.kubernetes.io/gpu.amd.com"),), 2),
         Row("claim of vfio.gpu.nvidia.com (NVIDIA's VFIO passthrough class)",
             (claim("v", "jdoe", device_request(2, device_class="vfio.gpu.nvidia.com")),), 2),
+        Row("claim being deleted, its delete-protection finalizer still on", (_deleting(three),), 3),
+        Row("pod in its grace period (deletionTimestamp set)", (_deleting(pod("p", gpus=2)),), 2),
         Row("claim with firstAvailable 1 or 4", (claim("f", "jdoe", first_available(device_request(1), device_request(4))),), 4),
         Row("claim with allocationMode All", (claim("all", "jdoe", device_request(None, mode="All")),), UNBOUNDED),
         Row("claim of a non-GPU device class", (claim("nic", "jdoe", device_request(4, device_class="nic.example.com")),), 0),

@@ -328,7 +328,7 @@ class AdmissionEngine:
 
     def _record(self, request: AdmissionRequest) -> None:
         if request.operation == "DELETE":
-            self.state.record_deleted(request.kind.kind, request.namespace, request.name)
+            self.state.record_deleted(request.kind.kind, request.namespace, request.name, request.options)
             if self.on_deleted is not None:
                 self.on_deleted(ObjectKey(request.kind.kind, request.namespace, request.name))
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:
