@@ -23,8 +23,8 @@ DEFAULT_PATTERNS = ("*/gpu", "*/gpu.*", "*/gpu-*", "*/*-gpu", "*/mig-*", "*/vgpu
 # DRA DeviceClass names that look like accelerators: NVIDIA's and AMD's classes (gpu., mig., vfio.gpu.) and those of
 # drivers to come; NVIDIA's compute-domain classes (IMEX channels, no GPUs) match none of them
 DEFAULT_CLASS_PATTERNS = ("*gpu*", "mig.*", "*.mig.*", "vfio.*", "*tpu*", "*neuron*", "*gaudi*", "*habana*")
-# KEP-5004: the extended resource the scheduler serves for every DeviceClass (settings.DEVICE_CLASS_RESOURCE_PREFIX)
-_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+# KEP-5004: with DRAExtendedResource on, the scheduler serves this resource name for every DeviceClass <name>
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 @frozen_dataclass
@@ -39,7 +39,7 @@ class AcceleratorRule:
         for name in names:
             if name in self.allowed or counted.weight(name) is not None:
                 continue
-            if name.startswith(_CLASS_RESOURCE_PREFIX) and self._gpu_like_class(name[len(_CLASS_RESOURCE_PREFIX):]):
+            if name.startswith(DEVICE_CLASS_RESOURCE_PREFIX) and self._gpu_like_class(name[len(DEVICE_CLASS_RESOURCE_PREFIX):]):
                 out.append(name)  # any DeviceClass by its KEP-5004 name: judged as that class
             elif any(fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns):
                 out.append(name)

@@ -16,7 +16,7 @@ import functools
 from dataclasses import field, replace
 from typing import Any, Callable, Mapping
 
-from webhook.model.cluster import NAMESPACE, POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, errored, failed, passed, skipped
@@ -88,15 +88,15 @@ class ProfileQuotaPolicy(Battery):
         if self.match.matches(request, obj, ctx):
             return True
         # a namespace the state does not know has no labels to say whether it is a profile: it is not skipped
-        # (validate refuses it, or reports it under failurePolicy Ignore). A state that holds no namespace at all
-        # (`apply` without --state) knows none by design: there every resource is a skip, as in `kyverno apply`
-        return (ctx.namespace is None and bool(request.namespace) and self.any_namespace.matches(request, obj, ctx)
-                and bool(ctx.state.list(NAMESPACE)))
+        # (validate refuses it, or reports it under failurePolicy Ignore). Offline (`apply`, `test`) a namespace
+        # the snapshot lacks does not exist: there the resource is a skip, as in `kyverno apply`
+        return (ctx.namespace is None and not ctx.offline and bool(request.namespace)
+                and self.any_namespace.matches(request, obj, ctx))
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         if request.operation not in OPERATIONS or not request.namespace:
             return ValidationOutcome()
-        if ctx.namespace is None:
+        if ctx.namespace is None and not ctx.offline:
             return self._unknown_namespace(request, ctx)
         limits = self.limits.resolve(ctx.namespace, request.namespace, ctx.state)
         if limits.unlimited:

@@ -14,7 +14,8 @@ from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import CLASS_LABEL, document_schema
-from webhook.platform.quota.accelerators import DEFAULT_CLASS_PATTERNS, DEFAULT_PATTERNS, AcceleratorRule
+from webhook.platform.quota.accelerators import (DEFAULT_CLASS_PATTERNS, DEFAULT_PATTERNS, DEVICE_CLASS_RESOURCE_PREFIX,
+                                                  AcceleratorRule)
 
 KIND_NAME = "ProfileQuota"
 
@@ -31,8 +32,6 @@ KNOWN_CLASSES = {entry.get("name", entry.get("prefix")): entry["deviceClass"] fo
 # through VFIO) and AMD's
 DEFAULT_DEVICE_CLASSES = [{"name": "gpu.nvidia.com", "weight": 1}, {"name": "mig.nvidia.com", "weight": 1},
                           {"name": "vfio.gpu.nvidia.com", "weight": 1}, {"name": "gpu.amd.com", "weight": 1}]
-# KEP-5004: with DRAExtendedResource on, the scheduler serves this resource name for every DeviceClass <name>
-DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 DEFAULT_SCHEDULER_USERNAMES = ["system:kube-scheduler"]
 DEFAULT_PROFILE_GPU_KEYS = ["requests.nvidia.com/gpu"]
 DEFAULT_PROFILE_STORAGE_KEYS = ["requests.storage"]
