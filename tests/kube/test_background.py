@@ -138,6 +138,7 @@ async def test_the_backstop_keeps_a_resource_quota_per_profile(apiserver, kubeco
         assert personal["spec"]["hard"] == {
             "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "1",
             "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "1",
+            "vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "1",
             "gpu.amd.com.deviceclass.resource.k8s.io/devices": "1",
             "requests.nvidia.com/gpu": "1",
             "requests.amd.com/gpu": "1",

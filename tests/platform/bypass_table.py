@@ -51,12 +51,32 @@ def _extended(c: dict[str, Any]) -> dict[str, Any]:
     return c
 
 
+def _deleting(obj: dict[str, Any]) -> dict[str, Any]:
+    """As the API server leaves an object a DELETE could not remove yet (finalizers, a pod's grace period)."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", deletionGracePeriodSeconds=30,
+                           finalizers=["resource.kubernetes.io/delete-protection"] if obj["kind"] == "ResourceClaim" else [])
+    if not obj["metadata"]["finalizers"]:
+        del obj["metadata"]["finalizers"]
+    return obj
+
+
+def _scheduled(p: dict[str, Any], claim_name: str, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
+    """The pod as kube-scheduler leaves it after making its KEP-5004 claim (status, which no tenant writes)."""
+    p = copy.deepcopy(p)
+    p["status"] = {"phase": "Pending", "extendedResourceClaimStatus": {"resourceClaimName": claim_name, "requestMappings": [
+        {"containerName": "main", "resourceName": resource, "requestName": "container-0-request-0"}]}}
+    return p
+
+
 def rows() -> list[Row]:
     finished = _done(pod("finished", templates={"gpu": "tpl"}, uid=_uid(1)))
     running = pod("running", templates={"gpu": "tpl"}, uid=_uid(2))
     tpl = template("tpl", "jdoe", device_request(3))
     three = claim("c", "jdoe", device_request(3))
     legacy = pod("legacy", gpus=2, uid=_uid(3))
+    scheduled = _scheduled(legacy, "x")
+    amd = pod("amd", gpus=2, resource="amd.com/gpu", uid=_uid(4))
     generated_for_finished = _annotated(_owned(three, finished))
     return [
         Row("legacy nvidia.com/gpu pod", (pod("p", gpus=2),), 2),
@@ -80,13 +100,28 @@ def rows() -> list[Row]:
             (claim("big", "jdoe", device_request(8)), *(pod(f"s{i}", claims={"gpu": "big"}) for i in range(3)),
              pod("one", gpus=1)), 9),
         Row("KEP-5004 extended-resource claim of a running pod with 2 legacy GPUs",
-            (legacy, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy))), 2),
+            (scheduled, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy))), 2),
         Row("extended-resource claim bigger than its pod's legacy GPUs",
-            (legacy, _extended(_owned(claim("x", "jdoe", device_request(6)), legacy))), 6),
+            (scheduled, _extended(_owned(claim("x", "jdoe", device_request(6)), legacy))), 6),
         Row("extended-resource claim naming a pod with the wrong uid",
-            (legacy, _extended(_owned(claim("x", "jdoe", device_request(3)), legacy, uid=_uid(98)))), 5),
+            (scheduled, _extended(_owned(claim("x", "jdoe", device_request(3)), legacy, uid=_uid(98)))), 5),
         Row("extended-resource claim of a pod, shared with another pod",
-            (legacy, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy)), pod("other", claims={"gpu": "x"})), 4),
+            (scheduled, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy)), pod("other", claims={"gpu": "x"})), 4),
+        Row("forged extended-resource claim: annotation and ownerReference, no scheduler",
+            (legacy, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy))), 4),
+        Row("extended-resource claim besides the one its pod's status names",
+            (scheduled, _extended(_owned(claim("x", "jdoe", device_request(2)), legacy)),
+             _extended(_owned(claim("y", "jdoe", device_request(2)), legacy))), 4),
+        Row("extended-resource claim of another device class than its pod's legacy GPUs",
+            (_scheduled(amd, "x", "amd.com/gpu"), _extended(_owned(claim("x", "jdoe", device_request(2)), amd))), 4),
+        Row("pod asking for deviceclass.resource.kubernetes.io/mig.nvidia.com",
+            (pod("p", gpus=3, resource="deviceclass.resource.kubernetes.io/mig.nvidia.com"),), 3),
+        Row("pod asking for deviceclass.resource.kubernetes.io/gpu.amd.com",
+            (pod("p", gpus=2, resource="deviceclass.resource.kubernetes.io/gpu.amd.com"),), 2),
+        Row("claim of vfio.gpu.nvidia.com (NVIDIA's VFIO passthrough class)",
+            (claim("v", "jdoe", device_request(2, device_class="vfio.gpu.nvidia.com")),), 2),
+        Row("claim being deleted, its delete-protection finalizer still on", (_deleting(three),), 3),
+        Row("pod in its grace period (deletionTimestamp set)", (_deleting(pod("p", gpus=2)),), 2),
         Row("claim with firstAvailable 1 or 4", (claim("f", "jdoe", first_available(device_request(1), device_request(4))),), 4),
         Row("claim with allocationMode All", (claim("all", "jdoe", device_request(None, mode="All")),), UNBOUNDED),
         Row("claim of a non-GPU device class", (claim("nic", "jdoe", device_request(4, device_class="nic.example.com")),), 0),

@@ -154,10 +154,10 @@ class AdmissionEngine:
         self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
 
     def _context(self, request: AdmissionRequest, background: bool = False,
-                 budget: float = DEFAULT_BUDGET) -> EvalContext:
+                 budget: float = DEFAULT_BUDGET, offline: bool = False) -> EvalContext:
         namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
         return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
-                           request=request, background=background, deadline=time.monotonic() + budget)
+                           request=request, background=background, deadline=time.monotonic() + budget, offline=offline)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
                  ctx: EvalContext, out: _Collected, synced: bool = True) -> bool:
@@ -265,18 +265,19 @@ class AdmissionEngine:
 
     # --- validate ----------------------------------------------------------------------------------
     async def validate(self, request: AdmissionRequest, budget: float = DEFAULT_BUDGET, *,
-                       background: bool = False) -> Verdict:
-        """`background`: a scan of an existing object; only policies that take part in background scans run."""
+                       background: bool = False, offline: bool = False) -> Verdict:
+        """`background`: a scan of an existing object; only policies that take part in background scans run.
+        `offline`: `apply` or `test`, not an admission the API server asked for (EvalContext.offline)."""
         with answering_by(time.monotonic() + budget):
-            return await self._validate(request, budget, background)
+            return await self._validate(request, budget, background, offline)
 
-    async def _validate(self, request: AdmissionRequest, budget: float, background: bool) -> Verdict:
+    async def _validate(self, request: AdmissionRequest, budget: float, background: bool, offline: bool) -> Verdict:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         snapshot = self.store.snapshot
         policies = snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
-        ctx = self._context(request, background, budget)
+        ctx = self._context(request, background, budget, offline)
         synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
         out = _Collected()
         todo = [p for p in policies if p.background] if background else policies
@@ -342,7 +343,7 @@ class AdmissionEngine:
 
     def _record(self, request: AdmissionRequest) -> None:
         if request.operation == "DELETE":
-            self.state.record_deleted(request.kind.kind, request.namespace, request.name)
+            self.state.record_deleted(request.kind.kind, request.namespace, request.name, request.options)
             if self.on_deleted is not None:
                 self.on_deleted(ObjectKey(request.kind.kind, request.namespace, request.name))
         elif request.operation in ("CREATE", "UPDATE") and request.object is not None:

@@ -78,7 +78,7 @@ async def admit_offline(engine: AdmissionEngine, resource: Mapping[str, Any] | N
         return OfflineResult(request, False, mutated.verdict.message, results, resource,
                              warnings=mutated.verdict.warnings, code=mutated.verdict.code)
     final = dict(mutated.object) if mutated.object is not None else None
-    verdict = await engine.validate(replace(request, object=final))
+    verdict = await engine.validate(replace(request, object=final), offline=True)
     results += verdict.results
     warnings = tuple(dict.fromkeys(mutated.verdict.warnings + verdict.warnings))
     if not verdict.allowed:

@@ -110,7 +110,7 @@ class LiveClusterState:
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
         """Nothing: the informer will show the object once the API server persisted it."""
 
-    def record_deleted(self, kind: str, namespace: str, name: str) -> None:
+    def record_deleted(self, kind: str, namespace: str, name: str, options: Mapping[str, Any] | None = None) -> None:
         """Nothing: the informer will show the deletion."""
 
     async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult:

@@ -68,7 +68,9 @@ class ClusterState(Protocol):
         `obj` may be the request's own object: a store keeps copies of what it writes into (the object and its
         metadata), never `obj` itself."""
 
-    def record_deleted(self, kind: str, namespace: str, name: str) -> None: ...
+    def record_deleted(self, kind: str, namespace: str, name: str, options: Mapping[str, Any] | None = None) -> None:
+        """A DELETE /validate admitted, with its DeleteOptions: the standalone store carries it out as the API
+        server would (finalizers and pods' grace periods keep the object), the live one waits for its informer."""
 
     @property
     def synced(self) -> bool: ...

@@ -58,6 +58,9 @@ class EvalContext:
     lookups: Lookups = NO_LOOKUPS  # objects, global context, HTTP, images: what the cluster state can answer
     request: AdmissionRequest | None = None
     background: bool = False  # a background scan re-checks an object the state already holds
+    # `apply`/`test`: judged offline against a snapshot (files or a cluster read once), in which a namespace it lacks
+    # does not exist; a serving webhook's state may just not have caught up with one
+    offline: bool = False
     # time.monotonic() by which the request is answered (its budget): long loops inside one policy's
     # synchronous evaluation (Kyverno foreach) stop there instead of holding the event loop
     deadline: float = float("inf")

@@ -22,9 +22,10 @@ import itertools
 import time
 from typing import Any, Callable, Mapping
 
-from webhook.model.cluster import ClusterState, ObjectKey
+from webhook.model.cluster import RESOURCE_CLAIM, ClusterState, ObjectKey
 from webhook.model.quickinit import frozen_dataclass
 from webhook.state.replicas import ProcessReservations, SharedReservations
+from webhook.state.claim_authors import ClaimAuthors
 
 
 @frozen_dataclass(dict_init=True)
@@ -66,6 +67,8 @@ class ReservationLedger:
         self._locks: dict[str, asyncio.Lock] = {}
         self._reservations: dict[str, dict[int, Reservation]] = {}
         self._serial = itertools.count(1)
+        # which extended-resource claims the scheduler created: kept, as the reservations, across reloads
+        self.claim_authors = ClaimAuthors()
 
     def lock(self, scope: str) -> asyncio.Lock:
         """The lock for one scope. Bounded by the number of profiles, so locks are kept, not pruned."""
@@ -118,6 +121,8 @@ class ReservationLedger:
         gone = [r for r in held.values() if r.key == key]
         for reservation in gone:
             self.release(reservation)
+        if key.kind == RESOURCE_CLAIM:
+            self.claim_authors.forget(key.namespace, key.name)
         return len(gone)
 
     def count(self, scope: str | None = None) -> int:

@@ -25,6 +25,7 @@ import yaml
 from webhook.model import boundedyaml
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
 from webhook.model.jsoncopy import Sharer
+from webhook.state.deletion import deleted, updated
 from webhook.state.lookups import StateLookups
 
 log = logging.getLogger(__name__)
@@ -160,13 +161,33 @@ class InMemoryClusterState:
             return CreateResult(created=True, object=self._put(obj, locked=True))
 
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
+        if operation == "UPDATE":
+            key = ObjectKey.of(obj)
+            stored = self.get(key.kind, key.namespace, key.name)
+            if stored is not None and ((stored.get("metadata") or {}).get("deletionTimestamp")
+                                       or (obj.get("metadata") or {}).get("deletionTimestamp")):
+                after = updated(stored, obj).remaining  # deletion marks are the API server's, not the request's
+                if after is None:
+                    self.record_deleted(key.kind, key.namespace, key.name, force=True)
+                    return
+                obj = after
         self._put(obj)
 
-    def record_deleted(self, kind: str, namespace: str, name: str) -> None:
+    def record_deleted(self, kind: str, namespace: str, name: str, options: Mapping[str, Any] | None = None,
+                       force: bool = False) -> None:
+        """A DELETE as the API server carries it out (state.deletion): an object with finalizers, or a pod in its
+        grace period, stays (marked with deletionTimestamp); `force`: it is gone."""
         with self._lock:
-            removed = self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).pop(name, None)
-            if removed is not None:
-                self._notify(kind, "DELETED", removed)
+            scope = self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {})
+            stored = scope.get(name)
+            if stored is None:
+                return
+            remaining = None if force else deleted(stored, options).remaining
+            if remaining is not None:
+                self._store(dict(remaining))
+                return
+            del scope[name]
+            self._notify(kind, "DELETED", stored)
 
     def add_listener(self, hook: Callable[[str, str, Mapping[str, Any] | None], None]) -> None:
         """Called on every write, as live informers call theirs (quota totals follow the state this way).

@@ -237,7 +237,7 @@ class SuiteWorld:
                                   self.subresources)
         mutated = await self.engine.mutate(request)
         final = dict(mutated.object) if mutated.object is not None else None
-        verdict = await self.engine.validate(request if final is None else replace(request, object=final))
+        verdict = await self.engine.validate(request if final is None else replace(request, object=final), offline=True)
         return Observed(resource, list(mutated.verdict.results) + list(verdict.results), final,
                         [_strip(g) for g in verdict.generated], steps=list(mutated.steps))
 

@@ -17,6 +17,7 @@ from webhook.policy.common import MatchSpec
 from webhook.platform.dra.choices import ChoiceOutcome, asked_for, resolve_choices
 from webhook.platform.dra.config import RewriteConfig, Strategy
 from webhook.platform.dra.legacy import LegacyError, LegacyUse, legacy_uses
+from webhook.platform.dra.preclaimed import unclaimed
 from webhook.platform.dra.rewrite import RewritePlan, plan_rewrite
 from webhook.platform.base import Battery
 from webhook.platform.dra.templates import KIND as TEMPLATE_KIND, same_template
@@ -63,7 +64,8 @@ class DeviceClaimRewrite(Battery):
             if choice.error:
                 return self._refuse(obj, RULE_CHOICE, choice.error)
         namespace = request.namespace or str((obj.get("metadata") or {}).get("namespace", ""))
-        plan = plan_rewrite(obj, namespace, uses, self.config, choice.selectors)
+        # a template name a stored pod references before the template exists is not handed out (preclaimed.py)
+        plan = unclaimed(plan_rewrite(obj, namespace, uses, self.config, choice.selectors), ctx.state, namespace)
         conflict = self._conflict(plan, ctx)
         if conflict:
             return self._refuse(obj, RULE_TEMPLATE, conflict)

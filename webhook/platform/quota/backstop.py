@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from webhook.model.cluster import ClusterState
 from webhook.model.results import Action
+from webhook.platform.quota.accelerators import DEVICE_CLASS_RESOURCE_PREFIX
 from webhook.platform.quota.policy import ProfileQuotaPolicy
 from webhook.platform.quota.limits import ProfileLimits, resolve_limits
 from webhook.platform.quota.settings import QuotaSettings
@@ -36,7 +37,8 @@ def quota_keys(limits: ProfileLimits, settings: QuotaSettings) -> dict[str, Frac
             if weight > 0:
                 hard[DEVICE_CLASS_KEY.format(name=name)] = Fraction(math.floor(gpus / weight))
         for name, weight in settings.rules.legacy.exact.items():
-            if weight > 0:
+            # KEP-5004's deviceclass.resource.kubernetes.io/<class> is served by claims of that class: bounded above
+            if weight > 0 and not name.startswith(DEVICE_CLASS_RESOURCE_PREFIX):
                 hard[EXTENDED_KEY.format(name=name)] = Fraction(math.floor(gpus / weight))
     storage = limits.storage.amount
     if storage is not None:

@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Callable, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
 from webhook.model.quickinit import frozen_dataclass
-from webhook.model.results import Action, RuleResult, failed, passed, skipped
+from webhook.model.results import Action, RuleResult, errored, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
+from webhook.model.selectors import MATCH_ALL
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery
-from webhook.platform.quota.accelerators import pod_resource_names, unknown_message
+from webhook.platform.quota.accelerators import (pod_resource_names, requested_classes, unknown_class_message,
+                                                  unknown_message)
 from webhook.platform.quota.check import Decision, RuleOutcome, Subject, decide, decide_usage
 from webhook.platform.quota.controllers import CONTROLLER_KINDS, judge_controller
 from webhook.platform.quota.holds import hold_charges, hold_of, with_charges, without_its_pod
+from webhook.platform.quota.extended import marked_extended
 from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
@@ -36,6 +39,7 @@ from webhook.platform.quota.usage import Usage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
+from webhook.state.claim_authors import AuthoredClaim
 from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
 from webhook.state.replicas import Hold, HoldScope, Ruling, SharedReservations
 
@@ -78,13 +82,26 @@ class ProfileQuotaPolicy(Battery):
     annotations: Mapping[str, str] = field(default_factory=dict)
     phases = frozenset({Phase.VALIDATE})
     limits: LimitsMemo = field(init=False, repr=False)  # per namespace, as the state's objects say
+    any_namespace: MatchSpec = field(init=False, repr=False)  # `match` without its namespace selector
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "limits", LimitsMemo(self.settings))
+        object.__setattr__(self, "any_namespace", replace(self.match, namespace_selector=MATCH_ALL))
+
+    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        if self.match.matches(request, obj, ctx):
+            return True
+        # a namespace the state does not know has no labels to say whether it is a profile: it is not skipped
+        # (validate refuses it, or reports it under failurePolicy Ignore). Offline (`apply`, `test`) a namespace
+        # the snapshot lacks does not exist: there the resource is a skip, as in `kyverno apply`
+        return (ctx.namespace is None and not ctx.offline and bool(request.namespace)
+                and self.any_namespace.matches(request, obj, ctx))
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         if request.operation not in OPERATIONS or not request.namespace:
             return ValidationOutcome()
+        if ctx.namespace is None and not ctx.offline:
+            return self._unknown_namespace(request, ctx)
         limits = self.limits.resolve(ctx.namespace, request.namespace, ctx.state)
         if limits.unlimited:
             return ValidationOutcome((skipped(self.id, "quota", f"profile {request.namespace!r} has no limits"),),
@@ -104,6 +121,7 @@ class ProfileQuotaPolicy(Battery):
         previous = request.old_object if request.operation == "UPDATE" else None
         prior = None if request.operation == "UPDATE" and previous is None else (previous,)  # None: no oldObject
         namespace, ledger = request.namespace, self.ledger
+        authored = self._scheduler_claim(request, full, ctx)
 
         async def judge(holds: tuple[Hold, ...]) -> Ruling[Decision]:
             """The decision with other replicas' `holds` counted, and what to hold for it."""
@@ -137,6 +155,12 @@ class ProfileQuotaPolicy(Battery):
             if ruling.hold is not None and ruling.record:
                 reservation = ledger.reserve(namespace, full, ctx.state, self.settings.reservation_seconds, previous)
                 rollbacks = (functools.partial(self._roll_back, reservation, scope, ruling.hold),)
+            if authored is not None:
+                admitted = not ruling.decision.exceeded or self.action is Action.AUDIT
+                if admitted and not ctx.dry_run:
+                    rollbacks += (authored,)  # another policy may still deny the claim
+                else:
+                    authored()
         decision = ruling.decision
         return ValidationOutcome(self._results(decision), decision.notes, rollbacks)
 
@@ -145,6 +169,27 @@ class ProfileQuotaPolicy(Battery):
         self.ledger.release(reservation)
         if scope is not None:
             self.shared.withdraw(scope, hold)
+
+    def _scheduler_claim(self, request: AdmissionRequest, claim: Mapping[str, Any], ctx: EvalContext) -> Callable[[], None] | None:
+        """The scheduler's own CREATE of a KEP-5004 claim: recorded (before the decision, which then charges it as
+        the scheduler's), and the way to take the record back. Only the review's userInfo tells who sent it."""
+        if request.operation != "CREATE" or request.kind.kind != RESOURCE_CLAIM or ctx.background \
+                or request.user.username not in self.settings.scheduler_usernames or not marked_extended(claim):
+            return None
+        meta = claim.get("metadata") or {}
+        refs = [r for r in meta.get("ownerReferences") or () if isinstance(r, Mapping) and r.get("controller")]
+        authored = AuthoredClaim(request.namespace, str(meta.get("name", "")), str(meta.get("uid") or ""),
+                                 str(refs[0].get("uid") or "") if len(refs) == 1 else "")
+        state = ctx.state
+
+        def exists(other: AuthoredClaim) -> bool:
+            found = state.get(RESOURCE_CLAIM, other.namespace, other.name)
+            return found is not None and (found.get("metadata") or {}).get("uid") == other.uid
+
+        authors = self.ledger.claim_authors
+        if not authors.record(authored, exists):
+            return None
+        return functools.partial(authors.forget, authored.namespace, authored.name, authored.uid)
 
     def _decide(self, profile: ProfileUsage, pending: tuple[Reservation, ...], subject: Subject, full: Mapping[str, Any],
                 previous: tuple[Mapping[str, Any] | None] | None, limits: Any, holds: tuple[Hold, ...] = ()) -> Decision:
@@ -192,13 +237,30 @@ class ProfileQuotaPolicy(Battery):
         return await asyncio.to_thread(decide, self.settings, limits, before, after, subject, whole, extra)
 
     def _unknown_accelerators(self, request: AdmissionRequest, obj: Mapping[str, Any]) -> str:
-        if request.kind.kind != "Pod" or request.operation != "CREATE":
-            return ""  # a pod's resources are fixed at creation (in-place resize keeps extended resources)
+        if request.operation != "CREATE":
+            return ""  # resources and claim specs are fixed at creation (in-place resize keeps extended resources)
+        rule, kind = self.settings.accelerators, request.kind.kind
+        if kind in (RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE):
+            spec = obj.get("spec") or {}
+            classes = requested_classes(spec.get("spec") if kind == RESOURCE_CLAIM_TEMPLATE else spec)
+            unknown = rule.unknown_classes(classes, self.settings.rules.device_classes) if classes else []
+            return unknown_class_message(unknown) if unknown else ""
+        if kind != POD:
+            return ""
         names = pod_resource_names(obj)
         if not names:
             return ""  # no extended resource at all (most pods, and every pod whose GPUs became claims)
-        unknown = self.settings.accelerators.unknown(names, self.settings.rules.legacy)
+        unknown = rule.unknown(names, self.settings.rules.legacy)
         return unknown_message(unknown, "spec.gpus") if unknown else ""
+
+    def _unknown_namespace(self, request: AdmissionRequest, ctx: EvalContext) -> ValidationOutcome:
+        if ctx.background:
+            return ValidationOutcome((skipped(self.id, "namespace", f"namespace {request.namespace!r} is not in the state"),))
+        message = (f"the quota webhook does not know namespace {request.namespace!r} yet (it is not in its cluster "
+                   f"state), so it cannot tell whether it is a profile or what its limits are; try again in a moment, "
+                   f"and tell the platform team if this persists")
+        fail_closed = self.failure_policy is FailurePolicy.FAIL
+        return ValidationOutcome((errored(self.id, "namespace", message, Action.ENFORCE if fail_closed else Action.AUDIT),))
 
     def _results(self, decision: Decision) -> tuple[RuleResult, ...]:
         return self._outcome_results(decision.outcomes)
@@ -212,7 +274,9 @@ class ProfileQuotaPolicy(Battery):
 def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
                   ledgers: ReservationLedgers) -> ProfileQuotaPolicy:
     spec = doc["spec"]
+    ledger = ledgers.for_policy(header.id.name)
     settings = compile_settings(spec)
+    settings = replace(settings, rules=replace(settings.rules, scheduler_claims=ledger.claim_authors))
     return ProfileQuotaPolicy(
         id=header.id,
         source=header.source,
@@ -220,7 +284,7 @@ def compile_quota(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv,
         failure_policy=failure_policy(spec),
         action=action(spec),
         settings=settings,
-        ledger=ledgers.for_policy(header.id.name),
+        ledger=ledger,
         shared=ledgers.shared,
         usage=UsageIndex(settings.rules),
         annotations=header.annotations,

@@ -8,23 +8,31 @@ from __future__ import annotations
 
 from dataclasses import field
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import CLASS_LABEL, document_schema
-from webhook.platform.quota.accelerators import DEFAULT_PATTERNS, AcceleratorRule
+from webhook.platform.quota.accelerators import (DEFAULT_CLASS_PATTERNS, DEFAULT_PATTERNS, DEVICE_CLASS_RESOURCE_PREFIX,
+                                                  AcceleratorRule)
 
 KIND_NAME = "ProfileQuota"
 
 DEFAULT_CLASSES: dict[str, dict[str, Any]] = {"personal": {"gpus": 1, "storage": "30Gi"},
                                               "team": {"gpus": 8, "storage": "1Ti"}}
-# every accelerator of the platform: NVIDIA (GPUs, MIG slices) and AMD (device plugin and DRA driver)
-DEFAULT_LEGACY = [{"name": "nvidia.com/gpu", "weight": 1}, {"prefix": "nvidia.com/mig-", "weight": 1},
-                  {"name": "amd.com/gpu", "weight": 1}]
+# every accelerator of the platform: NVIDIA (GPUs, MIG slices) and AMD (device plugin and DRA driver); the
+# device class of a legacy resource is the one whose devices the scheduler allocates for it (KEP-5004)
+DEFAULT_LEGACY = [{"name": "nvidia.com/gpu", "weight": 1, "deviceClass": "gpu.nvidia.com"},
+                  {"prefix": "nvidia.com/mig-", "weight": 1, "deviceClass": "mig.nvidia.com"},
+                  {"name": "amd.com/gpu", "weight": 1, "deviceClass": "gpu.amd.com"}]
+# the class of a default legacy entry that a policy lists without `deviceClass`
+KNOWN_CLASSES = {entry.get("name", entry.get("prefix")): entry["deviceClass"] for entry in DEFAULT_LEGACY}
+# every DeviceClass the GPU drivers ship: NVIDIA's DRA driver (whole GPUs, MIG slices, GPUs handed to VMs
+# through VFIO) and AMD's
 DEFAULT_DEVICE_CLASSES = [{"name": "gpu.nvidia.com", "weight": 1}, {"name": "mig.nvidia.com", "weight": 1},
-                          {"name": "gpu.amd.com", "weight": 1}]
+                          {"name": "vfio.gpu.nvidia.com", "weight": 1}, {"name": "gpu.amd.com", "weight": 1}]
+DEFAULT_SCHEDULER_USERNAMES = ["system:kube-scheduler"]
 DEFAULT_PROFILE_GPU_KEYS = ["requests.nvidia.com/gpu"]
 DEFAULT_PROFILE_STORAGE_KEYS = ["requests.storage"]
 DEFAULT_RESERVATION_SECONDS = 30.0
@@ -49,6 +57,7 @@ _WEIGHT = {
                    "weight": _AMOUNT},
     "oneOf": [{"required": ["name"]}, {"required": ["prefix"]}],
 }
+_LEGACY_WEIGHT = {**_WEIGHT, "properties": {**_WEIGHT["properties"], "deviceClass": {"type": "string", "minLength": 1}}}
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 
 SPEC_PROPERTIES: dict[str, Any] = {
@@ -64,11 +73,14 @@ SPEC_PROPERTIES: dict[str, Any] = {
     "gpus": {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"legacyResources": {"type": "array", "items": _WEIGHT},
+        "properties": {"legacyResources": {"type": "array", "items": _LEGACY_WEIGHT},
                        "deviceClasses": {"type": "array", "items": _WEIGHT},
-                       # extended resources that look like accelerators but are not counted: refused
+                       # extended resources and device classes that look like accelerators but are not counted: refused
                        "unknownAccelerators": {"type": "object", "additionalProperties": False,
-                                               "properties": {"patterns": _STRINGS, "allowed": _STRINGS}}},
+                                               "properties": {"patterns": _STRINGS, "deviceClassPatterns": _STRINGS,
+                                                              "allowed": _STRINGS}},
+                       # who creates KEP-5004 extended-resource claims (the review's userInfo.username)
+                       "schedulerUsernames": {"type": "array", "items": {"type": "string", "minLength": 1}}},
     },
     "storage": {
         "type": "object",
@@ -99,10 +111,13 @@ class LimitSpec:
 
 @frozen_dataclass
 class WeightTable:
-    """GPU weight per resource or device-class name: exact names first, then the longest matching prefix."""
+    """GPU weight per resource or device-class name: exact names first, then the longest matching prefix.
+    For legacy resources also the device class each maps to (KEP-5004: the class the scheduler allocates from)."""
 
     exact: Mapping[str, Fraction]
     prefixes: tuple[tuple[str, Fraction], ...]  # longest first
+    exact_classes: Mapping[str, str] = field(default_factory=dict)
+    prefix_classes: tuple[tuple[str, str], ...] = ()  # longest first
     # every prefix at once, for str.startswith: most names (cpu, memory) match none and are refused in one call
     prefix_starts: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -118,6 +133,28 @@ class WeightTable:
             if name.startswith(prefix):
                 return weight
         return None
+
+    def device_class(self, name: str) -> str | None:
+        """The device class a legacy resource's devices come from; None: no class known."""
+        if name in self.exact_classes:
+            return self.exact_classes[name]
+        for prefix, device_class in self.prefix_classes:
+            if name.startswith(prefix):
+                return device_class
+        if name.startswith(DEVICE_CLASS_RESOURCE_PREFIX):
+            return name[len(DEVICE_CLASS_RESOURCE_PREFIX):]
+        return None
+
+
+class SchedulerClaims(Protocol):
+    """Which KEP-5004 claims the scheduler itself created, as the reviews' userInfo showed (state.claim_authors)."""
+
+    def created_by_scheduler(self, namespace: str, name: str, uid: str) -> bool: ...
+
+
+class _NoSchedulerClaims:
+    def created_by_scheduler(self, namespace: str, name: str, uid: str) -> bool:
+        return False
 
 
 @frozen_dataclass
@@ -135,6 +172,8 @@ class CountingRules:
     # claim templates' GPUs by the stored template object (kept in the entry, so its id stays its own): every pod
     # of a notebook reads the same template, and a state replaces an object whole, never edits it
     template_memo: dict[int, tuple[Any, Any]] = field(default_factory=dict, compare=False, repr=False)
+    # claims whose CREATE came from the scheduler's own identity: a record kept for the life of the process
+    scheduler_claims: SchedulerClaims = field(default_factory=_NoSchedulerClaims, compare=False, repr=False)
 
     def counts_storage_class(self, name: str | None) -> bool:
         return not self.storage_classes or (name is not None and name in self.storage_classes)
@@ -151,6 +190,7 @@ class QuotaSettings:
     profile_storage_keys: tuple[str, ...]
     rules: CountingRules
     accelerators: AcceleratorRule
+    scheduler_usernames: frozenset[str]
     reservation_seconds: float
     max_listed: int
     gpu_advice: str
@@ -174,17 +214,35 @@ def _limits(raw: Mapping[str, Any], field: str) -> LimitSpec:
     return LimitSpec(gpus, storage)
 
 
-def _weights(items: list[Mapping[str, Any]], field: str) -> WeightTable:
+def _weights(items: list[Mapping[str, Any]], field: str, known: Mapping[str, str] | None = None) -> WeightTable:
+    """`known`: the device class of a name listed without `deviceClass` (legacy resources only)."""
     exact: dict[str, Fraction] = {}
     prefixes: dict[str, Fraction] = {}
+    classes: dict[str, str] = {}
+    prefix_classes: dict[str, str] = {}
     for index, item in enumerate(items):
         weight = _amount(item.get("weight", 1), f"{field}[{index}].weight")
-        if "name" in item:
-            exact[item["name"]] = weight
-        else:
-            prefixes[item["prefix"]] = weight
-    ordered = tuple(sorted(prefixes.items(), key=lambda kv: -len(kv[0])))
-    return WeightTable(exact, ordered)
+        key = item["name"] if "name" in item else item["prefix"]
+        (exact if "name" in item else prefixes)[key] = weight
+        device_class = item.get("deviceClass", (known or {}).get(key))
+        if device_class:
+            (classes if "name" in item else prefix_classes)[key] = device_class
+    return WeightTable(exact, _longest_first(prefixes), classes, _longest_first(prefix_classes))
+
+
+def _longest_first(prefixes: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(prefixes.items(), key=lambda kv: -len(kv[0])))
+
+
+def _legacy_weights(legacy: WeightTable, classes: WeightTable) -> WeightTable:
+    """The legacy table with KEP-5004's `deviceclass.resource.kubernetes.io/<class>` for every counted class, at
+    that class's weight: the scheduler serves that name for any DeviceClass, so a pod may ask for GPUs by it.
+    A name the policy lists itself keeps its own weight."""
+    exact = {DEVICE_CLASS_RESOURCE_PREFIX + name: weight for name, weight in classes.exact.items()}
+    exact.update(legacy.exact)
+    prefixes = {DEVICE_CLASS_RESOURCE_PREFIX + prefix: weight for prefix, weight in classes.prefixes}
+    prefixes.update(legacy.prefixes)
+    return WeightTable(exact, _longest_first(prefixes), legacy.exact_classes, legacy.prefix_classes)
 
 
 def _advice(text: str, field: str) -> str:
@@ -209,9 +267,11 @@ def compile_settings(spec: Mapping[str, Any]) -> QuotaSettings:
     storage = spec.get("storage") or {}
     messages = spec.get("messages") or {}
     unknown = gpus.get("unknownAccelerators") or {}
+    device_classes = _weights(gpus.get("deviceClasses", DEFAULT_DEVICE_CLASSES), "spec.gpus.deviceClasses")
+    legacy = _weights(gpus.get("legacyResources", DEFAULT_LEGACY), "spec.gpus.legacyResources", KNOWN_CLASSES)
     rules = CountingRules(
-        legacy=_weights(gpus.get("legacyResources", DEFAULT_LEGACY), "spec.gpus.legacyResources"),
-        device_classes=_weights(gpus.get("deviceClasses", DEFAULT_DEVICE_CLASSES), "spec.gpus.deviceClasses"),
+        legacy=_legacy_weights(legacy, device_classes),
+        device_classes=device_classes,
         storage_classes=frozenset(storage.get("storageClassNames") or ()),
         default_storage_class=storage.get("defaultStorageClassName"),
         ephemeral_volumes=storage.get("ephemeralVolumes", True),
@@ -225,7 +285,9 @@ def compile_settings(spec: Mapping[str, Any]) -> QuotaSettings:
         profile_gpu_keys=tuple(profile.get("gpuKeys", DEFAULT_PROFILE_GPU_KEYS)),
         profile_storage_keys=tuple(profile.get("storageKeys", DEFAULT_PROFILE_STORAGE_KEYS)),
         rules=rules,
-        accelerators=AcceleratorRule(tuple(unknown.get("patterns", DEFAULT_PATTERNS)), frozenset(unknown.get("allowed", ()))),
+        accelerators=AcceleratorRule(tuple(unknown.get("patterns", DEFAULT_PATTERNS)), frozenset(unknown.get("allowed", ())),
+                                     tuple(unknown.get("deviceClassPatterns", DEFAULT_CLASS_PATTERNS))),
+        scheduler_usernames=frozenset(gpus.get("schedulerUsernames", DEFAULT_SCHEDULER_USERNAMES)),
         reservation_seconds=float(spec.get("reservationSeconds", DEFAULT_RESERVATION_SECONDS)),
         max_listed=int(messages.get("maxObjectsListed", DEFAULT_MAX_LISTED)),
         gpu_advice=_advice(messages.get("gpuAdvice", DEFAULT_GPU_ADVICE), "spec.messages.gpuAdvice"),

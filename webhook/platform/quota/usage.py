@@ -10,8 +10,8 @@ The counting model (docs/quota.md has it as a table):
   controller generated for a pod the state knows (annotation resource.kubernetes.io/pod-claim-name naming
   one of that pod's template entries, controller ownerReference v1 Pod with the stored pod's uid) is
   free once that pod is terminal and no other running pod uses it. A claim the scheduler made for a pod's
-  legacy extended resources (KEP-5004, same ownership checks) is charged only what it holds beyond the
-  GPUs its pod is charged for those resources;
+  legacy extended resources (KEP-5004, same ownership checks, and made by the scheduler: extended.py) is
+  charged only what it holds beyond the GPUs its pod is charged for those resources, class by class;
 - a PersistentVolumeClaim of a counted storage class is charged its request (or what was already
   allocated to it, if larger, so shrinking the request after an expansion frees nothing).
 """
@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.devices import ZERO, GpuAmount, claim_spec_gpus, legacy_gpus, quantity_or_zero
+from webhook.platform.quota.extended import covered_gpus, made_by_scheduler, marked_extended
 from webhook.platform.quota.objects import ObjectsView, ProfileObjects
 from webhook.platform.quota.settings import CountingRules
 from webhook.platform.base import is_mapping
@@ -39,8 +40,6 @@ POD_UID_READ_FOR = frozenset({RESOURCE_CLAIM, PVC})
 LEGACY_MEMO_LIMIT = 50_000
 TEMPLATE_MEMO_LIMIT = 4_096  # each entry holds its template alive until the memo is cleared
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # set by the resourceclaim controller
-# KEP-5004: the scheduler's claim for a pod's legacy extended resources (DeviceClass extendedResourceName)
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 
 @frozen_dataclass(dict_init=True)
@@ -235,33 +234,32 @@ def pod_charge(objects: ObjectsView, name: str, pod: Mapping[str, Any], rules: C
 
 
 # --- claims and volumes ----------------------------------------------------------------------------
-def _extended_resource_pod(objects: ObjectsView, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _extended_resource_pod(objects: ObjectsView, claim: Mapping[str, Any], rules: CountingRules) -> Mapping[str, Any] | None:
     """KEP-5004: the stored pod the scheduler made this claim for (its legacy extended resources), or None."""
-    if str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() != "true":
+    if not marked_extended(claim):
         return None
     ref = controller_pod(claim)
     pod = objects.get(POD, str(ref.get("name", ""))) if ref is not None else None
-    return pod if pod is not None and _owned_by(claim, pod) else None
+    if pod is None or not _owned_by(claim, pod) or not made_by_scheduler(pod, claim, rules):
+        return None
+    return pod
 
 
 def claim_charge(objects: ObjectsView, name: str, claim: Mapping[str, Any], rules: CountingRules) -> Charge:
-    owner = generated_for(objects, claim) or _extended_resource_pod(objects, claim)
+    extended = _extended_resource_pod(objects, claim, rules)
+    owner = generated_for(objects, claim) or extended
     used_by_others = owner is not None and any(
         _uses_claim(pod, name) for pod in objects.of(POD).values() if pod is not owner and not terminal(pod))
     if owner is not None and terminal(owner) and not used_by_others:
         return Charge(RESOURCE_CLAIM, name)  # the controller deletes it; its devices are free already
     amount = claim_spec_gpus(claim.get("spec"), rules.device_classes)
-    if owner is not None and not used_by_others and owner is _extended_resource_pod(objects, claim):
+    if extended is not None and owner is extended and not used_by_others:
         # the same GPUs as the pod's legacy limits, which the pod is charged: only what the claim holds beyond
         # them is charged here, so a claim that merely looks like the scheduler's can never hide devices
-        covered = _legacy_gpus(owner, rules)
+        covered = covered_gpus(extended, claim, rules)
         return Charge(RESOURCE_CLAIM, name, max(ZERO, amount.gpus - covered), amount.unbounded,
-                      notes=(f"the extended resources of pod {_meta(owner).get('name')}, charged to the pod",))
+                      notes=(f"the extended resources of pod {_meta(extended).get('name')}, charged to the pod",))
     return Charge(RESOURCE_CLAIM, name, amount.gpus, amount.unbounded)
-
-
-def _extended_resource_claim(claim: Mapping[str, Any]) -> bool:
-    return str((_meta(claim).get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION, "")).lower() == "true"
 
 
 def pvc_spec_storage(spec: Mapping[str, Any], status: Mapping[str, Any] | None, rules: CountingRules) -> Fraction:
