@@ -58,7 +58,7 @@ def error(tmp_path: Path, doc: Any) -> PolicyLoadError:
 def test_the_default_policy_loads_with_the_registered_kinds(tmp_path: Path) -> None:
     policy = load(tmp_path, DEFAULT, build_registry())
     assert isinstance(policy, NotebookInjection)
-    assert policy.phases == {Phase.MUTATE} and policy.failure_policy is FailurePolicy.FAIL
+    assert policy.phases == {Phase.MUTATE, Phase.VALIDATE} and policy.failure_policy is FailurePolicy.FAIL
     assert policy.action is Action.ENFORCE
     assert policy.match.kinds == {"Pod"} and policy.match.operations == {"CREATE"}
     assert policy.match.namespace_selector.matches({"app.kubernetes.io/part-of": "kubeflow-profile"})

@@ -21,9 +21,9 @@ from webhook.model.errors import PolicyCompileError
 from webhook.model.lookups import LookupRefused, Lookups
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import CLASS_LABEL, ProfileInfo
+from webhook.platform.notebook.trust import NOTEBOOK_GROUP, TrustSpec, compile_trust, controller_ref
 
 CREATOR_ANNOTATION = "notebooks.kubeflow.org/creator"
-NOTEBOOK_GROUP = "kubeflow.org"
 
 
 class Source(str, Enum):
@@ -46,6 +46,7 @@ class IdentitySpec:
     unlisted: IdentityRule  # classes the policy does not name
     creator_annotation: str
     deny_unknown: bool  # False: admit the pod without injection
+    trust: TrustSpec  # who may write the links of the chain (trust.py)
 
     def rule_for(self, namespace: Mapping[str, Any] | None) -> tuple[str, IdentityRule]:
         labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
@@ -64,7 +65,8 @@ def compile_identity(raw: Mapping[str, Any]) -> IdentitySpec:
     unlisted = _rule(raw["unlistedClasses"], "spec.identity.unlistedClasses") if "unlistedClasses" in raw \
         else IdentityRule(Source.CREATOR)
     return IdentitySpec(raw.get("classLabel", CLASS_LABEL), raw.get("defaultClass", "personal"), classes, unlisted,
-                        raw.get("creatorAnnotation", CREATOR_ANNOTATION), raw.get("onUnknown", "Deny") == "Deny")
+                        raw.get("creatorAnnotation", CREATOR_ANNOTATION), raw.get("onUnknown", "Deny") == "Deny",
+                        compile_trust(raw))
 
 
 def _rule(item: Mapping[str, Any], field: str) -> IdentityRule:
@@ -113,11 +115,10 @@ def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups
 
 
 def _owner(obj: Mapping[str, Any], group: str, kind: str, what: str) -> Mapping[str, Any]:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        api_group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-        if ref.get("controller") and ref.get("kind") == kind and api_group == group and ref.get("name"):
-            return ref
-    raise UnknownIdentity(f"{what} is not controlled by a {kind} ({group})")
+    ref = controller_ref(obj, group, kind)
+    if ref is None:
+        raise UnknownIdentity(f"{what} is not controlled by a {kind} ({group})")
+    return ref
 
 
 def _get(lookups: Lookups, api_version: str, kind: str, namespace: str, ref: Mapping[str, Any]) -> Mapping[str, Any]:
