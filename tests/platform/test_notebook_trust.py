@@ -153,3 +153,20 @@ async def test_what_changes_no_pod_passes(server):
     for new, username in ((labelled, CAROL), (labelled, GARBAGE_COLLECTOR), (orphaned, GARBAGE_COLLECTOR)):
         response = await server.admit("/validate", review(new, operation="UPDATE", old=STATEFULSET, username=username))
         assert response["allowed"] is True, response
+
+
+async def test_a_statefulset_that_predates_the_checks_still_gives_no_identity(tmp_path):
+    """carol's StatefulSet made before Quartermaster refused such writes: the notebook controller names a
+    Notebook's StatefulSet after it, so another one claiming the Notebook is not believed."""
+    policies, state = tmp_path / "policies", tmp_path / "state"
+    policies.mkdir()
+    state.mkdir()
+    shutil.copy(NOTEBOOK_POLICY, policies)
+    borrowed = edited(tenant_statefulset(), lambda s: s["metadata"].update(uid="0d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"))
+    (state / "team.yaml").write_text(yaml.safe_dump_all([*team_objects(), borrowed]))
+    pod = edited(CONTROLLER_POD, lambda p: p["metadata"].update(name="borrowed-0", ownerReferences=[
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "borrowed", "uid": borrowed["metadata"]["uid"],
+         "controller": True, "blockOwnerDeletion": True}]))
+    async with running_server(policies, tmp_path, state=state) as server:
+        refused(await server.admit("/mutate", review(pod, username=STATEFULSET_CONTROLLER)),
+                "StatefulSet ml-team/borrowed is not the notebook controller's for Notebook training")

@@ -106,6 +106,11 @@ def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups
     statefulset = _owner(pod, "apps", "StatefulSet", f"pod {namespace}/{_name(pod)}")
     found = _get(lookups, "apps/v1", "StatefulSet", namespace, statefulset)
     notebook_ref = _owner(found, NOTEBOOK_GROUP, "Notebook", f"StatefulSet {namespace}/{statefulset['name']}")
+    if notebook_ref["name"] != statefulset["name"]:
+        # Kubeflow's notebook controller names the StatefulSet after its Notebook, and names are unique: another
+        # StatefulSet claiming the Notebook (one made before the validate phase refused such writes) is not its
+        raise UnknownIdentity(f"StatefulSet {namespace}/{statefulset['name']} is not the notebook controller's for "
+                              f"Notebook {notebook_ref['name']} (that one is named after its Notebook)")
     notebook = _get(lookups, str(notebook_ref["apiVersion"]), "Notebook", namespace, notebook_ref)
     email = str(((notebook.get("metadata") or {}).get("annotations") or {}).get(spec.creator_annotation, "")).strip()
     where = f"{namespace}/{notebook_ref['name']}"
