@@ -120,6 +120,18 @@ async def test_the_recorded_creator_never_changes(server, requester):
     assert response["allowed"] is True, response
 
 
+async def test_only_the_creator_changes_a_notebooks_spec(server):
+    """The notebook controller builds the StatefulSet from the Notebook's spec: a teammate's edit would run her
+    template with the creator's identity."""
+    image = "registry.example.org/carol/exfiltrate:1.0"
+    changed = edited(NOTEBOOK, lambda nb: nb["spec"]["template"]["spec"]["containers"][0].update(image=image))
+    refused(await server.admit("/validate", review(changed, operation="UPDATE", old=NOTEBOOK, username=CAROL)),
+            "only the Notebook's creator 'bob@example.org' may change its spec")
+    for username in (BOB, NOTEBOOK_CONTROLLER):
+        response = await server.admit("/validate", review(changed, operation="UPDATE", old=NOTEBOOK, username=username))
+        assert response["allowed"] is True, response
+
+
 async def test_a_tenant_statefulset_controlled_by_a_teammates_notebook_is_refused(server):
     sts = tenant_statefulset()
     refused(await server.admit("/validate", review(sts, username=CAROL)),

@@ -8,7 +8,7 @@ either way a failing pod is left exactly as it came.
 
 Its validate phase keeps the identity unforgeable (trust.py), in every profile namespace: `credentials`
 (a pod other than a notebook's refresher reads a credentials Secret), `notebook-creator` (a Notebook's
-creator annotation is not its requester's, or changes), `notebook-statefulset` (a StatefulSet controlled
+creator annotation is not its requester's, or changes, or someone else changes its spec), `notebook-statefulset` (a StatefulSet controlled
 by a Notebook written by anyone but the notebook controller). It reports failures only.
 """
 

@@ -9,7 +9,8 @@ themselves:
 - a StatefulSet controlled by a Notebook is written (created, or its spec changed) only by the notebook
   controller: then its pod template is the Notebook's, not a teammate's copy with other code;
 - a Notebook's creator annotation is checked at its CREATE against the requester (the requester itself,
-  or whatever the Kubeflow web app, which authenticates users, wrote) and never changed afterwards.
+  or whatever the Kubeflow web app, which authenticates users, wrote) and never changed afterwards; its
+  spec, the template of its pods, is changed by that creator only.
 Every Notebook in the cluster passed these checks (the validating webhook refuses the rest), so the
 annotation of a stored Notebook is the checked creator.
 """
@@ -86,15 +87,20 @@ def statefulset_refusal(trust: TrustSpec, request: AdmissionRequest) -> str:
 
 def notebook_refusal(trust: TrustSpec, request: AdmissionRequest, annotation: str) -> str:
     """The creator annotation of a Notebook as written: the requester's own name at CREATE (the web app
-    writes the user it authenticated), unchanged by every UPDATE."""
+    writes the user it authenticated), unchanged by every UPDATE. The spec of a Notebook with a creator (its
+    pod template, which runs with the creator's home and credentials) is changed by the creator only."""
     user = request.user.username
     new = _annotation(request.object, annotation)
     if request.operation == "UPDATE":
         old = _annotation(request.old_object, annotation)
-        if new == old:
+        if new != old:
+            return (f"the {annotation} annotation records who created the Notebook and never changes "
+                    f"(was {old!r}, now {new!r}); create a new Notebook instead")
+        if old is None or user == old or user in trust.notebook_controllers \
+                or (request.object or {}).get("spec") == (request.old_object or {}).get("spec"):
             return ""
-        return (f"the {annotation} annotation records who created the Notebook and never changes "
-                f"(was {old!r}, now {new!r}); create a new Notebook instead")
+        return (f"only the Notebook's creator {old!r} may change its spec, not {user!r}: its pods run with the "
+                f"creator's home and credentials. Create a Notebook of your own")
     if new is None or new == user or user in trust.notebook_web_apps:
         return ""
     return (f"the {annotation} annotation must name the requester {user!r}, not {new!r}: the notebook's pods get "
