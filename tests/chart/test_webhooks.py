@@ -107,8 +107,10 @@ def test_standalone_state_also_sees_deletes():
     standalone = rules_of(validate({"clusterState": "standalone", "replicaCount": 1}))
     assert set(standalone) == set(rules_of(validate()))
     # deletions matter to what is counted; a controller is checked, never counted
-    assert all(ops == ({"CREATE", "UPDATE"} if group in ("apps", "batch", "kubeflow.org") else {"CREATE", "UPDATE", "DELETE"})
-               for (group, _), ops in standalone.items())
+    # (kubectl debug of a notebook pod is an UPDATE of its pods/ephemeralcontainers subresource)
+    assert all(ops == ({"CREATE", "UPDATE"} if group in ("apps", "batch", "kubeflow.org")
+                       else {"UPDATE"} if resource == "pods/ephemeralcontainers" else {"CREATE", "UPDATE", "DELETE"})
+               for (group, resource), ops in standalone.items())
     assert rules_of(mutate({"clusterState": "standalone", "replicaCount": 1})) == {("", "pods"): {"CREATE"}}
 
 
@@ -231,6 +233,8 @@ def test_notebook_identity_reaches_the_validating_webhook_even_without_controlle
     assert {("apps", "statefulsets"): {"CREATE", "UPDATE"}, ("kubeflow.org", "notebooks"): {"CREATE", "UPDATE"}}.items() \
         <= rules_of(hook).items()
     assert ("apps", "deployments") not in rules_of(hook)
+    for values in ({}, {"webhooks": {"validate": {"controllers": False}}}):  # kubectl debug of a notebook pod
+        assert rules_of(validate(values))[("", "pods/ephemeralcontainers")] == {"UPDATE"}
     assert not sent(hook, pod(labels={"notebook-name": "lab"}))
     for reads in ({"volumes": [{"name": "s", "secret": {"secretName": "oidc-bob"}}]},
                   {"volumes": [{"name": "s", "projected": {"sources": [{"secret": {"name": "oidc-bob"}}]}}]}):

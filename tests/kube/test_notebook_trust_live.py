@@ -6,7 +6,7 @@ import shutil
 from dataclasses import replace
 
 from tests.kube.conftest import FAST, async_eventually
-from tests.platform.test_notebook_trust import NOTEBOOK_POLICY, refused, secrets_of
+from tests.platform.test_notebook_trust import NOTEBOOK_POLICY, debug_review, refused, secrets_of
 from tests.platform.trust_attacks import (BOB, BOBS_SECRET, CAROL, CONTROLLER_POD, edited, forged_pod, notebook,
                                           plain_pod, team_objects, tenant_statefulset)
 from tests.support import STATEFULSET_CONTROLLER, apply_patch, decode_patch, review, running_server
@@ -32,6 +32,9 @@ async def test_a_teammates_identity_cannot_be_taken_in_live_mode(apiserver, kube
         injected = apply_patch(CONTROLLER_POD, decode_patch(response))
         assert secrets_of(injected) == [BOBS_SECRET]
         assert (await server.admit("/validate", review(injected, username=STATEFULSET_CONTROLLER)))["allowed"] is True
+        # kubectl debug of bob's running notebook pod: carol may not, bob may
+        refused(await server.admit("/validate", debug_review(injected, CAROL)), "only bob@example.org may add one")
+        assert (await server.admit("/validate", debug_review(injected, BOB)))["allowed"] is True
         # a bare pod with the notebook label and bob's StatefulSet as its controller
         refused(await server.admit("/mutate", review(forged_pod(), username=CAROL)),
                 "not by the StatefulSet controller")

@@ -182,3 +182,24 @@ async def test_a_statefulset_that_predates_the_checks_still_gives_no_identity(tm
     async with running_server(policies, tmp_path, state=state) as server:
         refused(await server.admit("/mutate", review(pod, username=STATEFULSET_CONTROLLER)),
                 "StatefulSet ml-team/borrowed is not the notebook controller's for Notebook training")
+
+
+def debug_review(pod: dict[str, Any], username: str) -> dict[str, Any]:
+    """`kubectl debug` of a running pod: an UPDATE of its pods/ephemeralcontainers subresource."""
+    debugged = edited(pod, lambda p: p["spec"].update(ephemeralContainers=[
+        {"name": "debugger", "image": "busybox:1.36", "command": ["sh"], "stdin": True, "tty": True,
+         "volumeMounts": [{"name": "oidc-credentials", "mountPath": "/loot"}]}]))
+    body = review(debugged, operation="UPDATE", old=pod, username=username)
+    body["request"]["subResource"] = body["request"]["requestSubResource"] = "ephemeralcontainers"
+    return body
+
+
+async def test_only_the_notebooks_own_user_adds_ephemeral_containers(server):
+    injected = apply_patch(CONTROLLER_POD, decode_patch(
+        await server.admit("/mutate", review(CONTROLLER_POD, username=STATEFULSET_CONTROLLER))))
+    refused(await server.admit("/validate", debug_review(injected, CAROL)),
+            "ephemeral container 'debugger'", "only bob@example.org may add one", "carol@example.org")
+    assert (await server.admit("/validate", debug_review(injected, BOB)))["allowed"] is True
+    # a pod without anyone's credentials: debugged by whoever RBAC lets
+    plain = edited(plain_pod("volume"), lambda p: p["spec"].pop("volumes") and p["spec"]["containers"][0].pop("volumeMounts"))
+    assert (await server.admit("/validate", debug_review(plain, CAROL)))["allowed"] is True

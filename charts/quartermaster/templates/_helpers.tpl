@@ -215,7 +215,9 @@ watches the API instead, so DELETE is sent only in standalone mode.
   resources: ["notebooks"]
   operations: ["CREATE", "UPDATE"]
   scope: Namespaced
-{{- else if .Values.webhooks.validate.notebookIdentity }}
+{{- end }}
+{{- if .Values.webhooks.validate.notebookIdentity }}
+{{- if not .Values.webhooks.validate.controllers }}
 - apiGroups: ["apps"]
   apiVersions: ["v1"]
   resources: ["statefulsets"]
@@ -225,6 +227,12 @@ watches the API instead, so DELETE is sent only in standalone mode.
   apiVersions: ["*"]
   resources: ["notebooks"]
   operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+{{- end }}
+- apiGroups: [""]
+  apiVersions: ["v1"]
+  resources: ["pods/ephemeralcontainers"]
+  operations: ["UPDATE"]
   scope: Namespaced
 {{- end }}
 {{- end }}

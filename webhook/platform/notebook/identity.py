@@ -85,6 +85,7 @@ class UnknownIdentity(Exception):
 class Identity:
     user: str  # the user name: the local part of an e-mail, or a Fixed name
     described: str  # for messages: "creator bob@example.org of Notebook ml-team/training"
+    email: str = ""  # the person's e-mail (owner or creator): whom the API server authenticates as them; "" for Fixed
 
 
 def resolve(spec: IdentitySpec, profile: ProfileInfo, namespace: Mapping[str, Any] | None,
@@ -93,13 +94,13 @@ def resolve(spec: IdentitySpec, profile: ProfileInfo, namespace: Mapping[str, An
     if rule.source is Source.FIXED:
         return Identity(rule.user, f"the {profile_class} identity {rule.user}")
     if rule.source is Source.OWNER:
-        return Identity(profile.user, f"owner {profile.owner or '(none)'} of profile {profile.namespace}")
+        return Identity(profile.user, f"owner {profile.owner or '(none)'} of profile {profile.namespace}", profile.owner)
     email, notebook = _creator(spec, profile.namespace, pod, lookups)
     local = email.split("@", 1)[0].strip() if "@" in email else ""
     if not local:
         raise UnknownIdentity(f"the {spec.creator_annotation} annotation of Notebook {notebook} is {email!r}, "
                               f"not an e-mail")
-    return Identity(local, f"creator {email} of Notebook {notebook}")
+    return Identity(local, f"creator {email} of Notebook {notebook}", email)
 
 
 def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups: Lookups) -> tuple[str, str]:

@@ -9,7 +9,8 @@ either way a failing pod is left exactly as it came.
 Its validate phase keeps the identity unforgeable (trust.py), in every profile namespace: `credentials`
 (a pod other than a notebook's refresher reads a credentials Secret), `notebook-creator` (a Notebook's
 creator annotation is not its requester's, or changes, or someone else changes its spec), `notebook-statefulset` (a StatefulSet controlled
-by a Notebook written by anyone but the notebook controller). It reports failures only.
+by a Notebook written by anyone but the notebook controller), `ephemeral-containers` (kubectl debug of a pod
+holding someone's credentials by anyone else). It reports failures only.
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ from webhook.platform.notebook.podsecurity import ENFORCE_LABEL, enforced_level,
 from webhook.platform.notebook.render import Desired, InvalidOwner, notebook_uid, render
 from webhook.platform.notebook.schema import KIND as KIND_NAME
 from webhook.platform.notebook.schema import SCHEMA
-from webhook.platform.notebook.trust import notebook_refusal, pod_creator_refusal, statefulset_refusal
+from webhook.platform.notebook.trust import (ephemeral_refusal, notebook_refusal, pod_creator_refusal,
+                                             statefulset_refusal)
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 
 
 GUARDED_KINDS = frozenset({"Pod", "Notebook", "StatefulSet"})
+EPHEMERAL = "ephemeralcontainers"  # the Pod subresource kubectl debug writes
 RENDERS_KEPT = 4096  # users whose rendering a policy keeps (a few hundred profiles, each with its creators)
 
 
@@ -58,7 +61,14 @@ class NotebookInjection(Battery):
     phases = frozenset({Phase.MUTATE, Phase.VALIDATE})
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
+        if request.sub_resource:
+            # kubectl debug: a container added to an existing pod, which MatchSpec (whole objects only) never sees
+            return request.sub_resource == EPHEMERAL and request.kind.kind == "Pod" and self._in_profile(request, ctx)
         return self.match.matches(request, obj, ctx) or self.guard.matches(request, obj, ctx)
+
+    def _in_profile(self, request: AdmissionRequest, ctx: EvalContext) -> bool:
+        labels = ((ctx.namespace or {}).get("metadata") or {}).get("labels")
+        return self.guard.matches_namespace_name(request.namespace) and self.guard.namespace_selector.matches(labels)
 
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         if not self.match.matches(request, obj, ctx):
@@ -108,6 +118,8 @@ class NotebookInjection(Battery):
             rule, refusal = "notebook-creator", notebook_refusal(trust, request, self.spec.identity.creator_annotation)
         elif kind == "Pod" and request.operation == "CREATE":
             rule, refusal = "credentials", self._credentials_refusal(request, obj, ctx)
+        elif kind == "Pod" and request.sub_resource == EPHEMERAL:
+            rule, refusal = "ephemeral-containers", self._ephemeral_refusal(request, obj, ctx)
         else:
             return ValidationOutcome()
         return ValidationOutcome((failed(self.id, rule, refusal, self.action),) if refusal else ())
@@ -137,6 +149,22 @@ class NotebookInjection(Battery):
         return (f"{where} reads Secret {name!r}, a notebook user's token credentials "
                 f"(spec.tokenRefresher.credentials.secretName); only the token refresher of that user's notebook "
                 f"may, and {why}. Remove the reference; notebooks get their token from the injected refresher")
+
+    def _ephemeral_refusal(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> str:
+        """A pod that holds a credentials Secret (it was admitted as a notebook's) takes ephemeral containers from
+        the identity's own person only."""
+        refresher = self.spec.refresher
+        held = (request.old_object or obj).get("spec") or {}
+        if refresher is None or not any(refresher.secret_pattern.fullmatch(name) for name, _ in secrets_read(held)):
+            return ""
+        profile = profile_info(ctx.namespace, request.namespace)
+        _, rule = self.spec.identity.rule_for(ctx.namespace)
+        try:
+            holder = profile.owner if rule.source is Source.OWNER else \
+                resolve(self.spec.identity, profile, ctx.namespace, obj, ctx.lookups).email
+        except UnknownIdentity:
+            holder = ""
+        return ephemeral_refusal(request, holder)
 
     def _notebook_rendering(self, request: AdmissionRequest, obj: Mapping[str, Any],
                             ctx: EvalContext) -> tuple[Desired | None, str]:

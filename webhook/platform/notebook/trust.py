@@ -110,3 +110,20 @@ def notebook_refusal(trust: TrustSpec, request: AdmissionRequest, annotation: st
 def _annotation(obj: Mapping[str, Any] | None, name: str) -> str | None:
     value = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(name)
     return None if value is None else str(value)
+
+
+def ephemeral_refusal(request: AdmissionRequest, holder: str) -> str:
+    """Ephemeral containers added (pods/ephemeralcontainers) to a pod holding `holder`'s credentials: they could
+    mount its volumes (the token, the credentials, the home) and run anything beside them, so only the
+    holder (their e-mail, as the API server authenticates them) may add one: `kubectl debug` of their own
+    notebook. `holder` "": nobody may (a Fixed identity, or one that cannot be told)."""
+    old = {c.get("name") for c in ((request.old_object or {}).get("spec") or {}).get("ephemeralContainers") or ()
+           if is_mapping(c)}
+    added = [c.get("name") for c in ((request.object or {}).get("spec") or {}).get("ephemeralContainers") or ()
+             if is_mapping(c) and c.get("name") not in old]
+    user = request.user.username
+    if not added or (holder and user == holder):
+        return ""
+    return (f"ephemeral container {added[0]!r} would run beside the home and credentials of "
+            f"{holder or 'a notebook identity'} in this notebook pod; only {holder or 'no one'} may add one "
+            f"(kubectl debug), not {user or '(nobody)'!r}")
