@@ -147,7 +147,7 @@ async def test_a_tenant_statefulset_controlled_by_a_teammates_notebook_is_refuse
 @pytest.mark.parametrize("change", [
     lambda s: s["spec"]["template"]["spec"]["containers"][0].update(image="registry.example.org/carol/exfiltrate:1.0"),
     lambda s: s["metadata"]["ownerReferences"][0].update(name="analysis", uid="another"),  # moved to another Notebook
-])
+], ids=["template", "owner"])
 async def test_a_notebooks_statefulset_is_changed_by_the_notebook_controller_only(server, change):
     changed = edited(STATEFULSET, change)
     refused(await server.admit("/validate", review(changed, operation="UPDATE", old=STATEFULSET, username=CAROL)),
@@ -201,5 +201,6 @@ async def test_only_the_notebooks_own_user_adds_ephemeral_containers(server):
             "ephemeral container 'debugger'", "only bob@example.org may add one", "carol@example.org")
     assert (await server.admit("/validate", debug_review(injected, BOB)))["allowed"] is True
     # a pod without anyone's credentials: debugged by whoever RBAC lets
-    plain = edited(plain_pod("volume"), lambda p: p["spec"].pop("volumes") and p["spec"]["containers"][0].pop("volumeMounts"))
+    plain = plain_pod("secretKeyRef")
+    plain["spec"]["containers"][0].pop("env")
     assert (await server.admit("/validate", debug_review(plain, CAROL)))["allowed"] is True
