@@ -46,7 +46,8 @@ def review(pod: dict[str, Any], uid: str = "6b8ae4f4-0d54-4a7c-9a8f-1c2d3e4f5a6b
         "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
         "requestResource": {"group": "", "version": "v1", "resource": "pods"},
         "name": meta["name"], "namespace": meta["namespace"], "operation": "CREATE",
-        "userInfo": {"username": "system:serviceaccount:kubeflow:notebook-controller-service-account",
+        # pods are created by the StatefulSet controller (the notebook controller makes the StatefulSet)
+        "userInfo": {"username": "system:serviceaccount:kube-system:statefulset-controller",
                      "uid": "b1c2", "groups": ["system:serviceaccounts", "system:authenticated"]},
         "object": pod, "oldObject": None, "dryRun": False,
         "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}

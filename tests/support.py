@@ -30,6 +30,9 @@ import kubernetes_validate
 import yaml
 
 K8S_VERSION = "1.34.0"
+# who creates a notebook's pods in a real cluster: kube-controller-manager's StatefulSet controller (the
+# only requester whose pods NotebookInjection gives an identity)
+STATEFULSET_CONTROLLER = "system:serviceaccount:kube-system:statefulset-controller"
 REPO = Path(__file__).resolve().parent.parent
 
 

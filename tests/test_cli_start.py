@@ -32,7 +32,8 @@ def _imported_after(call: str, prefixes: list[str]) -> tuple[object, list[str]]:
 def test_apply_of_platform_policies_leaves_the_heavy_modules_unimported():
     # prometheus_client: a one-shot command serves no metrics; multiprocessing: only a large --state forks a reader
     code, imported = _imported_after(
-        "main(['apply', '--policies', 'policies', '--state', 'examples/state', 'examples/notebook-pod.yaml'])",
+        "main(['apply', '--policies', 'policies', '--state', 'examples/state', '--user', "
+        "'system:serviceaccount:kube-system:statefulset-controller', 'examples/notebook-pod.yaml'])",
         HEAVY + ["prometheus_client", "multiprocessing"])
     assert code == 0 and imported == []
 

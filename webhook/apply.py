@@ -15,7 +15,8 @@ from typing import Any, Mapping, TextIO
 import yaml
 
 from webhook.app import Quartermaster
-from webhook.engine.offline import admit_offline
+from webhook.engine.offline import OFFLINE_USER, admit_offline
+from webhook.model.review import UserInfo
 from webhook.model.cluster import ObjectKey
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
@@ -80,10 +81,10 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
     return resources
 
 
-async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]]) -> ApplyReport:
+async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]], user: UserInfo = OFFLINE_USER) -> ApplyReport:
     report = ApplyReport()
     for resource in resources:
-        result = await admit_offline(qm.engine, resource)
+        result = await admit_offline(qm.engine, resource, user=user)
         request = result.request
         label = f"{request.kind.kind} {request.namespace + '/' if request.namespace else ''}{request.object_name}"
         report.resources[label] = (resource, request.namespace)

@@ -100,6 +100,9 @@ def _add_apply(commands: Any, summary: str) -> None:
     apply.add_argument("--detailed-results", action="store_true", help="the table lists passing results too")
     apply.add_argument("--audit-warn", action="store_true",
                        help="exit 1 also when a failure was only audited (admitted with a warning)")
+    apply.add_argument("--user", default="", metavar="NAME",
+                       help="the requester's user name, as the API server would authenticate it (a notebook pod: "
+                            "system:serviceaccount:kube-system:statefulset-controller); default quartermaster-apply")
     apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
 
 
@@ -259,6 +262,8 @@ def _apply(args: argparse.Namespace) -> int:
 
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.apply import BadInput, read_resources, run_apply
+    from webhook.engine.offline import OFFLINE_USER
+    from webhook.model.review import UserInfo
     from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
     from webhook.state.memory import StateSeedError
 
@@ -280,7 +285,8 @@ def _apply(args: argparse.Namespace) -> int:
     if not loaded.policies and not args.allow_empty:
         print(f"quartermaster apply: warning: no policy in {args.policies}: every resource is admitted unchanged "
               "(--allow-empty to silence)", file=sys.stderr)
-    report = asyncio.run(run_apply(qm, resources))
+    user = UserInfo(args.user, OFFLINE_USER.groups) if args.user else OFFLINE_USER
+    report = asyncio.run(run_apply(qm, resources, user))
     _notice_unknown_namespaces(args, sorted({skip.namespace for skip in report.skips}))
     if args.policy_report:
         write_policy_report(report, sys.stdout, args.output)

@@ -95,7 +95,7 @@ def rules_of(hook):
 
 def test_rules_limited_to_what_the_policies_need():
     assert rules_of(mutate()) == {("", "pods"): {"CREATE"}}
-    live = rules_of(validate({"webhooks": {"validate": {"controllers": False}}}))
+    live = rules_of(validate({"webhooks": {"validate": {"controllers": False, "notebookIdentity": False}}}))
     assert live == {("", "pods"): {"CREATE", "UPDATE"}, ("", "persistentvolumeclaims"): {"CREATE", "UPDATE"},
                     ("resource.k8s.io", "resourceclaims"): {"CREATE", "UPDATE"},
                     ("resource.k8s.io", "resourceclaimtemplates"): {"CREATE", "UPDATE"}}
@@ -107,8 +107,10 @@ def test_standalone_state_also_sees_deletes():
     standalone = rules_of(validate({"clusterState": "standalone", "replicaCount": 1}))
     assert set(standalone) == set(rules_of(validate()))
     # deletions matter to what is counted; a controller is checked, never counted
-    assert all(ops == ({"CREATE", "UPDATE"} if group in ("apps", "batch", "kubeflow.org") else {"CREATE", "UPDATE", "DELETE"})
-               for (group, _), ops in standalone.items())
+    # (kubectl debug of a notebook pod is an UPDATE of its pods/ephemeralcontainers subresource)
+    assert all(ops == ({"CREATE", "UPDATE"} if group in ("apps", "batch", "kubeflow.org")
+                       else {"UPDATE"} if resource == "pods/ephemeralcontainers" else {"CREATE", "UPDATE", "DELETE"})
+               for (group, resource), ops in standalone.items())
     assert rules_of(mutate({"clusterState": "standalone", "replicaCount": 1})) == {("", "pods"): {"CREATE"}}
 
 
@@ -218,7 +220,36 @@ def test_controllers_reach_the_validating_webhook_unless_turned_off():
     rules = {(r["apiGroups"][0], resource) for r in validate()["rules"] for resource in r["resources"]}
     assert {("apps", "deployments"), ("apps", "statefulsets"), ("batch", "jobs"), ("batch", "cronjobs"),
             ("kubeflow.org", "notebooks")} <= rules
-    off = validate({"webhooks": {"validate": {"controllers": False}}})["rules"]
+    off = validate({"webhooks": {"validate": {"controllers": False, "notebookIdentity": False}}})["rules"]
     assert {g for r in off for g in r["apiGroups"]} == {"", "resource.k8s.io"}
     assert all("CREATE" in r["operations"] and "DELETE" not in r["operations"] for r in validate()["rules"]
                if r["apiGroups"][0] in ("apps", "batch", "kubeflow.org"))
+
+
+def test_notebook_identity_reaches_the_validating_webhook_even_without_controllers():
+    """NotebookInjection's validate phase: Notebooks and StatefulSets (who wrote them), and every pod that reads
+    a Secret (only a notebook's refresher may read a credentials Secret)."""
+    hook = validate({"webhooks": {"validate": {"controllers": False}}})
+    assert {("apps", "statefulsets"): {"CREATE", "UPDATE"}, ("kubeflow.org", "notebooks"): {"CREATE", "UPDATE"}}.items() \
+        <= rules_of(hook).items()
+    assert ("apps", "deployments") not in rules_of(hook)
+    for values in ({}, {"webhooks": {"validate": {"controllers": False}}}):  # kubectl debug of a notebook pod
+        assert rules_of(validate(values))[("", "pods/ephemeralcontainers")] == {"UPDATE"}
+    assert not sent(hook, pod(labels={"notebook-name": "lab"}))
+    for reads in ({"volumes": [{"name": "s", "secret": {"secretName": "oidc-bob"}}]},
+                  {"volumes": [{"name": "s", "projected": {"sources": [{"secret": {"name": "oidc-bob"}}]}}]}):
+        reader = pod()
+        reader["spec"].update(reads)
+        assert sent(hook, reader)
+        assert not sent(validate({"webhooks": {"validate": {"notebookIdentity": False}}}), reader)
+    for env in ({"envFrom": [{"secretRef": {"name": "oidc-bob"}}]},
+                {"env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "oidc-bob", "key": "t"}}}]}):
+        for where in ("containers", "initContainers"):
+            reader = pod()
+            reader["spec"][where] = [{"name": "c", "image": "busybox:1.36", **env}]
+            assert sent(hook, reader), (where, env)
+    plain = pod()
+    plain["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "settings"}}, {"name": "t", "projected": {
+        "sources": [{"serviceAccountToken": {"path": "token"}}]}}]
+    plain["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}]
+    assert not sent(hook, plain)

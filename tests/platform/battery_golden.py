@@ -29,14 +29,15 @@ from typing import Any, Mapping
 import orjson
 import yaml
 
-from tests.support import REPO, case_state, load_yaml
+from tests.support import REPO, STATEFULSET_CONTROLLER, case_state, load_yaml
 from webhook.app import Quartermaster, Settings
 from webhook.engine.offline import OfflineResult, admit_offline
 from webhook.model.review import UserInfo
 from webhook.state.memory import InMemoryClusterState
 
 GOLDEN = Path(__file__).parent / "golden" / "batteries.json"
-USER = UserInfo("jdoe@example.org", ("system:authenticated",))
+# the StatefulSet controller: the requester whose notebook pods get an identity (quotas read no requester)
+USER = UserInfo(STATEFULSET_CONTROLLER, ("system:authenticated",))
 CASES = REPO / "tests" / "cases"
 
 

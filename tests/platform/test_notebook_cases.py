@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import REPO, apply_patch, case_state, assert_valid_k8s, load_yaml, review
+from tests.support import REPO, STATEFULSET_CONTROLLER, apply_patch, case_state, assert_valid_k8s, load_yaml, review
 from webhook.app import Quartermaster, Settings
 from webhook.engine.dispatch import MutateResult
 from webhook.engine.offline import OfflineResult, admit_offline
@@ -81,13 +81,13 @@ def build(case: Path, tmp: Path) -> Quartermaster:
 
 
 async def mutate(qm: Quartermaster, resource: dict[str, Any]) -> MutateResult:
-    return await qm.engine.mutate(parse_review(json.dumps(review(resource)).encode()))
+    return await qm.engine.mutate(parse_review(json.dumps(review(resource, username=STATEFULSET_CONTROLLER)).encode()))
 
 
 async def run_case(case: Path, tmp: Path) -> CaseRun:
     resource = load_yaml(case / "resource.yaml")[0]
     qm = build(case, tmp)
-    result = await admit_offline(qm.engine, resource, user=UserInfo("jdoe@example.org", ("system:authenticated",)))
+    result = await admit_offline(qm.engine, resource, user=UserInfo(STATEFULSET_CONTROLLER, ("system:authenticated",)))
     return CaseRun(resource, qm, result, apply_patch(resource, list(result.patch)))
 
 

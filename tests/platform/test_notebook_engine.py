@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import REPO, apply_patch, assert_valid_k8s, decode_patch, load_yaml, review, running_server
+from tests.support import REPO, STATEFULSET_CONTROLLER, apply_patch, assert_valid_k8s, decode_patch, load_yaml, review, running_server
 from webhook.app import Quartermaster, Settings
 from webhook.engine.dispatch import MutateResult
 from webhook.model.review import parse_review
@@ -40,7 +40,7 @@ def engine_with(tmp_path: Path, *files: Path) -> Quartermaster:
 
 
 async def mutate(qm: Quartermaster, pod: dict[str, Any], dry_run: bool = False) -> MutateResult:
-    return await qm.engine.mutate(parse_review(json.dumps(review(pod, dry_run=dry_run)).encode()))
+    return await qm.engine.mutate(parse_review(json.dumps(review(pod, dry_run=dry_run, username=STATEFULSET_CONTROLLER)).encode()))
 
 
 async def admitted(qm: Quartermaster, pod: dict[str, Any]) -> dict[str, Any]:
@@ -79,17 +79,17 @@ async def test_over_https_then_reinvoked(tmp_path: Path) -> None:
     policies.mkdir()
     shutil.copy(NOTEBOOK_POLICY, policies)
     async with running_server(policies, tmp_path, state=STATE) as server:
-        response = await server.admit("/mutate", review(POD))
+        response = await server.admit("/mutate", review(POD, username=STATEFULSET_CONTROLLER))
         assert response["allowed"] is True
         patched = apply_patch(POD, decode_patch(response))
         assert_valid_k8s(patched)
         assert [c["name"] for c in patched["spec"]["initContainers"]] == ["oidc-token-refresher"]
-        again = await server.admit("/mutate", review(patched))
+        again = await server.admit("/mutate", review(patched, username=STATEFULSET_CONTROLLER))
         assert again["allowed"] is True and "patch" not in again
         # a pod that is not a notebook is not even matched
         plain = copy.deepcopy(POD)
         del plain["metadata"]["labels"]["notebook-name"]
-        untouched = await server.admit("/mutate", review(plain))
+        untouched = await server.admit("/mutate", review(plain, username=STATEFULSET_CONTROLLER))
         assert untouched["allowed"] is True and "patch" not in untouched and "warnings" not in untouched
 
 
@@ -100,7 +100,7 @@ async def test_a_conflict_is_a_403_that_names_both_sides(tmp_path: Path) -> None
     pod = copy.deepcopy(POD)
     pod["spec"]["volumes"].append({"name": "oidc-token", "emptyDir": {}})
     async with running_server(policies, tmp_path, state=STATE) as server:
-        response = await server.admit("/mutate", review(pod))
+        response = await server.admit("/mutate", review(pod, username=STATEFULSET_CONTROLLER))
     assert response["allowed"] is False and response["status"]["code"] == 403
     message = response["status"]["message"]
     assert "volume 'oidc-token'" in message
@@ -117,7 +117,7 @@ async def test_audit_mode_reports_and_changes_nothing(tmp_path: Path) -> None:
     pod = copy.deepcopy(POD)
     pod["spec"]["volumes"].append({"name": "eos", "persistentVolumeClaim": {"claimName": "my-data"}})
     async with running_server(policies, tmp_path, state=STATE) as server:
-        response = await server.admit("/mutate", review(pod))
+        response = await server.admit("/mutate", review(pod, username=STATEFULSET_CONTROLLER))
     assert response["allowed"] is True and "patch" not in response
     assert response["warnings"][0].startswith("notebook-home-and-token: not injected, a conflict with the pod")
     (annotation,) = response["auditAnnotations"].values()

@@ -58,7 +58,7 @@ def error(tmp_path: Path, doc: Any) -> PolicyLoadError:
 def test_the_default_policy_loads_with_the_registered_kinds(tmp_path: Path) -> None:
     policy = load(tmp_path, DEFAULT, build_registry())
     assert isinstance(policy, NotebookInjection)
-    assert policy.phases == {Phase.MUTATE} and policy.failure_policy is FailurePolicy.FAIL
+    assert policy.phases == {Phase.MUTATE, Phase.VALIDATE} and policy.failure_policy is FailurePolicy.FAIL
     assert policy.action is Action.ENFORCE
     assert policy.match.kinds == {"Pod"} and policy.match.operations == {"CREATE"}
     assert policy.match.namespace_selector.matches({"app.kubernetes.io/part-of": "kubeflow-profile"})
@@ -120,6 +120,9 @@ def test_an_object_selector_in_the_yaml_replaces_the_default(tmp_path: Path) -> 
      "spec.home.homeEnv"),
     ("tokenRefresher__notebookEnv", [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}],
      "spec.tokenRefresher.notebookEnv[1].name", "listed twice"),
+    # no pod but a notebook's refresher may read what it renders to: placeholders alone would name every Secret
+    ("tokenRefresher__credentials__secretName", "{user}", "spec.tokenRefresher.credentials.secretName",
+     "needs a fixed part"),
 ])
 def test_compile_errors_name_the_field(tmp_path: Path, key: str, value: Any, field: str, words: str) -> None:
     err = error(tmp_path, variant(**{key: value}))
@@ -147,6 +150,9 @@ def test_a_policy_that_injects_nothing_is_refused(tmp_path: Path) -> None:
     ("tokenRefresher__securityContext", {"privileged": True}, "spec.tokenRefresher.securityContext.privileged"),
     ("tokenRefresher__startupProbe", {"periodSeconds": 0}, "spec.tokenRefresher.startupProbe.periodSeconds"),
     ("owner__onInvalid", "Allow", "spec.owner.onInvalid"),
+    ("identity__podCreators", [], "spec.identity.podCreators"),  # no pod would ever get an identity
+    ("identity__notebookControllers", "system:serviceaccount:kubeflow:nc", "spec.identity.notebookControllers"),
+    ("identity__notebookWebApps", [""], "spec.identity.notebookWebApps[0]"),
     ("home__volumeName", "EOS_home", "spec.home.volumeName"),
 ])
 def test_the_schema_is_strict(tmp_path: Path, key: str, value: Any, field: str) -> None:

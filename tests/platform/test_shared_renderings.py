@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from tests.support import REPO, apply_patch, assert_valid_k8s, load_yaml, review
+from tests.support import REPO, STATEFULSET_CONTROLLER, apply_patch, assert_valid_k8s, load_yaml, review
 from webhook.app import Quartermaster, Settings
 from webhook.model.review import parse_review
 from webhook.platform.dra.legacy import ContainerRef, LegacyUse
@@ -121,7 +121,7 @@ async def test_nothing_edits_what_the_batteries_share(tmp_path: Path) -> None:
         for namespace in namespaces:
             for gpus in ("1", "2"):
                 pod = _pod(f"nb-{round_}-{gpus}", namespace, gpus)
-                result = await qm.engine.mutate(parse_review(json.dumps(review(pod)).encode()))
+                result = await qm.engine.mutate(parse_review(json.dumps(review(pod, username=STATEFULSET_CONTROLLER)).encode()))
                 assert result.verdict.allowed, result.verdict.message
                 patched = apply_patch(pod, list(result.verdict.patch))
                 assert_valid_k8s(patched)
@@ -129,9 +129,11 @@ async def test_nothing_edits_what_the_batteries_share(tmp_path: Path) -> None:
                 # the same answer for the same user and amount, whatever was edited after the earlier pods
                 spec = json.dumps(patched["spec"], sort_keys=True).replace(f"nb-{round_}-{gpus}", "NAME")
                 outputs.setdefault(f"{namespace}/{gpus}", []).append(spec)
-                # admitted and stored, as the API server would send it back to /validate
-                verdict = await qm.engine.validate(parse_review(json.dumps(review(patched)).encode()))
-                assert verdict.allowed, verdict.message
+                # sent back to /validate as the API server would: the refresher a later policy edited may not hold
+                # the credentials (only the NotebookInjection's own refresher may), so it is refused; then stored
+                verdict = await qm.engine.validate(parse_review(json.dumps(review(patched, username=STATEFULSET_CONTROLLER)).encode()))
+                assert not verdict.allowed and "container 'oidc-token-refresher'" in verdict.message, verdict.message
+                qm.state.record_admitted(patched, "CREATE")
     kept = _kept(qm)
     assert any(k.startswith("rendered") for k in kept) and any(k.startswith("template") for k in kept)
     for key, (made, fresh) in kept.items():

@@ -145,6 +145,13 @@ object.spec.containers.exists(c, {{ $c }}) || (has(object.spec.initContainers) &
 {{- toYaml $conditions }}
 {{- end }}
 
+{{/* CEL: does the pod read a Secret (a volume, a projected source, env or envFrom)? Only a notebook's token
+refresher may read a credentials Secret, so each such pod is checked (docs/notebook.md). */}}
+{{- define "quartermaster.celSecretPod" -}}
+{{- $c := "(has(c.envFrom) && c.envFrom.exists(e, has(e.secretRef))) || (has(c.env) && c.env.exists(e, has(e.valueFrom) && has(e.valueFrom.secretKeyRef)))" -}}
+(has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.secret) || (has(v.projected) && has(v.projected.sources) && v.projected.sources.exists(s, has(s.secret))))) || object.spec.containers.exists(c, {{ $c }}) || (has(object.spec.initContainers) && object.spec.initContainers.exists(c, {{ $c }}))
+{{- end }}
+
 {{/* CEL: does the pod use generic ephemeral volumes (storage the quota counts)? */}}
 {{- define "quartermaster.celEphemeralPod" -}}
 (has(object.spec.volumes) && object.spec.volumes.exists(v, has(v.ephemeral)))
@@ -154,6 +161,9 @@ object.spec.containers.exists(c, {{ $c }}) || (has(object.spec.initContainers) &
 {{- $conditions := list }}
 {{- if .Values.webhooks.relevanceFilter.enabled }}
 {{- $pods := printf "request.resource.resource != 'pods' || request.operation == 'DELETE' || %s || %s" (include "quartermaster.celGpuPod" .) (include "quartermaster.celEphemeralPod" .) }}
+{{- if .Values.webhooks.validate.notebookIdentity }}
+{{- $pods = printf "%s || %s" $pods (include "quartermaster.celSecretPod" .) }}
+{{- end }}
 {{- $conditions = append $conditions (dict "name" "quota-relevant-pods" "expression" $pods) }}
 {{- $pvc := "request.resource.resource != 'persistentvolumeclaims' || request.operation != 'UPDATE' || !has(object.spec.resources) || !has(oldObject.spec.resources) || object.spec.resources != oldObject.spec.resources" }}
 {{- $conditions = append $conditions (dict "name" "claim-size-changes" "expression" $pvc) }}
@@ -209,6 +219,25 @@ watches the API instead, so DELETE is sent only in standalone mode.
   apiVersions: ["*"]
   resources: ["notebooks"]
   operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+{{- end }}
+{{- if .Values.webhooks.validate.notebookIdentity }}
+{{- if not .Values.webhooks.validate.controllers }}
+- apiGroups: ["apps"]
+  apiVersions: ["v1"]
+  resources: ["statefulsets"]
+  operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+- apiGroups: ["kubeflow.org"]
+  apiVersions: ["*"]
+  resources: ["notebooks"]
+  operations: ["CREATE", "UPDATE"]
+  scope: Namespaced
+{{- end }}
+- apiGroups: [""]
+  apiVersions: ["v1"]
+  resources: ["pods/ephemeralcontainers"]
+  operations: ["UPDATE"]
   scope: Namespaced
 {{- end }}
 {{- end }}

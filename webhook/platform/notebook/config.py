@@ -13,7 +13,7 @@ from webhook.model.quantity import parse_quantity
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.notebook.identity import IdentitySpec, compile_identity
 from webhook.platform.notebook.template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, Template, TemplateTree,
-                                                compile_template, compile_tree)
+                                                compile_template, compile_tree, name_pattern)
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Rendered once at compile time, so a template that cannot produce a valid name or path is refused at load.
@@ -109,6 +109,7 @@ class RefresherSpec:
     token_size_limit: str
     credentials_volume: str
     secret_name: Template
+    secret_pattern: re.Pattern[str]  # every name secret_name can render to: no other pod may read these
     credentials_dir: str
     secret_default_mode: int | None
     notebook_env: tuple[EnvTemplate, ...]
@@ -226,6 +227,7 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
         token_size_limit=size_limit,
         credentials_volume=creds.get("volumeName", "oidc-credentials"),
         secret_name=secret_name,
+        secret_pattern=name_pattern(secret_name),
         credentials_dir=posixpath.normpath(creds.get("mountPath", "/etc/oidc-credentials")),
         secret_default_mode=creds.get("defaultMode"),
         notebook_env=_env(raw.get("notebookEnv", DEFAULT_NOTEBOOK_ENV), f"{field}.notebookEnv", derived),

@@ -12,7 +12,7 @@ else, so a pod is refused when
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from webhook.platform.notebook.merge import Conflict, covers
 from webhook.platform.base import is_mapping
@@ -112,3 +112,28 @@ def credential_conflicts(pod_spec: Mapping[str, Any], refresher: Mapping[str, An
             conflicts.append(Conflict(f"volume {volume.get('name')!r} reads the credentials Secret {secret!r}",
                                       volume, "no such volume", SETTING))
     return conflicts
+
+
+def secrets_read(pod_spec: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(Secret name, where) for every Secret the pod's volumes and containers' env read."""
+    for volume in pod_spec.get("volumes") or []:
+        if not is_mapping(volume):
+            continue
+        name = (volume.get("secret") or {}).get("secretName")
+        if name:
+            yield str(name), f"volume {volume.get('name')!r}"
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            if is_mapping(source) and (source.get("secret") or {}).get("name"):
+                yield str(source["secret"]["name"]), f"projected volume {volume.get('name')!r}"
+    for key in CONTAINER_LISTS:
+        for container in pod_spec.get(key) or []:
+            if not is_mapping(container) or _plain_env(container):
+                continue
+            where = f"container {container.get('name')!r} in spec.{key}"
+            for env in container.get("env") or []:
+                ref = (env.get("valueFrom") or {}).get("secretKeyRef") if is_mapping(env) else None
+                if is_mapping(ref) and ref.get("name"):
+                    yield str(ref["name"]), f"env {env.get('name')!r} of {where}"
+            for source in container.get("envFrom") or []:
+                if is_mapping(source) and (source.get("secretRef") or {}).get("name"):
+                    yield str(source["secretRef"]["name"]), f"envFrom of {where}"

@@ -21,9 +21,9 @@ from webhook.model.errors import PolicyCompileError
 from webhook.model.lookups import LookupRefused, Lookups
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.base import CLASS_LABEL, ProfileInfo
+from webhook.platform.notebook.trust import NOTEBOOK_GROUP, TrustSpec, compile_trust, controller_ref
 
 CREATOR_ANNOTATION = "notebooks.kubeflow.org/creator"
-NOTEBOOK_GROUP = "kubeflow.org"
 
 
 class Source(str, Enum):
@@ -46,6 +46,7 @@ class IdentitySpec:
     unlisted: IdentityRule  # classes the policy does not name
     creator_annotation: str
     deny_unknown: bool  # False: admit the pod without injection
+    trust: TrustSpec  # who may write the links of the chain (trust.py)
 
     def rule_for(self, namespace: Mapping[str, Any] | None) -> tuple[str, IdentityRule]:
         labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
@@ -64,7 +65,8 @@ def compile_identity(raw: Mapping[str, Any]) -> IdentitySpec:
     unlisted = _rule(raw["unlistedClasses"], "spec.identity.unlistedClasses") if "unlistedClasses" in raw \
         else IdentityRule(Source.CREATOR)
     return IdentitySpec(raw.get("classLabel", CLASS_LABEL), raw.get("defaultClass", "personal"), classes, unlisted,
-                        raw.get("creatorAnnotation", CREATOR_ANNOTATION), raw.get("onUnknown", "Deny") == "Deny")
+                        raw.get("creatorAnnotation", CREATOR_ANNOTATION), raw.get("onUnknown", "Deny") == "Deny",
+                        compile_trust(raw))
 
 
 def _rule(item: Mapping[str, Any], field: str) -> IdentityRule:
@@ -83,6 +85,7 @@ class UnknownIdentity(Exception):
 class Identity:
     user: str  # the user name: the local part of an e-mail, or a Fixed name
     described: str  # for messages: "creator bob@example.org of Notebook ml-team/training"
+    email: str = ""  # the person's e-mail (owner or creator): whom the API server authenticates as them; "" for Fixed
 
 
 def resolve(spec: IdentitySpec, profile: ProfileInfo, namespace: Mapping[str, Any] | None,
@@ -91,19 +94,24 @@ def resolve(spec: IdentitySpec, profile: ProfileInfo, namespace: Mapping[str, An
     if rule.source is Source.FIXED:
         return Identity(rule.user, f"the {profile_class} identity {rule.user}")
     if rule.source is Source.OWNER:
-        return Identity(profile.user, f"owner {profile.owner or '(none)'} of profile {profile.namespace}")
+        return Identity(profile.user, f"owner {profile.owner or '(none)'} of profile {profile.namespace}", profile.owner)
     email, notebook = _creator(spec, profile.namespace, pod, lookups)
     local = email.split("@", 1)[0].strip() if "@" in email else ""
     if not local:
         raise UnknownIdentity(f"the {spec.creator_annotation} annotation of Notebook {notebook} is {email!r}, "
                               f"not an e-mail")
-    return Identity(local, f"creator {email} of Notebook {notebook}")
+    return Identity(local, f"creator {email} of Notebook {notebook}", email)
 
 
 def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups: Lookups) -> tuple[str, str]:
     statefulset = _owner(pod, "apps", "StatefulSet", f"pod {namespace}/{_name(pod)}")
     found = _get(lookups, "apps/v1", "StatefulSet", namespace, statefulset)
     notebook_ref = _owner(found, NOTEBOOK_GROUP, "Notebook", f"StatefulSet {namespace}/{statefulset['name']}")
+    if notebook_ref["name"] != statefulset["name"]:
+        # Kubeflow's notebook controller names the StatefulSet after its Notebook, and names are unique: another
+        # StatefulSet claiming the Notebook (one made before the validate phase refused such writes) is not its
+        raise UnknownIdentity(f"StatefulSet {namespace}/{statefulset['name']} is not the notebook controller's for "
+                              f"Notebook {notebook_ref['name']} (that one is named after its Notebook)")
     notebook = _get(lookups, str(notebook_ref["apiVersion"]), "Notebook", namespace, notebook_ref)
     email = str(((notebook.get("metadata") or {}).get("annotations") or {}).get(spec.creator_annotation, "")).strip()
     where = f"{namespace}/{notebook_ref['name']}"
@@ -113,11 +121,10 @@ def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups
 
 
 def _owner(obj: Mapping[str, Any], group: str, kind: str, what: str) -> Mapping[str, Any]:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        api_group = str(ref.get("apiVersion", "")).rpartition("/")[0]
-        if ref.get("controller") and ref.get("kind") == kind and api_group == group and ref.get("name"):
-            return ref
-    raise UnknownIdentity(f"{what} is not controlled by a {kind} ({group})")
+    ref = controller_ref(obj, group, kind)
+    if ref is None:
+        raise UnknownIdentity(f"{what} is not controlled by a {kind} ({group})")
+    return ref
 
 
 def _get(lookups: Lookups, api_version: str, kind: str, namespace: str, ref: Mapping[str, Any]) -> Mapping[str, Any]:

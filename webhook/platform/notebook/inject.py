@@ -89,7 +89,7 @@ def inject(spec: NotebookSpec, desired: Desired, pod: Mapping[str, Any], indices
                     "spec.merge.volumes", log)
     if desired.sidecar is not None and spec.refresher is not None:
         _place_sidecar(pod_spec, desired.sidecar, spec.refresher.mode, spec.containers.ignore, names, log)
-        log.conflicts.extend(_credential_conflicts(spec, desired, pod_spec))
+        log.conflicts.extend(pod_credential_conflicts(spec, desired, pod_spec))
         if spec.refresher.mode is SidecarMode.PLAIN:
             _annotations(out).setdefault(DEFAULT_CONTAINER_ANNOTATION, names[0])
     for container in targets:
@@ -122,11 +122,28 @@ def _place_sidecar(pod_spec: dict[str, Any], sidecar: Mapping[str, Any], mode: S
     pod_spec[own_list] = items
 
 
-def _credential_conflicts(spec: NotebookSpec, desired: Desired, pod_spec: Mapping[str, Any]) -> list[Conflict]:
+def credentials_secret(spec: NotebookSpec, desired: Desired) -> str:
+    """The credentials Secret the rendering mounts into the refresher ("" without a refresher)."""
+    name = spec.refresher.credentials_volume if spec.refresher else None
+    volume = next((v for v in desired.volumes if v.get("name") == name), {})
+    return str((volume.get("secret") or {}).get("secretName", ""))
+
+
+def credential_problems(spec: NotebookSpec, desired: Desired, pod_spec: Mapping[str, Any]) -> list[Conflict]:
+    """The pod as admission validates it (after every mutating webhook): a refresher other than ours, or
+    anything besides it that could read the credentials. The pod is only looked at: the sidecar is
+    placed on a copy of the spec, for its checks."""
+    assert spec.refresher is not None and desired.sidecar is not None
+    log = MergeLog()
+    _place_sidecar(dict(pod_spec), desired.sidecar, spec.refresher.mode, spec.containers.ignore, (), log)
+    return [*log.conflicts, *pod_credential_conflicts(spec, desired, pod_spec)]
+
+
+def pod_credential_conflicts(spec: NotebookSpec, desired: Desired, pod_spec: Mapping[str, Any]) -> list[Conflict]:
+    """What, besides the refresher, could read the user's credentials in this pod."""
     refresher = spec.refresher
     assert refresher is not None and desired.sidecar is not None
-    volume = next((v for v in desired.volumes if v.get("name") == refresher.credentials_volume), {})
-    secret = str((volume.get("secret") or {}).get("secretName", ""))
+    secret = credentials_secret(spec, desired)
     own_list = "initContainers" if refresher.mode is SidecarMode.NATIVE else "containers"
     return credential_conflicts(pod_spec, desired.sidecar, own_list, refresher.credentials_volume, secret)
 

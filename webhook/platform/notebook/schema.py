@@ -128,6 +128,8 @@ TOKEN_REFRESHER = _object({
     "plainSidecarHold": _template_list(),  # [] for no hold
 }, ["image", "credentials"])
 
+_USER_NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+
 _IDENTITY_RULE = _object({"source": {"type": "string", "enum": ["Owner", "Creator", "Fixed"]},
                          "user": {"type": "string", "minLength": 1}}, ["source"])
 
@@ -138,6 +140,11 @@ IDENTITY = _object({
     "unlistedClasses": _IDENTITY_RULE,
     "creatorAnnotation": {"type": "string", "minLength": 1},
     "onUnknown": {"type": "string", "enum": ["Deny", "Skip"]},
+    # who may write the links the identity is found through (trust.py): user names as the API server
+    # authenticates them (system:serviceaccount:<namespace>:<name> for ServiceAccounts)
+    "podCreators": {**_USER_NAMES, "minItems": 1},
+    "notebookControllers": {**_USER_NAMES, "minItems": 1},
+    "notebookWebApps": _USER_NAMES,
 })
 
 POD_SECURITY = _object({"defaultLevel": {"type": "string", "enum": ["privileged", "baseline", "restricted"]}})

@@ -6,6 +6,7 @@ with the field that holds it, instead of producing a broken pod at admission tim
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import field
 from types import MappingProxyType
@@ -51,6 +52,17 @@ def compile_template(text: str, field: str, allowed: frozenset[str]) -> Template
             raise PolicyCompileError(field, f"placeholder {{{name}}} takes no format or conversion in {text!r}")
         names.add(name)
     return Template(text, field, frozenset(names))
+
+
+def name_pattern(template: Template) -> re.Pattern[str]:
+    """Every text the template can render to ("oidc-{user}" -> oidc-.+, for fullmatch). A template of
+    placeholders only would match everything: refused, as what it names could not be told apart."""
+    parts = list(_FORMATTER.parse(template.text))
+    if not any(literal for literal, _, _, _ in parts):
+        raise PolicyCompileError(template.field, f"{template.text!r} needs a fixed part (e.g. oidc-{{user}}): "
+                                                 f"what it renders to must be told apart from other names")
+    return re.compile("".join(re.escape(literal) + (".+" if name is not None else "")
+                              for literal, name, _, _ in parts))
 
 
 _DYNAMIC = object()
