@@ -55,8 +55,9 @@ class CelFamily:
             kind = doc.data["kind"]
             try:
                 if kind == "PolicyException":
-                    refs, exception = compile_exception(doc, env.cel)
-                    for ref in refs:
+                    reach = env.exceptions.reach(str(doc.data["metadata"].get("namespace") or ""))
+                    refs, exception = compile_exception(doc, env.cel, reach or "")  # checked even if not honoured
+                    for ref in refs if reach is not None else ():  # None: from a namespace not trusted
                         exceptions.setdefault(ref, []).append(exception)
                 elif kind.endswith("Binding"):
                     policy, binding = compile_binding(doc, kind.startswith("Validating"))

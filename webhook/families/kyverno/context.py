@@ -17,6 +17,7 @@ from .images import extract_images
 from .jmespath_functions import JMESPathError, query
 from .variables import Context, SubstitutionError, substitute_all
 
+from webhook.model.policy_scope import home_namespace
 from webhook.model.quickinit import frozen_dataclass
 
 
@@ -149,8 +150,9 @@ def _load_one(entry: Mapping[str, Any], ctx: Context, lookups: Any) -> Any:
         return _variable(entry["variable"] or {}, ctx)
     if "configMap" in entry:
         spec = substitute_all(entry["configMap"], ctx)
-        return _lookup(lookups, "get", "v1", "ConfigMap", str(spec.get("namespace") or ""), str(spec.get("name")),
-                       entry=entry)
+        # no namespace: the policy's own (a namespaced Policy), else `default`, as Kyverno reads it
+        namespace = str(spec.get("namespace") or home_namespace(lookups))
+        return _lookup(lookups, "get", "v1", "ConfigMap", namespace, str(spec.get("name")), entry=entry)
     if "apiCall" in entry:
         return _api_call(substitute_all(entry["apiCall"], ctx), ctx, lookups, entry)
     if "globalReference" in entry:

@@ -44,7 +44,10 @@ class KyvernoFamily:
         for doc in documents:
             if isinstance(doc.data, dict) and doc.data.get("kind") == "PolicyException":
                 try:
-                    exceptions.append(compile_exception(doc.data))
+                    reach = env.exceptions.reach(str((doc.data.get("metadata") or {}).get("namespace") or ""))
+                    compiled_exception = compile_exception(doc.data, reach or "")  # checked even if not honoured
+                    if reach is not None:  # None: from a namespace the platform does not trust
+                        exceptions.append(compiled_exception)
                 except ExceptionError as exc:
                     errors.append(PolicyLoadError(doc.file, doc.index, doc.line_of(["spec"]), "spec", str(exc)))
         policies = []
@@ -56,7 +59,8 @@ class KyvernoFamily:
             except PolicyError as exc:
                 errors.append(_error(doc, str(exc)))
                 continue
-            joined = tuple(e for e in exceptions if any(t.split("/")[-1] == compiled.name for t, _ in e.targets))
+            key = f"{compiled.namespace}/{compiled.name}" if compiled.namespace else compiled.name
+            joined = tuple(e for e in exceptions if e.names(key))
             policy = KyvernoCompiledPolicy.of(compiled, doc, joined)
             policy.cel = env.cel
             policies.append(policy)
