@@ -117,6 +117,7 @@ def _add_validate(commands: Any, summary: str) -> None:
         _validate)
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="policy directory or file")
     validate.add_argument("--allow-empty", action="store_true", help="a PATH without policies is no warning")
+    add_exception_namespace(validate, "as serve will be given it (default: none)")
 
 
 def _add_report(commands: Any, summary: str) -> None:
@@ -339,7 +340,7 @@ def _validate(args: argparse.Namespace) -> int:
     from webhook.validate_command import run_validate
 
     configure_cli_logging("quartermaster validate")
-    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr)
+    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr, tuple(args.exception_namespaces or ()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.cel_family.test_server import PRIVILEGED_POLICY, _pod
 from tests.kyverno_family.test_tenancy import SECRET, state_dir
-from tests.support import assert_valid_k8s, policy_dir, review, running_server
+from tests.support import assert_valid_k8s, eventually, policy_dir, review, running_server
 
 TENANT_EXCEPTION = """\
 apiVersion: policies.kyverno.io/v1
@@ -32,10 +32,12 @@ def pod_in(namespace: str, privileged: bool) -> dict:
     return obj
 
 
-async def test_a_tenants_cel_exception_is_not_honoured_unless_its_namespace_is_allowed(tmp_path):
-    policies = policy_dir(tmp_path / "p", {"policy.yaml": PRIVILEGED_POLICY.format(action="Deny"),
-                                           "exception.yaml": TENANT_EXCEPTION})
+async def test_a_tenants_cel_exception_is_refused_unless_its_namespace_is_allowed(tmp_path):
+    policies = policy_dir(tmp_path / "p", {"policy.yaml": PRIVILEGED_POLICY.format(action="Deny")})
     async with running_server(policies, tmp_path, state=state_dir(tmp_path)) as server:
+        (policies / "exception.yaml").write_text(TENANT_EXCEPTION)
+        (error,) = await eventually(lambda: server.qm.store.status.errors)
+        assert (error.file, error.field) == ("exception.yaml", "metadata.namespace")
         for namespace in ("kube-system", "team-a"):
             answer = await server.admit("/validate", review(pod_in(namespace, True)))
             assert answer["allowed"] is False, namespace

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import assert_valid_k8s, policy_dir, review, running_server
+from tests.support import assert_valid_k8s, eventually, policy_dir, review, running_server
 
 SECRET = "s3cr3t-0f-kube-system"
 
@@ -76,9 +76,16 @@ def state_dir(tmp_path: Path) -> Path:
 
 # -- PolicyExceptions (CVE-2024-48921) ----------------------------------------------------------------------
 
-async def test_a_tenants_exception_is_not_honoured_unless_the_platform_allows_its_namespace(tmp_path):
-    policies = policy_dir(tmp_path / "p", {"policy.yaml": DISALLOW_PRIVILEGED, "exception.yaml": TENANT_EXCEPTION})
+async def test_a_tenants_exception_is_refused_unless_the_platform_allows_its_namespace(tmp_path):
+    """The exception arrives while serving (a merged pull request, an edited ConfigMap): the edit is refused
+    with the file and field, the previous policies keep serving, and kube-system's pods stay checked."""
+    policies = policy_dir(tmp_path / "p", {"policy.yaml": DISALLOW_PRIVILEGED})
     async with running_server(policies, tmp_path, state=state_dir(tmp_path)) as server:
+        (policies / "exception.yaml").write_text(TENANT_EXCEPTION)
+        errors = await eventually(lambda: server.qm.store.status.errors)
+        (error,) = errors
+        assert (error.file, error.field) == ("exception.yaml", "metadata.namespace")
+        assert "namespace team-a are not honoured" in error.message and "--exception-namespace" in error.message
         for namespace in ("kube-system", "team-a"):
             answer = await server.admit("/validate", review(pod(namespace, privileged=True)))
             assert answer["allowed"] is False, namespace
@@ -112,7 +119,8 @@ def test_apply_honours_no_tenant_exception_by_default(tmp_path, capsys):
     policies = policy_dir(tmp_path / "p", {"policy.yaml": DISALLOW_PRIVILEGED, "exception.yaml": TENANT_EXCEPTION})
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(yaml.safe_dump(pod("kube-system", privileged=True)))
-    assert main(["apply", "--policies", str(policies), str(manifest)]) == 1
+    assert main(["apply", "--policies", str(policies), str(manifest)]) == 2
+    assert "field metadata.namespace: PolicyExceptions of namespace team-a are not honoured" in capsys.readouterr().err
     assert main(["apply", "--policies", str(policies), "--exception-namespace", "team-a", str(manifest)]) == 1
     manifest.write_text(yaml.safe_dump(pod("team-a", privileged=True)))
     assert main(["apply", "--policies", str(policies), "--exception-namespace", "team-a", str(manifest)]) == 0

@@ -36,12 +36,12 @@ class ExceptionTrust:
             return home
         return None
 
-    @property
-    def label(self) -> str:
-        """How `validate --explain` and refusals name the setting."""
-        if self.explicit:
-            return "explicit (as given)"
-        return ", ".join(sorted(self.namespaces)) or "none"
+    def refusal(self, namespace: str) -> str:
+        """Why an exception of `namespace` is refused (a load error: a file's refuses the set, an object is left
+        out and told so on its status), so that nobody mistakes it for one in force."""
+        allowed = ", ".join(sorted(self.namespaces)) or "none"
+        return (f"PolicyExceptions of namespace {namespace or 'default'} are not honoured: only those of the "
+                f"namespaces the platform lists are (--exception-namespace; now: {allowed})")
 
 
 HONOUR_NONE = ExceptionTrust()

@@ -55,9 +55,13 @@ class CelFamily:
             kind = doc.data["kind"]
             try:
                 if kind == "PolicyException":
-                    reach = env.exceptions.reach(str(doc.data["metadata"].get("namespace") or ""))
-                    refs, exception = compile_exception(doc, env.cel, reach or "")  # checked even if not honoured
-                    for ref in refs if reach is not None else ():  # None: from a namespace not trusted
+                    namespace = str(doc.data["metadata"].get("namespace") or "")
+                    reach = env.exceptions.reach(namespace)
+                    if reach is None:  # from a namespace the platform does not trust
+                        errors.append(_load_error(doc, "metadata.namespace", env.exceptions.refusal(namespace)))
+                        continue
+                    refs, exception = compile_exception(doc, env.cel, reach)
+                    for ref in refs:
                         exceptions.setdefault(ref, []).append(exception)
                 elif kind.endswith("Binding"):
                     policy, binding = compile_binding(doc, kind.startswith("Validating"))

@@ -44,10 +44,13 @@ class KyvernoFamily:
         for doc in documents:
             if isinstance(doc.data, dict) and doc.data.get("kind") == "PolicyException":
                 try:
-                    reach = env.exceptions.reach(str((doc.data.get("metadata") or {}).get("namespace") or ""))
-                    compiled_exception = compile_exception(doc.data, reach or "")  # checked even if not honoured
-                    if reach is not None:  # None: from a namespace the platform does not trust
-                        exceptions.append(compiled_exception)
+                    namespace = str((doc.data.get("metadata") or {}).get("namespace") or "")
+                    reach = env.exceptions.reach(namespace)
+                    if reach is None:  # from a namespace the platform does not trust
+                        errors.append(PolicyLoadError(doc.file, doc.index, doc.line_of(["metadata"]), "metadata.namespace",
+                                                      env.exceptions.refusal(namespace)))
+                        continue
+                    exceptions.append(compile_exception(doc.data, reach))
                 except ExceptionError as exc:
                     errors.append(PolicyLoadError(doc.file, doc.index, doc.line_of(["spec"]), "spec", str(exc)))
         policies = []
