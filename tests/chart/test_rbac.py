@@ -132,3 +132,16 @@ def test_no_quota_writes_without_the_backstop():
 def test_generate_kinds_refuse_wildcards_and_subresources_naming_the_field(entry, field):
     with pytest.raises(Exception, match=field.replace("[", r"\[").replace("]", r"\]")):
         render({"live": {"generateKinds": [entry]}})
+
+
+def test_exception_namespaces_reach_serve_and_none_by_default():
+    from webhook.cli import build_parser
+
+    def args(values=None):
+        (container,) = render(values).one("Deployment")["spec"]["template"]["spec"]["containers"]
+        return container["args"]
+
+    assert not [a for a in args() if a.startswith("--exception-namespace")]
+    given = args({"exceptionNamespaces": ["platform-exceptions", "team-a"]})
+    parsed = build_parser().parse_args(["serve", *[a for a in given if a != "serve"]])
+    assert parsed.exception_namespaces == ["platform-exceptions", "team-a"]

@@ -59,6 +59,11 @@ def compile_exception(document: Mapping[str, Any], reach: str = ANY_RESOURCE) ->
         targets.append((str(entry["policyName"]), tuple(str(r) for r in entry["ruleNames"])))
     if not targets:
         raise ExceptionError("spec.exceptions must name at least one policy and its rules")
+    if spec.get("podSecurity"):
+        # exempting single Pod Security controls: not implemented, and taken as a whole-rule exemption it would
+        # lift far more than written (Kyverno's GHSA-gg4x-fgg2-h9w9 widened such exemptions the same way)
+        raise ExceptionError("spec.podSecurity (exempting single Pod Security controls) is not supported: "
+                             "exempt the whole rule, or exclude the resources in the policy")
     if not isinstance(spec.get("match"), Mapping):
         raise ExceptionError("spec.match is required")
     return PolicyException(str(meta.get("name") or ""), str(meta.get("namespace") or ""), tuple(targets),
