@@ -249,3 +249,36 @@ async def test_a_namespaced_policy_still_generates_into_its_own_namespace(tmp_pa
         made = server.qm.state.get("ConfigMap", "team-a", "made")
         assert made is not None and made["data"] == {"k": "v"}
         assert_valid_k8s(made)
+
+
+async def test_an_allowed_exception_never_lifts_a_policy_off_the_namespace_object(tmp_path):
+    """A Namespace's reviews name it as their namespace, but it is cluster-scoped: its labels choose the
+    profile's quota class and whether admission applies, so a tenant's exception must not reach it (here a
+    policy that keeps a label off namespaces)."""
+    policy = """\
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: frozen-namespaces}
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: no-label-changes
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    validate:
+      message: namespace labels are the platform's
+      deny:
+        conditions:
+          any:
+          - key: "{{ request.object.metadata.labels.tier || '' }}"
+            operator: NotEquals
+            value: ""
+"""
+    exception = TENANT_EXCEPTION.replace("disallow-privileged", "frozen-namespaces").replace("[Pod]", "[Namespace]")
+    policies = policy_dir(tmp_path / "p", {"policy.yaml": policy, "exception.yaml": exception})
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": "team-a", "labels": {"tier": "platform"}}}
+    old = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+    async with running_server(policies, tmp_path, state=state_dir(tmp_path), exception_namespaces=("team-a",)) as server:
+        answer = await server.admit("/validate", review(namespace, operation="UPDATE", old=old, namespace="team-a"))
+        assert answer["allowed"] is False and "namespace labels are the platform's" in answer["status"]["message"]

@@ -44,5 +44,12 @@ class ExceptionTrust:
                 f"namespaces the platform lists are (--exception-namespace; now: {allowed})")
 
 
+def exempts_in(reach: str, namespace: str, kind: str) -> bool:
+    """Whether an exception of `reach` may exempt a resource of `kind` that the review places in `namespace`.
+    A Namespace is cluster-scoped even though its reviews name it as their namespace: a tenant's exception
+    never lifts a policy off the Namespace object (its labels choose quotas and admission)."""
+    return reach == ANY_RESOURCE or (namespace == reach and kind != "Namespace")
+
+
 HONOUR_NONE = ExceptionTrust()
 HONOUR_GIVEN = ExceptionTrust(explicit=True)

@@ -10,6 +10,7 @@ from webhook.cel import Activation, CelCompiler, CelError
 from webhook.families.cel.match import MatchResources, MatchSpecError, static_key
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
+from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.model.policy_scope import bound_lookups
 from webhook.model.quickinit import frozen_dataclass
@@ -58,7 +59,7 @@ class Exception_:
     images: tuple[str, ...] = ()
     allowed_values: tuple[str, ...] = ()
     report_pass: bool = False
-    reach: str = ""  # the namespace whose resources it may exempt; "" any (model/exception_trust.py)
+    reach: str = ANY_RESOURCE  # the namespace whose resources it may exempt (model/exception_trust.py)
 
     @property
     def full(self) -> bool:
@@ -211,13 +212,13 @@ class CelPolicy:
         # a namespaced policy's resource.Get/List reach its own namespace only
         return Scope(base, variant.variables, bound_lookups(ctx.lookups, self.id.namespace), self.timeout, sharing)
 
-    def check_exceptions(self, scope: Scope, namespace: str) -> ExceptionOutcome:
+    def check_exceptions(self, scope: Scope, request: AdmissionRequest) -> ExceptionOutcome:
         """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`.
-        `namespace`: the request's; an exception reaching one namespace exempts nothing elsewhere."""
+        An exception reaching one namespace exempts nothing elsewhere (exempts_in)."""
         exempt: list[Exception_] = []
         allowed: dict[str, list[str]] = {"allowedImages": [], "allowedValues": []}
         for exception in self.exceptions:
-            if exception.reach and exception.reach != namespace:
+            if not exempts_in(exception.reach, request.namespace, request.kind.kind):
                 continue
             try:
                 applies = exception.conditions.holds(scope, FailurePolicy.FAIL)

@@ -75,7 +75,7 @@ class GeneratingPolicy(CelPolicy):
     def _generate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant) -> tuple[RuleResult, list]:
         scope = self.scope(request, request.object, ctx, variant)
         try:
-            found = self.check_exceptions(scope, request.namespace)
+            found = self.check_exceptions(scope, request)
             if found.exempt:
                 as_pass, message = exception_message(found.exempt)
                 return self._result(Outcome.PASS if as_pass else Outcome.SKIP, message, "exception"), []

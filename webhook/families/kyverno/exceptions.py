@@ -10,7 +10,7 @@ from .gotypes import wildcard_match
 from .match import RequestInfo, block_matches
 from .variables import Context
 
-from webhook.model.exception_trust import ANY_RESOURCE
+from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
 from webhook.model.quickinit import frozen_dataclass
 
 API_VERSIONS = ("kyverno.io/v2", "kyverno.io/v2beta1")
@@ -37,7 +37,7 @@ class PolicyException:
         return any(target == policy and any(wildcard_match(r, rule) for r in rules) for target, rules in self.targets)
 
     def applies(self, info: RequestInfo, ctx: Context) -> bool:
-        if self.reach and info.namespace != self.reach:
+        if not exempts_in(self.reach, info.namespace, info.kind):
             return False  # an exception of a namespace lifts policies off that namespace's resources only
         if not block_matches(self.match, info):
             return False
