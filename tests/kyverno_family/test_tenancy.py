@@ -282,3 +282,20 @@ spec:
     async with running_server(policies, tmp_path, state=state_dir(tmp_path), exception_namespaces=("team-a",)) as server:
         answer = await server.admit("/validate", review(namespace, operation="UPDATE", old=old, namespace="team-a"))
         assert answer["allowed"] is False and "namespace labels are the platform's" in answer["status"]["message"]
+
+
+def test_report_scans_with_the_exceptions_serve_would_honour(tmp_path, capsys):
+    from webhook.cli import main
+
+    scanned = DISALLOW_PRIVILEGED.replace("background: false", "background: true")
+    policies = policy_dir(tmp_path / "p", {"policy.yaml": scanned, "exception.yaml": TENANT_EXCEPTION})
+    state = state_dir(tmp_path)
+    (state / "pods.yaml").write_text(yaml.safe_dump_all([pod("team-a", privileged=True, name="own"),
+                                                         pod("kube-system", privileged=True, name="system")]))
+    assert main(["report", "--policies", str(policies), "--state", str(state), "-o", "json"]) == 2
+    assert "namespace team-a are not honoured" in capsys.readouterr().err
+    assert main(["report", "--policies", str(policies), "--state", str(state), "-o", "json",
+                 "--exception-namespace", "team-a"]) == 0
+    results = {(report["scope"]["name"], r["result"]) for report in json.loads(capsys.readouterr().out)["items"]
+               for r in report.get("results", [])}
+    assert results == {("own", "skip"), ("system", "fail")}
