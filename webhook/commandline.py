@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -115,8 +116,6 @@ _DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 
 def exception_namespace(text: str) -> str:
     """A namespace PolicyExceptions are honoured from: a DNS label (RFC 1123), or `*` for every namespace."""
-    import re
-
     if text != "*" and not re.fullmatch(_DNS_LABEL, text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (RFC 1123 label) nor '*'")
     return text
