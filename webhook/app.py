@@ -17,6 +17,7 @@ from webhook.compiled import describe as compiled_request_path
 from webhook.engine import AdmissionEngine
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import ClusterState
+from webhook.model.exception_trust import ExceptionTrust
 from webhook.model.quickinit import frozen_dataclass
 from webhook.observability.tracing import Tracing
 from webhook.platform import platform_family
@@ -55,6 +56,7 @@ class Settings:
     client_ca: Path | None = None  # set: clients must present a certificate this CA signed
     limits: ServerLimits = field(default_factory=ServerLimits)
     force_audit: bool = False  # every policy takes its audit action (the chart's auditOnly)
+    exception_namespaces: tuple[str, ...] = ()  # PolicyExceptions honoured from these ("*": any); none by default
 
 
 class PolicyLoadFailed(Exception):
@@ -119,7 +121,7 @@ class Quartermaster:
         store = PolicyStore()
         ledgers = ledgers if ledgers is not None else ReservationLedgers()
         registry = registry if registry is not None else build_registry(ledgers)
-        loader = PolicyLoader(registry, CelCompiler())
+        loader = PolicyLoader(registry, CelCompiler(), ExceptionTrust(frozenset(settings.exception_namespaces)))
         live = None
         if settings.live is not None and state is None:
             from webhook.kube.runtime import LiveRuntime  # standalone never loads the kubernetes client

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from webhook import __version__
-from webhook.commandline import add_command, configure_cli_logging, existing_path, port, seconds
+from webhook.commandline import (add_command, add_exception_namespace, configure_cli_logging, existing_path, port,
+                                 seconds)
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -43,6 +44,7 @@ def _add_serve(commands: Any, summary: str) -> None:
                        help="run every policy in its audit action: warn and report, never block")
     serve.add_argument("--state", type=existing_path, default=None, metavar="DIR",
                        help="standalone: manifests (YAML) that seed the in-memory cluster state")
+    add_exception_namespace(serve, "default: none is honoured")
     serve.add_argument("--cert-dir", type=Path, default=Path("certs"), metavar="DIR",
                        help="tls.crt and tls.key, generated with ca.crt if absent (default: certs)")
     serve.add_argument("--host", default="127.0.0.1",
@@ -92,6 +94,7 @@ def _add_apply(commands: Any, summary: str) -> None:
     source.add_argument("--kubeconfig", type=existing_path, default=None, metavar="FILE",
                         help="read the cluster state once from this kubeconfig's cluster (nothing is written there)")
     source.add_argument("--in-cluster", action="store_true", help="read the cluster state with the pod's service account")
+    add_exception_namespace(apply, "default: none is honoured, as in serve")
     apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
     apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
                        help="format of standard output: yaml documents (default) or one json List")
@@ -117,6 +120,7 @@ def _add_validate(commands: Any, summary: str) -> None:
         _validate)
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="policy directory or file")
     validate.add_argument("--allow-empty", action="store_true", help="a PATH without policies is no warning")
+    add_exception_namespace(validate, "as serve will be given it (default: none)")
 
 
 def _add_report(commands: Any, summary: str) -> None:
@@ -148,14 +152,18 @@ def _add_test(commands: Any, summary: str) -> None:
          "quartermaster test examples/kyverno -o json"],
         _test)
     test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")
+    add_exception_namespace(test, "default: a suite's own exceptions are honoured for any resource, as the "
+                                  "Kyverno CLI does")
     test.add_argument("--detailed-results", action="store_true", help="add the message of each result")
     test.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format (default: table)")
 
 
 def _test(args: argparse.Namespace) -> int:
+    from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
     from webhook.testsuite.command import run_test_command  # loads the engine only for `test`
 
-    return run_test_command(args)
+    given = args.exception_namespaces  # given: serve's rules; else the suites' exceptions as written
+    return run_test_command(args, exceptions=ExceptionTrust(frozenset(given)) if given else HONOUR_GIVEN)
 
 
 def _add_convert(commands: Any, summary: str) -> None:
@@ -229,7 +237,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"quartermaster: --client-ca {args.client_ca}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
-                        force_audit=args.force_audit, client_ca=args.client_ca, **({"namespace": args.namespace} if args.namespace else {}))
+                        force_audit=args.force_audit, client_ca=args.client_ca,
+                        exception_namespaces=tuple(args.exception_namespaces or ()),
+                        **({"namespace": args.namespace} if args.namespace else {}))
     if args.force_audit:
         log.warning("--force-audit: every policy warns and reports, none blocks")
     if not args.allow_empty and _holds_no_policy_file(args.policies):
@@ -270,7 +280,9 @@ def _apply(args: argparse.Namespace) -> int:
     configure_cli_logging("quartermaster apply")
     try:
         resources = read_resources(args.files)
-        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state), state=_cluster_state(args),
+        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state,
+                                          exception_namespaces=tuple(args.exception_namespaces or ())),
+                                 state=_cluster_state(args),
                                  with_metrics=False)
         loaded = qm.load_policies()
     except (BadInput, StateSeedError) as exc:
@@ -334,7 +346,7 @@ def _validate(args: argparse.Namespace) -> int:
     from webhook.validate_command import run_validate
 
     configure_cli_logging("quartermaster validate")
-    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr)
+    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr, tuple(args.exception_namespaces or ()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -108,3 +109,21 @@ def configure_cli_logging(prog: str, level: int = logging.WARNING) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+
+
+def exception_namespace(text: str) -> str:
+    """A namespace PolicyExceptions are honoured from: a DNS label (RFC 1123), or `*` for every namespace."""
+    if text != "*" and not re.fullmatch(_DNS_LABEL, text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (RFC 1123 label) nor '*'")
+    return text
+
+
+def add_exception_namespace(parser: argparse.ArgumentParser, default_rule: str) -> None:
+    """`--exception-namespace NS` (repeatable), as serve, apply and test take it (webhook/model/exception_trust.py)."""
+    parser.add_argument("--exception-namespace", dest="exception_namespaces", type=exception_namespace,
+                        action="append", default=None, metavar="NS",
+                        help="honour PolicyExceptions of namespace NS (repeatable; '*' any namespace), each for "
+                             f"the resources of its own namespace only; {default_rule}")

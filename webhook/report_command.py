@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from webhook.commandline import add_command, configure_cli_logging, existing_path
+from webhook.commandline import add_command, add_exception_namespace, configure_cli_logging, existing_path
 from webhook.model.quickinit import frozen_dataclass
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -39,6 +39,7 @@ def add_report_command(commands: Any, summary: str) -> None:
     report.add_argument("--policies", type=Path, default=Path("policies"), metavar="PATH",
                         help="standalone: policy directory or file (default: policies)")
     report.add_argument("--state", type=existing_path, default=None, metavar="DIR", help="standalone: manifests to scan")
+    add_exception_namespace(report, "standalone, as serve is given it (default: none)")
     live = report.add_mutually_exclusive_group()
     live.add_argument("--kubeconfig", type=Path, default=None, metavar="FILE",
                       help="read the reports of this kubeconfig's cluster")
@@ -69,7 +70,8 @@ def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> R
         api.close()
 
 
-def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Reports:
+def standalone_reports(policies: Path, state: Path | None, namespace: str,
+                       exception_namespaces: tuple[str, ...] = ()) -> Reports:
     import asyncio  # here, not at the top: cli.py imports this module to declare `report` for every command
 
     from webhook.app import Quartermaster, Settings
@@ -77,7 +79,8 @@ def standalone_reports(policies: Path, state: Path | None, namespace: str) -> Re
     from webhook.reports.policyreport import PolicyMeta, reports_from_entries
     from webhook.reports.sink import MemoryResultSink
 
-    qm = Quartermaster.build(Settings(policies=policies, state=state), with_metrics=False)
+    qm = Quartermaster.build(Settings(policies=policies, state=state, exception_namespaces=exception_namespaces),
+                             with_metrics=False)
     qm.load_policies()
     sink = MemoryResultSink()
     asyncio.run(scan(qm.store, qm.state, sink, namespace=namespace))
@@ -107,7 +110,8 @@ def run_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.kubeconfig or args.in_cluster:
             found = live_reports(args.kubeconfig, args.in_cluster, args.namespace)
         else:
-            found = standalone_reports(args.policies, args.state, args.namespace)
+            found = standalone_reports(args.policies, args.state, args.namespace,
+                                       tuple(args.exception_namespaces or ()))
     except Exception as exc:  # every failure here is the user's input or their cluster: say which, exit 2
         print(f"quartermaster report: {_explain(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT

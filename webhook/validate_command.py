@@ -25,10 +25,10 @@ class Checked:
     problems: tuple[str, ...]
 
 
-def check(path: Path) -> Checked:
+def check(path: Path, exception_namespaces: tuple[str, ...] = ()) -> Checked:
     if not path.exists():
         return Checked(path, 0, 0, (f"{path}: no such file or directory",))
-    qm = Quartermaster.build(Settings(policies=path), with_metrics=False)
+    qm = Quartermaster.build(Settings(policies=path, exception_namespaces=exception_namespaces), with_metrics=False)
     result = qm.source.reload()
     base = path if path.is_dir() else path.parent
     problems = tuple(str(error).replace(error.file, str(base / error.file), 1) if error.file else str(error)
@@ -53,8 +53,10 @@ def _kept_broken(result: LoadResult, base: Path) -> tuple[str, ...]:
     return tuple(out)
 
 
-def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO) -> int:
-    checked = [check(path) for path in paths]
+def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO,
+                 exception_namespaces: tuple[str, ...] = ()) -> int:
+    """`exception_namespaces`: as `serve --exception-namespace` will be given (exceptions of others are errors)."""
+    checked = [check(path, exception_namespaces) for path in paths]
     for item in checked:
         for problem in item.problems:
             out.write(problem + "\n")

@@ -12,6 +12,7 @@ from webhook.engine.offline import admit_offline
 from webhook.families.cel.family import CelFamily
 from webhook.model import patch as jsonpatch_diff
 from webhook.policy.documents import Document
+from webhook.model.exception_trust import HONOUR_GIVEN
 from webhook.policy.family import CompileEnv
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.state.memory import InMemoryClusterState
@@ -22,7 +23,7 @@ NAMESPACES = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ap
 
 def compile_(text: str):
     docs = [Document("p.yaml", i, d, None) for i, d in enumerate(yaml.safe_load_all(textwrap.dedent(text))) if d]
-    return CelFamily().compile(docs, CompileEnv(CEL))
+    return CelFamily().compile(docs, CompileEnv(CEL, HONOUR_GIVEN))
 
 
 def engine(text: str, objects=()) -> AdmissionEngine:
@@ -294,7 +295,7 @@ def test_a_malformed_document_is_a_policy_error_naming_the_problem(path, value):
     for step in path[:-1]:
         node = node[step]
     node[path[-1]] = value
-    result = CelFamily().compile([Document("p.yaml", 0, doc, None)], CompileEnv(CEL))
+    result = CelFamily().compile([Document("p.yaml", 0, doc, None)], CompileEnv(CEL, HONOUR_GIVEN))
     if path[0] == "metadata":
         assert not result.errors and result.policies[0].annotations == {}
         return

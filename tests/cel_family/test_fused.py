@@ -17,6 +17,7 @@ from webhook.engine.offline import admit_offline
 from webhook.families.cel import fused
 from webhook.families.cel.family import CelFamily
 from webhook.policy.documents import Document
+from webhook.model.exception_trust import HONOUR_GIVEN
 from webhook.policy.family import CompileEnv
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.state.memory import InMemoryClusterState
@@ -29,7 +30,7 @@ NAMESPACES = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ap
 
 def engine(text: str, objects=()) -> AdmissionEngine:
     docs = [Document("p.yaml", i, d, None) for i, d in enumerate(yaml.safe_load_all(textwrap.dedent(text))) if d]
-    result = CelFamily().compile(docs, CompileEnv(CEL))
+    result = CelFamily().compile(docs, CompileEnv(CEL, HONOUR_GIVEN))
     assert not result.errors, result.errors
     store = PolicyStore()
     store.publish(PolicySnapshot.of(result.policies, 1))

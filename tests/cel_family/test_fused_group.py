@@ -12,6 +12,7 @@ from webhook.engine.offline import admit_offline
 from webhook.cel import CelCompiler, to_python
 from webhook.families.cel import fused, fusedgroup
 from webhook.policy.documents import Document
+from webhook.model.exception_trust import HONOUR_GIVEN
 from webhook.policy.family import CompileEnv
 
 GROUP = "---\n".join([
@@ -125,7 +126,7 @@ spec:
     texts = [named("a", policy(VALIDATIONS)), named("b", policy(VALIDATIONS)), named("selector", selector),
              named("excepted", policy(VALIDATIONS)), exception]
     docs = [Document("p.yaml", i, yaml.safe_load(t), None) for i, t in enumerate(texts)]
-    compiled = {p.name: p for p in CelFamily().compile(docs, CompileEnv(CEL)).policies}
+    compiled = {p.name: p for p in CelFamily().compile(docs, CompileEnv(CEL, HONOUR_GIVEN)).policies}
     assert compiled["a"].batch is compiled["b"].batch is not None
     assert [p.name for p in compiled["a"].batch.members] == ["a", "b"]
     assert compiled["selector"].batch is None and compiled["excepted"].batch is None

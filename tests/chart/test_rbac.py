@@ -1,6 +1,8 @@
 """RBAC: what live mode needs (the live-mode issue and docs/live.md), nothing more; the rotation job may touch
 only its own objects."""
 
+import pytest
+
 from tests.chart.support import NAMESPACE, VARIANTS, render
 from webhook.deploy.crds import generate_crds
 from webhook.platform import platform_kinds
@@ -102,3 +104,49 @@ def test_policy_objects_are_read_and_marked_for_the_groups_asked():
     assert "--policy-objects=quartermaster.dev,kyverno.io" in args
     found, args = rules({"live": {"policyObjectGroups": []}})
     assert "--policy-objects=none" in args and not [r for r in found if r["apiGroups"] == ["kyverno.io"]]
+
+
+def _creates(values=None):
+    role = render(values).one("ClusterRole", "qm-quartermaster")
+    return {(group, resource) for (group, resource, _), verbs in grants(role).items() if "create" in verbs}
+
+
+# What the webhook may create with its own identity is what a policy can make it create (a generate rule, a
+# GeneratingPolicy): the kinds listed in live.generateKinds, the backstop's quotas, reports and Events.
+OWN_WRITES = {("", "resourcequotas"), ("wgpolicyk8s.io", "policyreports"), ("wgpolicyk8s.io", "clusterpolicyreports"),
+              ("", "events"), ("events.k8s.io", "events")}
+
+
+def test_generation_is_limited_to_the_kinds_listed_in_values():
+    assert _creates() == OWN_WRITES | {("resource.k8s.io", "resourceclaimtemplates")}
+    listed = {"live": {"generateKinds": [{"apiGroup": "", "resources": ["configmaps"]},
+                                         {"apiGroup": "networking.k8s.io", "resources": ["networkpolicies"]}]}}
+    assert _creates(listed) == OWN_WRITES | {("", "configmaps"), ("networking.k8s.io", "networkpolicies")}
+    assert _creates({"live": {"generateKinds": []}}) == OWN_WRITES
+
+
+def test_no_quota_writes_without_the_backstop():
+    assert ("", "resourcequotas") not in _creates({"live": {"quotaBackstop": False}})
+
+
+@pytest.mark.parametrize("entry, field", [
+    ({"apiGroup": "", "resources": ["*"]}, "live.generateKinds[0].resources"),
+    ({"apiGroup": "", "resources": ["pods/exec"]}, "live.generateKinds[0].resources"),
+    ({"apiGroup": "apps"}, "live.generateKinds[0]"),
+])
+def test_generate_kinds_refuse_wildcards_and_subresources_naming_the_field(entry, field):
+    with pytest.raises(Exception, match=field.replace("[", r"\[").replace("]", r"\]")):
+        render({"live": {"generateKinds": [entry]}})
+
+
+def test_exception_namespaces_reach_serve_and_none_by_default():
+    from webhook.cli import build_parser
+
+    def args(values=None):
+        (container,) = render(values).one("Deployment")["spec"]["template"]["spec"]["containers"]
+        return container["args"]
+
+    assert not [a for a in args() if a.startswith("--exception-namespace")]
+    given = args({"exceptionNamespaces": ["platform-exceptions", "team-a"]})
+    parsed = build_parser().parse_args(["serve", *[a for a in given if a != "serve"]])
+    assert parsed.exception_namespaces == ["platform-exceptions", "team-a"]

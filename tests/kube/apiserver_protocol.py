@@ -29,6 +29,7 @@ RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
     ("quartermaster.dev", "v1alpha1", "deviceclaimrewrites"): ("DeviceClaimRewrite", False),
     ("kyverno.io", "v1", "clusterpolicies"): ("ClusterPolicy", False),
     ("kyverno.io", "v1", "policies"): ("Policy", True),
+    ("kyverno.io", "v2", "policyexceptions"): ("PolicyException", True),
     ("policies.kyverno.io", "v1", "validatingpolicies"): ("ValidatingPolicy", False),
     ("policies.kyverno.io", "v1", "mutatingpolicies"): ("MutatingPolicy", False),
 }

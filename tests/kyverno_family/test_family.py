@@ -2,6 +2,7 @@
 `test` and `serve` share): phases, rule identities, Enforce/Audit, autogen, exceptions, generate."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,13 +67,13 @@ def deployment(privileged=True):
                      "template": {"metadata": {"labels": {"app": "d"}}, "spec": template["spec"]}}}
 
 
-def build(tmp_path: Path, *texts: str) -> Quartermaster:
+def build(tmp_path: Path, *texts: str, **settings: Any) -> Quartermaster:
     directory = tmp_path / "policies"
     directory.mkdir(exist_ok=True)
     for index, text in enumerate(texts):
         (directory / f"{index}.yaml").write_text(text)
     state = InMemoryClusterState([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}])
-    qm = Quartermaster.build(Settings(policies=directory), state=state)
+    qm = Quartermaster.build(Settings(policies=directory, **settings), state=state)
     qm.load_policies()
     return qm
 
@@ -120,7 +121,7 @@ spec:
   match:
     any: [{resources: {kinds: [Pod, Deployment], names: [debug*]}}]
 """
-    qm = build(tmp_path, PRIVILEGED.replace("{action}", "Enforce"), exception)
+    qm = build(tmp_path, PRIVILEGED.replace("{action}", "Enforce"), exception, exception_namespaces=("team-a",))
     result = await admit_offline(qm.engine, pod("debug-1", privileged=True))
     assert result.allowed and result.results[0].outcome is Outcome.SKIP
     assert not (await admit_offline(qm.engine, pod("web", privileged=True))).allowed

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Se
 
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
+from webhook.model.exception_trust import HONOUR_NONE, ExceptionTrust
 from webhook.model.policy import CompiledPolicy
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document
@@ -38,6 +39,7 @@ class PolicyKind:
 @frozen_dataclass
 class CompileEnv:
     cel: CelCompiler
+    exceptions: ExceptionTrust = HONOUR_NONE  # which PolicyExceptions join their policies (model/exception_trust.py)
 
 
 @frozen_dataclass

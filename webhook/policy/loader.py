@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
+from webhook.model.exception_trust import HONOUR_NONE, ExceptionTrust
 from webhook.model.policy import CompiledPolicy, PolicyId
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
@@ -51,9 +52,9 @@ class _Gathered:
 
 
 class PolicyLoader:
-    def __init__(self, registry: FamilyRegistry, cel: CelCompiler) -> None:
+    def __init__(self, registry: FamilyRegistry, cel: CelCompiler, exceptions: ExceptionTrust = HONOUR_NONE) -> None:
         self.registry = registry
-        self.env = CompileEnv(cel=cel)
+        self.env = CompileEnv(cel=cel, exceptions=exceptions)
 
     def load(self, root: Path, extra: Sequence[Document] = ()) -> LoadResult:
         """`extra`: documents from elsewhere (policy objects of the cluster), loaded after the files."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import sys
 from typing import TextIO
 
+from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
 from webhook.testsuite.harness import build_world
 from webhook.testsuite.load import Unreadable, discover, read_suites
 from webhook.testsuite.output import summary_line, write_json, write_tables
@@ -16,7 +18,9 @@ from webhook.testsuite.run import RunOptions, run_suites
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None,
+                     exceptions: ExceptionTrust = HONOUR_GIVEN) -> int:
+    """`exceptions`: which PolicyExceptions the suites' admissions honour (`--exception-namespace`)."""
     out = out if out is not None else sys.stdout  # looked up per call: tests swap sys.stdout
     err = err if err is not None else sys.stderr
     logging.basicConfig(level=logging.ERROR, stream=err)
@@ -29,7 +33,8 @@ def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: T
     if not suites:
         print(f"quartermaster test: no kyverno-test.yaml below {', '.join(args.paths)}", file=err)
         return EXIT_BAD_INPUT
-    reports = asyncio.run(run_suites(suites, RunOptions(build_world=build_world)))
+    world = functools.partial(build_world, exceptions=exceptions)
+    reports = asyncio.run(run_suites(suites, RunOptions(build_world=world)))
     if args.output == "json":
         write_json(reports, out, args.detailed_results)
     else:

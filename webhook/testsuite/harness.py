@@ -18,6 +18,7 @@ from webhook.cel import CelCompiler
 from webhook.engine import AdmissionEngine
 from webhook.engine.offline import offline_request
 from webhook.model.errors import PolicyLoadError
+from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
 from webhook.model.lookups import LookupRefused
 from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
 from webhook.policy.documents import Document, DocumentError, read_documents
@@ -203,9 +204,11 @@ def _as_subresource(request: AdmissionRequest, subresources: Sequence[Subresourc
 
 
 class SuiteWorld:
-    def __init__(self, suite: Suite, resources: list[dict[str, Any]]) -> None:
+    def __init__(self, suite: Suite, resources: list[dict[str, Any]], exceptions: ExceptionTrust = HONOUR_GIVEN) -> None:
+        """`exceptions`: the suite's own exceptions are honoured as written, as the Kyverno CLI honours those it
+        is handed (`test --exception-namespace` asks for serve's rules instead)."""
         registry = build_registry()
-        loader = PolicyLoader(registry, _compiler())
+        loader = PolicyLoader(registry, _compiler(), exceptions)
         exceptions = _documents(suite, suite.exceptions)
         documents = _documents(suite, suite.policies) + exceptions
         compiled, errors = loader.compile_documents(documents)
@@ -242,5 +245,6 @@ class SuiteWorld:
                         [_strip(g) for g in verdict.generated], steps=list(mutated.steps))
 
 
-async def build_world(suite: Suite, resources: list[dict[str, Any]]) -> SuiteWorld:
-    return SuiteWorld(suite, resources)
+async def build_world(suite: Suite, resources: list[dict[str, Any]],
+                      exceptions: ExceptionTrust = HONOUR_GIVEN) -> SuiteWorld:
+    return SuiteWorld(suite, resources, exceptions)

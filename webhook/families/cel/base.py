@@ -10,7 +10,9 @@ from webhook.cel import Activation, CelCompiler, CelError
 from webhook.families.cel.match import MatchResources, MatchSpecError, static_key
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
+from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
+from webhook.model.policy_scope import bound_lookups
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import AdmissionRequest
 
@@ -57,6 +59,7 @@ class Exception_:
     images: tuple[str, ...] = ()
     allowed_values: tuple[str, ...] = ()
     report_pass: bool = False
+    reach: str = ANY_RESOURCE  # the namespace whose resources it may exempt (model/exception_trust.py)
 
     @property
     def full(self) -> bool:
@@ -206,13 +209,17 @@ class CelPolicy:
             admission_activation(request, request_variable(request), obj, ctx.namespace)
         base.update(extra or {})
         sharing = (lambda values: shared_activation(ctx, values)) if share and ctx.request is not None else None
-        return Scope(base, variant.variables, ctx.lookups, self.timeout, sharing)
+        # a namespaced policy's resource.Get/List reach its own namespace only
+        return Scope(base, variant.variables, bound_lookups(ctx.lookups, self.id.namespace), self.timeout, sharing)
 
-    def check_exceptions(self, scope: Scope) -> ExceptionOutcome:
-        """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`."""
+    def check_exceptions(self, scope: Scope, request: AdmissionRequest) -> ExceptionOutcome:
+        """Kyverno's order: a full exemption wins; partial ones (images, values) add to `exceptions`.
+        An exception reaching one namespace exempts nothing elsewhere (exempts_in)."""
         exempt: list[Exception_] = []
         allowed: dict[str, list[str]] = {"allowedImages": [], "allowedValues": []}
         for exception in self.exceptions:
+            if not exempts_in(exception.reach, request.namespace, request.kind.kind):
+                continue
             try:
                 applies = exception.conditions.holds(scope, FailurePolicy.FAIL)
             except CelError:

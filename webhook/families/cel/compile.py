@@ -10,6 +10,7 @@ from webhook.families.cel import autogen, generating, mutating, validating
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
 from webhook.families.cel.scope import MALFORMED, CompileFailed, Variables, as_failure
+from webhook.model.exception_trust import ANY_RESOURCE
 from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.policy.documents import Document
 
@@ -99,8 +100,10 @@ def _admission(spec: Mapping[str, Any]) -> bool:
     return mode == "Kubernetes" and enabled(spec, "evaluation", "admission", "enabled")
 
 
-def compile_exception(doc: Document, cel: CelCompiler) -> tuple[list[tuple[str, str]], Exception_]:
-    """A policies.kyverno.io PolicyException: the (kind, name) it applies to, and its compiled conditions."""
+def compile_exception(doc: Document, cel: CelCompiler,
+                      reach: str = ANY_RESOURCE) -> tuple[list[tuple[str, str]], Exception_]:
+    """A policies.kyverno.io PolicyException: the (kind, name) it applies to, and its compiled conditions.
+    `reach`: the namespace whose resources it may exempt ("" any: ExceptionTrust.reach)."""
     spec = doc.data.get("spec") or {}
     meta = doc.data.get("metadata") or {}
     refs = []
@@ -113,4 +116,5 @@ def compile_exception(doc: Document, cel: CelCompiler) -> tuple[list[tuple[str, 
     conditions = Conditions.compile(cel, spec.get("matchConditions"), "spec.matchConditions", "kyverno")
     report = spec.get("reportResult")
     return refs, Exception_(str(meta.get("name", "")), str(meta.get("namespace") or ""), conditions,
-                            tuple(spec.get("images") or ()), tuple(spec.get("allowedValues") or ()), report == "pass")
+                            tuple(spec.get("images") or ()), tuple(spec.get("allowedValues") or ()), report == "pass",
+                            reach)

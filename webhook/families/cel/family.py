@@ -55,7 +55,12 @@ class CelFamily:
             kind = doc.data["kind"]
             try:
                 if kind == "PolicyException":
-                    refs, exception = compile_exception(doc, env.cel)
+                    namespace = str(doc.data["metadata"].get("namespace") or "")
+                    reach = env.exceptions.reach(namespace)
+                    if reach is None:  # from a namespace the platform does not trust
+                        errors.append(_load_error(doc, "metadata.namespace", env.exceptions.refusal(namespace)))
+                        continue
+                    refs, exception = compile_exception(doc, env.cel, reach)
                     for ref in refs:
                         exceptions.setdefault(ref, []).append(exception)
                 elif kind.endswith("Binding"):

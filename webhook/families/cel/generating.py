@@ -18,6 +18,7 @@ from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
 from webhook.families.cel.template import Template
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
+from webhook.model.policy_scope import generation_refusal
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, Outcome, RuleResult
 from webhook.model.review import AdmissionRequest
@@ -74,7 +75,7 @@ class GeneratingPolicy(CelPolicy):
     def _generate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant) -> tuple[RuleResult, list]:
         scope = self.scope(request, request.object, ctx, variant)
         try:
-            found = self.check_exceptions(scope)
+            found = self.check_exceptions(scope, request)
             if found.exempt:
                 as_pass, message = exception_message(found.exempt)
                 return self._result(Outcome.PASS if as_pass else Outcome.SKIP, message, "exception"), []
@@ -99,5 +100,8 @@ class GeneratingPolicy(CelPolicy):
                    **{k: copy.deepcopy(v) for k, v in raw.items() if k not in ("apiVersion", "kind")}}
             meta = obj["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
             meta["labels"] = {**(meta.get("labels") or {}), **labels}
+            refusal = generation_refusal(obj, self.id.namespace)  # a namespaced policy: its own namespace only
+            if refusal is not None:
+                return self._result(Outcome.ERROR, f"failed to generate: {refusal}"), []
             generated.append(obj)
         return self._result(Outcome.PASS, f"generated {len(generated)} object(s)"), generated

@@ -77,7 +77,7 @@ class MutatingPolicy(CelPolicy):
         extra = {"params": params} if params is not None else None
         scope = self.scope(request, obj, ctx, variant, extra)
         try:
-            found = self.check_exceptions(scope)
+            found = self.check_exceptions(scope, request)
             if found.exempt:
                 as_pass, message = exception_message(found.exempt)
                 return MutationOutcome(obj, (self._result(Outcome.PASS if as_pass else Outcome.SKIP, message, "exception"),))

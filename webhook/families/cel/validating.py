@@ -241,7 +241,7 @@ class ValidatingPolicy(CelPolicy):
     def _evaluate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant) -> RuleResult:
         scope = self.scope(request, request.object, ctx, variant, share=True)
         try:
-            found = self.check_exceptions(scope)
+            found = self.check_exceptions(scope, request)
             if found.exempt:
                 as_pass, message = exception_message(found.exempt)
                 return self._result(Outcome.PASS if as_pass else Outcome.SKIP, message, "exception")

@@ -14,9 +14,10 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from .images import extract_images
-from .jmespath_functions import JMESPathError, query
+from .jmespath_functions import MAX_TEXT, JMESPathError, query
 from .variables import Context, SubstitutionError, substitute_all
 
+from webhook.model.policy_scope import home_namespace
 from webhook.model.quickinit import frozen_dataclass
 
 
@@ -122,7 +123,12 @@ def set_dotted(doc: dict, dotted: str, value: Any) -> None:
 
 def load_entries(entries: list[Mapping[str, Any]] | None, ctx: Context, lookups: Any,
                  overrides: Mapping[str, Any]) -> Context:
-    """Add each entry to the document (later entries see earlier ones); raises ContextError."""
+    """Add each entry to the document (later entries see earlier ones); raises ContextError.
+
+    What the entries hold together is bounded (MAX_TEXT characters, a value shared twice counted twice, as
+    any rendering of it would be): entries that each double the last (Kyverno's GHSA-r2rj-wwm5-x6mq) built
+    gigabytes and took the process down."""
+    budget = MAX_TEXT
     for entry in entries or []:
         name = str(entry.get("name", ""))
         if name in overrides:
@@ -134,8 +140,30 @@ def load_entries(entries: list[Mapping[str, Any]] | None, ctx: Context, lookups:
             value = _load_one(entry, ctx, lookups)
         except (JMESPathError, SubstitutionError) as exc:
             raise ContextError(f"context entry {name!r}: {exc}") from exc
+        budget -= _size_within(value, budget)
+        if budget < 0:
+            raise ContextError(f"context entry {name!r}: the context entries would hold more than {MAX_TEXT} "
+                               "characters")
         ctx = _with_path(ctx, name, value)
     return ctx
+
+
+def _size_within(value: Any, budget: int) -> int:
+    """The characters `value` renders to, roughly; stops counting once past `budget` (cost: at most that)."""
+    size, stack = 0, [value]
+    while stack and size <= budget:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, Mapping):
+            size += 2 + sum(len(str(k)) + 4 for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            size += 2 + len(item)
+            stack.extend(item)
+        else:
+            size += 8
+    return size
 
 
 def _with_path(ctx: Context, name: str, value: Any) -> Context:
@@ -149,8 +177,9 @@ def _load_one(entry: Mapping[str, Any], ctx: Context, lookups: Any) -> Any:
         return _variable(entry["variable"] or {}, ctx)
     if "configMap" in entry:
         spec = substitute_all(entry["configMap"], ctx)
-        return _lookup(lookups, "get", "v1", "ConfigMap", str(spec.get("namespace") or ""), str(spec.get("name")),
-                       entry=entry)
+        # no namespace: the policy's own (a namespaced Policy), else `default`, as Kyverno reads it
+        namespace = str(spec.get("namespace") or home_namespace(lookups))
+        return _lookup(lookups, "get", "v1", "ConfigMap", namespace, str(spec.get("name")), entry=entry)
     if "apiCall" in entry:
         return _api_call(substitute_all(entry["apiCall"], ctx), ctx, lookups, entry)
     if "globalReference" in entry:

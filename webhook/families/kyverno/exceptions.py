@@ -10,6 +10,7 @@ from .gotypes import wildcard_match
 from .match import RequestInfo, block_matches
 from .variables import Context
 
+from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
 from webhook.model.quickinit import frozen_dataclass
 
 API_VERSIONS = ("kyverno.io/v2", "kyverno.io/v2beta1")
@@ -26,14 +27,18 @@ class PolicyException:
     targets: tuple[tuple[str, tuple[str, ...]], ...]   # (policy "name" or "ns/name", rule names)
     match: Mapping[str, Any]
     conditions: Any = None
+    reach: str = ANY_RESOURCE  # the namespace whose resources it may exempt (ExceptionTrust.reach)
+
+    def names(self, policy: str) -> bool:
+        """Whether it names this policy: "name" a ClusterPolicy, "namespace/name" a Policy (Kyverno's key)."""
+        return any(target == policy for target, _ in self.targets)
 
     def covers(self, policy: str, rule: str) -> bool:
-        for target, rules in self.targets:
-            if target.split("/")[-1] == policy and any(wildcard_match(r, rule) for r in rules):
-                return True
-        return False
+        return any(target == policy and any(wildcard_match(r, rule) for r in rules) for target, rules in self.targets)
 
     def applies(self, info: RequestInfo, ctx: Context) -> bool:
+        if not exempts_in(self.reach, info.namespace, info.kind):
+            return False  # an exception of a namespace lifts policies off that namespace's resources only
         if not block_matches(self.match, info):
             return False
         if self.conditions is None:
@@ -44,7 +49,7 @@ class PolicyException:
             return False
 
 
-def compile_exception(document: Mapping[str, Any]) -> PolicyException:
+def compile_exception(document: Mapping[str, Any], reach: str = ANY_RESOURCE) -> PolicyException:
     meta = document.get("metadata") or {}
     spec = document.get("spec") or {}
     targets = []
@@ -54,7 +59,12 @@ def compile_exception(document: Mapping[str, Any]) -> PolicyException:
         targets.append((str(entry["policyName"]), tuple(str(r) for r in entry["ruleNames"])))
     if not targets:
         raise ExceptionError("spec.exceptions must name at least one policy and its rules")
+    if spec.get("podSecurity"):
+        # exempting single Pod Security controls: not implemented, and taken as a whole-rule exemption it would
+        # lift far more than written (Kyverno's GHSA-gg4x-fgg2-h9w9 widened such exemptions the same way)
+        raise ExceptionError("spec.podSecurity (exempting single Pod Security controls) is not supported: "
+                             "exempt the whole rule, or exclude the resources in the policy")
     if not isinstance(spec.get("match"), Mapping):
         raise ExceptionError("spec.match is required")
     return PolicyException(str(meta.get("name") or ""), str(meta.get("namespace") or ""), tuple(targets),
-                           spec["match"], spec.get("conditions"))
+                           spec["match"], spec.get("conditions"), reach)

@@ -44,7 +44,13 @@ class KyvernoFamily:
         for doc in documents:
             if isinstance(doc.data, dict) and doc.data.get("kind") == "PolicyException":
                 try:
-                    exceptions.append(compile_exception(doc.data))
+                    namespace = str((doc.data.get("metadata") or {}).get("namespace") or "")
+                    reach = env.exceptions.reach(namespace)
+                    if reach is None:  # from a namespace the platform does not trust
+                        errors.append(PolicyLoadError(doc.file, doc.index, doc.line_of(["metadata"]), "metadata.namespace",
+                                                      env.exceptions.refusal(namespace)))
+                        continue
+                    exceptions.append(compile_exception(doc.data, reach))
                 except ExceptionError as exc:
                     errors.append(PolicyLoadError(doc.file, doc.index, doc.line_of(["spec"]), "spec", str(exc)))
         policies = []
@@ -56,7 +62,8 @@ class KyvernoFamily:
             except PolicyError as exc:
                 errors.append(_error(doc, str(exc)))
                 continue
-            joined = tuple(e for e in exceptions if any(t.split("/")[-1] == compiled.name for t, _ in e.targets))
+            key = f"{compiled.namespace}/{compiled.name}" if compiled.namespace else compiled.name
+            joined = tuple(e for e in exceptions if e.names(key))
             policy = KyvernoCompiledPolicy.of(compiled, doc, joined)
             policy.cel = env.cel
             policies.append(policy)

@@ -13,6 +13,8 @@ from .context import RequestData
 from .outcome import ERROR, PASS, Outcome, RuleEnv
 from .variables import Context, SubstitutionError, substitute_all
 
+from webhook.model.policy_scope import generation_refusal
+
 LABELS = ("generate.kyverno.io/policy-name", "generate.kyverno.io/rule-name")
 
 
@@ -23,12 +25,18 @@ def generate_objects(spec: Mapping[str, Any], ctx: Context, env: RuleEnv,
     except SubstitutionError as exc:
         return Outcome(ERROR, f"variable substitution failed: {exc}"), ()
     if spec.get("clone"):
-        return _clone(spec, env)
-    if spec.get("cloneList"):
-        return _clone_list(spec, env)
-    # data, or nothing at all: Kyverno then creates the bare object (apiVersion, kind, name, namespace)
-    obj = copy.deepcopy(spec["data"]) if isinstance(spec.get("data"), dict) else {}
-    return Outcome(PASS, "generated"), (_identify(obj, spec),)
+        outcome, objects = _clone(spec, env)
+    elif spec.get("cloneList"):
+        outcome, objects = _clone_list(spec, env)
+    else:
+        # data, or nothing at all: Kyverno then creates the bare object (apiVersion, kind, name, namespace)
+        obj = copy.deepcopy(spec["data"]) if isinstance(spec.get("data"), dict) else {}
+        outcome, objects = Outcome(PASS, "generated"), (_identify(obj, spec),)
+    # checked on the objects as created: the namespace may come from a variable or from `data` itself
+    refusal = next(filter(None, (generation_refusal(o, env.policy_namespace) for o in objects)), None)
+    if refusal is not None:
+        return Outcome(ERROR, refusal), ()
+    return outcome, objects
 
 
 def _identify(obj: dict, spec: Mapping[str, Any]) -> dict:

@@ -30,6 +30,7 @@ class RuleEnv:
     rule_foreach_values: Callable[[str], Mapping[str, list]] | None = None
     foreach_values: Mapping[str, list] = field(default_factory=dict)
     deadline: float = float("inf")  # time.monotonic() by which the request is answered (EvalContext.deadline)
+    policy_namespace: str = ""  # a namespaced Policy's namespace: the only one it reads and generates into
 
     def for_rule(self, rule: str) -> "RuleEnv":
         if self.rule_values is None:
@@ -37,7 +38,7 @@ class RuleEnv:
         values = self.rule_values(rule)
         per_element = self.rule_foreach_values(rule) if self.rule_foreach_values else {}
         return RuleEnv(self.lookups, {**self.overrides, **values}, self.cel, self.namespace_object,
-                       foreach_values=per_element, deadline=self.deadline)
+                       foreach_values=per_element, deadline=self.deadline, policy_namespace=self.policy_namespace)
 
     def for_element(self, index: int) -> "RuleEnv":
         """Values a test gives the context entries of the index-th foreach element."""
@@ -45,4 +46,5 @@ class RuleEnv:
             return self
         picked = {name: values[index] for name, values in self.foreach_values.items() if index < len(values)}
         return RuleEnv(self.lookups, {**self.overrides, **picked}, self.cel, self.namespace_object,
-                       foreach_values=self.foreach_values, deadline=self.deadline)
+                       foreach_values=self.foreach_values, deadline=self.deadline,
+                       policy_namespace=self.policy_namespace)

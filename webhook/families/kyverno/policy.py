@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, SourceRef, ValidationOutcome
+from webhook.model.policy_scope import bound_lookups
 from webhook.model.results import Action, PolicyId, RuleResult, errored, failed, passed, skipped, warned
 from webhook.model.review import AdmissionRequest
 from webhook.policy.documents import Document
@@ -44,6 +45,11 @@ class KyvernoCompiledPolicy:
     # mutate() never edits the object it is handed (the strategic merge copies on write, JSON patches copy):
     # the engine need not copy it first, which it did for every Kyverno mutate policy of every admission
     copies_input = True
+
+    @property
+    def _exception_key(self) -> str:
+        """How a PolicyException names this policy (Kyverno's key: namespace/name for a Policy)."""
+        return f"{self.compiled.namespace}/{self.compiled.name}" if self.compiled.namespace else self.compiled.name
 
     @property
     def _rule_kinds(self) -> frozenset[str]:
@@ -89,8 +95,11 @@ class KyvernoCompiledPolicy:
         rule_values = (lambda rule: self._values(ctx, request, rule)) if hasattr(ctx.lookups, "values_for") else None
         foreach_for = getattr(ctx.lookups, "foreach_values_for", None)
         rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
-        env = RuleEnv(lookups=ctx.lookups, overrides=values, cel=self.cel, namespace_object=ctx.namespace,
-                      rule_values=rule_values, rule_foreach_values=rule_foreach, deadline=ctx.deadline)
+        # a namespaced Policy reads (configMap, apiCall, clone sources) and generates in its own namespace only
+        home = self.compiled.namespace
+        env = RuleEnv(lookups=bound_lookups(ctx.lookups, home), overrides=values, cel=self.cel,
+                      namespace_object=ctx.namespace, rule_values=rule_values, rule_foreach_values=rule_foreach,
+                      deadline=ctx.deadline, policy_namespace=home)
         return data, env
 
     def _request_data_of(self, request: AdmissionRequest, obj: Any, ctx: EvalContext,
@@ -175,7 +184,7 @@ class KyvernoCompiledPolicy:
         ctx = Context(base_document(data), delete=data.operation == "DELETE")
         out = []
         for outcome in outcomes:
-            found = next((e for e in self.exceptions if e.covers(self.compiled.name, outcome.rule)
+            found = next((e for e in self.exceptions if e.covers(self._exception_key, outcome.rule)
                           and e.applies(info, ctx)), None)
             if found is not None:
                 outcome = RuleOutcome(outcome.rule, outcome.kind, "skip",
