@@ -13,6 +13,7 @@ import pytest
 from tests.cluster.control import ClusterRecord, ControlPlaneError, binary, down, up
 from tests.cluster.devices import device_classes, resource_slices
 from tests.cluster.kube import Kube
+from tests.cluster.kubeflow import install_notebook_crd
 from tests.cluster.quartermaster import Installation, install
 
 
@@ -39,6 +40,7 @@ def admin(control_plane: ClusterRecord, qmcluster_binary: Path) -> Kube:
     kube = Kube(control_plane, control_plane.admin_kubeconfig, qmcluster_binary)
     kube.apply_all(device_classes())
     kube.apply_all(resource_slices())
+    install_notebook_crd(kube)
     return kube
 
 

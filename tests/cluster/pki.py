@@ -164,3 +164,14 @@ def kubeconfig_text(server: str, pki: ClusterPki, *, user_name: str, client: Cli
         "current-context": user_name,
     }
     return yaml.safe_dump(config, sort_keys=False)
+
+
+def issue_client(pki: ClusterPki, who: ClientIdentity) -> None:
+    """A client certificate for one more identity (a profile user, say), signed by the cluster's CA."""
+    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = _issue(_name(who.user, who.groups), ca.subject, key.public_key(), ca_key,
+                  usages=(ExtendedKeyUsageOID.CLIENT_AUTH,))
+    _write(pki.client_cert(who), _pem_cert(cert), private=False)
+    _write(pki.client_key(who), _pem_key(key), private=True)

@@ -169,7 +169,7 @@ def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = R
     crds = [o for o in rendered.objects if o["kind"] == "CustomResourceDefinition"]
     kube.apply_all(crds)
     for crd in crds:
-        eventually(lambda crd=crd: _established(kube, crd["metadata"]["name"]), 30,
+        eventually(lambda crd=crd: crd_established(kube, crd["metadata"]["name"]), 30,
                    message=f"CRD {crd['metadata']['name']} established")
     kube.apply_all([o for o in rendered.objects if o["kind"] in INSTALL_KINDS[1:]])
     token = kube.token_for(NAMESPACE, SERVICE_ACCOUNT)
@@ -181,7 +181,7 @@ def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = R
     return Installation(kube, workdir, cert_dir, kubeconfig, policies)
 
 
-def _established(kube: Kube, name: str) -> bool:
+def crd_established(kube: Kube, name: str) -> bool:
     crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
     return bool(crd) and any(c["type"] == "Established" and c["status"] == "True"
-                             for c in crd.get("status", {}).get("conditions", []))
+                             for c in (crd.get("status") or {}).get("conditions") or [])

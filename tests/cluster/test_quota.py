@@ -64,3 +64,29 @@ def test_a_second_gpu_pod_is_refused_with_what_to_do(admin: Kube, quartermaster:
     eventually(lambda: admin.kubectl_create(pod("second", namespace, limits={"nvidia.com/gpu": 1}),
                                             check=False).returncode == 0, 30,
                message="the second pod admitted once the first is gone")
+
+
+def test_claims_forged_to_look_like_the_schedulers_are_charged_in_full(admin: Kube,
+                                                                       quartermaster: Installation) -> None:
+    """The KEP-5004 claim marker and a controller ownerReference to the user's own pod are the user's to write:
+    through the real API server, only one of eight such claims fits a one-GPU profile."""
+    namespace = make_profile(admin)["metadata"]["name"]
+    greedy = pod("greedy", namespace)
+    greedy["spec"]["resourceClaims"] = [{"name": f"c{i}", "resourceClaimName": f"forged-{i}"} for i in range(8)]
+    greedy["spec"]["containers"][0]["resources"]["claims"] = [{"name": f"c{i}"} for i in range(8)]
+    uid = admin.create(greedy)["metadata"]["uid"]
+    created = []
+    for i in range(8):
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": f"forged-{i}", "namespace": namespace,
+                              "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+                              "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "greedy", "uid": uid,
+                                                   "controller": True, "blockOwnerDeletion": True}]},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                               "count": 1}}]}}}
+        result = admin.kubectl_create(claim, check=False)
+        created.append(result.returncode == 0)
+        if result.returncode != 0:
+            assert "denied the request" in result.stderr and "GPU" in result.stderr, result.stderr
+    assert created.count(True) == 1, created
+    assert len(admin.list("resource.k8s.io/v1", "ResourceClaim", namespace)) == 1

@@ -88,3 +88,29 @@ async def test_api_defaults_on_the_refresher_are_not_a_mismatch(qm):
         refresher["startupProbe"].setdefault(key, default)
     again = await mutate(qm, defaulted)
     assert again.verdict.allowed and again.verdict.patch == ()
+
+
+API_TOKEN_MOUNT = {"name": "kube-api-access-x7k2p", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                   "readOnly": True}
+
+
+async def test_the_service_account_token_mount_on_the_refresher_is_not_a_mismatch(qm):
+    """On reinvocation the API server's ServiceAccount plugin has mounted the pod's token into the refresher too
+    (seen on the real control plane: every notebook pod was refused as 'a conflict with the pod')."""
+    pod, _, _ = await injected(qm)
+    reinvoked = copy.deepcopy(pod)
+    reinvoked["spec"]["volumes"].append({"name": API_TOKEN_MOUNT["name"], "projected": {"sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}})
+    for container in reinvoked["spec"]["initContainers"] + reinvoked["spec"]["containers"]:
+        container.setdefault("volumeMounts", []).append(dict(API_TOKEN_MOUNT))
+    again = await mutate(qm, reinvoked)
+    assert again.verdict.allowed and again.verdict.patch == ()
+
+
+async def test_another_mount_on_the_refresher_is_still_a_mismatch(qm):
+    pod, _, _ = await injected(qm)
+    reinvoked = copy.deepcopy(pod)
+    reinvoked["spec"]["volumes"].append({"name": "kube-api-access-evil", "emptyDir": {}})
+    reinvoked["spec"]["initContainers"][0]["volumeMounts"].append(
+        {"name": "kube-api-access-evil", "mountPath": "/opt/hook"})
+    assert "oidc-token-refresher" in await refused(qm, reinvoked)

@@ -32,6 +32,30 @@ def _without_timing(key: str, value: Any) -> Any:
     return value
 
 
+# The ServiceAccount admission plugin mounts the pod's API token into every container, the refresher included:
+# it runs again after mutating webhooks (reinvocation), so the refresher it sees has that mount, and so does the
+# validating phase. The mount is the API server's, not the pod author's, and reads only the pod's own token.
+API_TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+API_TOKEN_VOLUME_PREFIX = "kube-api-access-"
+
+
+def without_api_token_mount(container: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The container as the pod's author or a webhook wrote it: without the API server's token mount."""
+    mounts = container.get("volumeMounts")
+    if not isinstance(mounts, list) or not mounts:
+        return container
+    kept = [m for m in mounts if not (is_mapping(m) and m.get("mountPath") == API_TOKEN_MOUNT_PATH
+                                      and str(m.get("name", "")).startswith(API_TOKEN_VOLUME_PREFIX))]
+    if len(kept) == len(mounts):
+        return container
+    out = dict(container)
+    if kept:
+        out["volumeMounts"] = kept
+    else:
+        del out["volumeMounts"]
+    return out
+
+
 def refresher_mismatch(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:
     """The first code-bearing field where a pre-set refresher is not exactly ours, or None."""
     for key in CODE_FIELDS:

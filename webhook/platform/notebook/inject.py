@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.notebook.config import HomeSpec, NotebookSpec, SidecarMode
-from webhook.platform.notebook.credentials import credential_conflicts, refresher_mismatch
+from webhook.platform.notebook.credentials import credential_conflicts, refresher_mismatch, without_api_token_mount
 from webhook.platform.notebook.merge import (Conflict, MergeLog, covers, merge_mount, merge_named, merge_scalar,
                                              same_path)
 from webhook.platform.notebook.render import Desired
@@ -107,6 +107,7 @@ def _place_sidecar(pod_spec: dict[str, Any], sidecar: Mapping[str, Any], mode: S
         for existing in pod_spec.get(key) or []:
             if existing.get("name") != sidecar["name"]:
                 continue
+            existing = without_api_token_mount(existing)
             ours = key == own_list and covers(existing, sidecar)
             mismatch = refresher_mismatch(existing, sidecar) if ours else None
             if not ours or mismatch:
