@@ -7,7 +7,11 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cluster.control import ControlPlaneError, down, up
+import json
+import os
+import signal
+
+from tests.cluster.control import ClusterRecord, ControlPlaneError, binary, down, up
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,8 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("up", help="start it in DIR and return once it is ready; leaves DIR/admin.kubeconfig")
     start.add_argument("directory", type=Path)
-    stop = commands.add_parser("down", help="stop the control plane started in DIR")
+    stop = commands.add_parser("down", help="stop the control plane started in DIR (and Quartermaster, if installed)")
     stop.add_argument("directory", type=Path)
+    setup = commands.add_parser("install", help="install Quartermaster into the control plane of DIR as the tests do: "
+                                "the chart's CRDs and RBAC, one live replica, the chart's webhook configurations")
+    setup.add_argument("directory", type=Path)
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
@@ -25,13 +32,47 @@ def main(argv: list[str] | None = None) -> int:
             record = up(args.directory)
             print(f"control plane ready in {time.monotonic() - started:.1f} s: {record.server}")
             print(f"kubectl --kubeconfig {record.admin_kubeconfig} get nodes")
+        elif args.command == "install":
+            print(install_quartermaster(args.directory.resolve()))
         else:
+            stop_quartermaster(args.directory.resolve())
             down(args.directory)
             print(f"control plane in {args.directory} stopped")
     except ControlPlaneError as error:
         print(f"python -m tests.cluster {args.command}: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def install_quartermaster(directory: Path) -> str:
+    """One replica of `quartermaster serve --kubeconfig`, left running; its pid in DIR/quartermaster.json."""
+    from tests.cluster.devices import device_classes, resource_slices
+    from tests.cluster.kube import Kube
+    from tests.cluster.kubeflow import install_notebook_crd
+    from tests.cluster.quartermaster import install
+
+    record = ClusterRecord.read(directory)
+    admin = Kube(record, record.admin_kubeconfig, binary())
+    admin.apply_all(device_classes())
+    admin.apply_all(resource_slices())
+    install_notebook_crd(admin)
+    installation = install(admin, record, directory / "quartermaster")
+    replica = installation.start_replica("replica-a")
+    installation.url = f"https://127.0.0.1:{replica.port}"
+    installation.register()
+    (directory / "quartermaster.json").write_text(json.dumps({"pid": replica.process.pid, "port": replica.port}))
+    return (f"quartermaster serve --kubeconfig {installation.kubeconfig} on https://127.0.0.1:{replica.port} "
+            f"(log: {replica.log}); webhooks registered")
+
+
+def stop_quartermaster(directory: Path) -> None:
+    path = directory / "quartermaster.json"
+    if path.exists():
+        try:
+            os.kill(json.loads(path.read_text())["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        path.unlink()
 
 
 if __name__ == "__main__":
