@@ -90,3 +90,25 @@ def test_claims_forged_to_look_like_the_schedulers_are_charged_in_full(admin: Ku
             assert "denied the request" in result.stderr and "GPU" in result.stderr, result.stderr
     assert created.count(True) == 1, created
     assert len(admin.list("resource.k8s.io/v1", "ResourceClaim", namespace)) == 1
+
+
+def _create_claim(admin: Kube, namespace: str, index: int) -> CreateOutcome:
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": f"claim-{index}", "namespace": namespace},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                           "count": 1}}]}}}
+    try:
+        admin.resource("resource.k8s.io/v1", "ResourceClaim").create(body=claim, namespace=namespace)
+        return CreateOutcome(True, 201, "")
+    except ApiException as error:
+        return CreateOutcome(False, error.status, error.body or "")
+
+
+def test_concurrent_claims_created_directly_admit_exactly_one(admin: Kube, quartermaster: Installation) -> None:
+    for round_number in range(3):
+        namespace = make_profile(admin, prefix="claims")["metadata"]["name"]
+        with ThreadPoolExecutor(CONCURRENT) as pool:
+            outcomes = list(pool.map(lambda i: _create_claim(admin, namespace, i), range(CONCURRENT)))
+        assert sum(o.admitted for o in outcomes) == 1, f"round {round_number}: {[o.status for o in outcomes]}"
+        assert len(admin.list("resource.k8s.io/v1", "ResourceClaim", namespace)) == 1
+        admin.delete("v1", "Namespace", namespace)
