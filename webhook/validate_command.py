@@ -12,6 +12,7 @@ from typing import TextIO
 
 from webhook.app import Quartermaster, Settings
 from webhook.model.quickinit import frozen_dataclass
+from webhook.policy.broken import broken_policies
 from webhook.policy.loader import LoadResult
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
@@ -40,17 +41,7 @@ def _kept_broken(result: LoadResult, base: Path) -> tuple[str, ...]:
     """Policies that load with a compile error kept as a value (a CEL expression that does not parse):
     `serve` takes them and lets their failure policy answer every request they match (Fail: a denial), so a
     linter that passed them would pass a policy that refuses every pod."""
-    out = []
-    for policy in result.policies:
-        if policy.error is None:
-            continue
-        source = policy.source
-        prefix = f"{source.file}#{source.document} "
-        detail = f" field {policy.error[len(prefix):]}" if policy.error.startswith(prefix) else f": {policy.error}"
-        action = getattr(policy.failure_policy, "value", policy.failure_policy)
-        out.append(f"{base / source.file}: document {source.document}{detail} ({policy.id} would answer every "
-                   f"request it matches with its failure policy, {action})")
-    return tuple(out)
+    return tuple(broken.describe(str(base / broken.source.file)) for broken in broken_policies(result.policies))
 
 
 def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO,

@@ -125,6 +125,8 @@ class Metrics:
         self._connections_closed = _Bound(Counter(
             f"{PREFIX}_connections_closed", "Connections the server closed, by reason (timeouts, cap)", ["reason"],
             registry=registry))
+        self._broken = Gauge(f"{PREFIX}_policies_broken", "Policies in service that do not compile: each answers every "
+                             "request it matches with its failure policy (listed in /readyz)", registry=registry)
         self._generation = Gauge(f"{PREFIX}_policy_snapshot_generation", "Generation of the policy snapshot in service",
                                  registry=registry)
 
@@ -167,10 +169,12 @@ class Metrics:
             for (policy, policy_kind, rule, outcome, action), count in counts.items():
                 self._rule_results(policy, policy_kind, rule, outcome, action.lower(), kind, namespace).inc(count)
 
-    def policy_load(self, errors: int, generation: int) -> None:
+    def policy_load(self, errors: int, generation: int, broken: int = 0) -> None:
+        """`broken`: policies of the snapshot in service kept with a compile error."""
         if errors:
             self._load_errors.inc(errors)
         self._failing.set(1 if errors else 0)
+        self._broken.set(broken)
         if not errors:
             self._generation.set(generation)
 

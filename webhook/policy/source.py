@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from webhook.model.errors import PolicyLoadError
+from webhook.policy.broken import broken_policies
 from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore, warm_batches
@@ -106,13 +107,16 @@ class DirectoryPolicySource:
         if result.ok:
             self._serving_files = frozenset(p.source.file for p in result.policies)
             self._generation += 1
+        broken = broken_policies(result.policies) if result.ok else self.store.status.broken
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
-            self.metrics.policy_load(len(result.errors), self._generation)
+            self.metrics.policy_load(len(result.errors), self._generation, len(broken))
         if result.ok:
             snapshot = PolicySnapshot.of(result.policies, self._generation, fingerprint)
             if self.warm:
                 warm_batches(snapshot)
-            self.store.publish(snapshot)
+            self.store.publish(snapshot, broken)
+            for policy in broken:  # served as they are: each answers with its failure policy
+                log.warning("policy does not compile: %s", policy.describe(), extra={"file": policy.source.file})
             log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
         else:
             self.store.refuse(result.errors)

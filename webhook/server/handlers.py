@@ -171,12 +171,14 @@ def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awa
             # a refused reload leaves the previous policies serving: degraded, still ready, so that a bad
             # ConfigMap edit never takes every replica out of the Service at once
             "policyErrors": errors,
+            # served, but each answers every request it matches with its failure policy (Fail: a denial)
+            "brokenPolicies": [policy.describe() for policy in status.broken],
         }
         details = getattr(services.state, "sync_details", None)  # live mode: per-kind informer state
         if callable(details):
             body["stateDetails"] = details()
         ready = status.loaded and services.state.synced
-        body["status"] = ("degraded" if errors else "ready") if ready else "unready"
+        body["status"] = ("degraded" if errors or status.broken else "ready") if ready else "unready"
         return web.json_response(body, status=200 if ready else 503)
 
     async def metrics(_: web.Request) -> web.Response:
