@@ -28,6 +28,7 @@ from webhook.policy.broken import broken_policies
 from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore, warm_batches
+from webhook.policy.testfiles import skipped_notice
 
 if TYPE_CHECKING:  # prometheus_client is imported by those who serve metrics only
     from webhook.observability.metrics import Metrics
@@ -100,6 +101,8 @@ class DirectoryPolicySource:
             log.exception("policy load failed")
             failure = PolicyLoadError(str(self.root), 0, None, "", f"policy load failed: {type(exc).__name__}: {exc}")
             result = LoadResult((), (failure,), ())
+        if result.skipped:
+            log.info("%s", skipped_notice(result.skipped))
         emptied = self._emptied(result)
         if emptied:
             result = replace(result, errors=result.errors + emptied)
