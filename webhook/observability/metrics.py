@@ -110,7 +110,8 @@ class Metrics:
         self._load_errors = Counter(f"{PREFIX}_policy_load_errors", "Policy documents refused on load or reload",
                                     registry=registry)
         self._malformed = _Bound(Counter(
-            f"{PREFIX}_malformed_requests", "Requests refused with HTTP 4xx before evaluation, by endpoint and status",
+            f"{PREFIX}_malformed_requests",
+            "Requests refused with HTTP 4xx before evaluation, by endpoint (http: refused by the HTTP parser) and status",
             ["endpoint", "status"], registry=registry))
         self._dropped = Counter(f"{PREFIX}_reports_dropped", "Policy results dropped because the report queue was full",
                                 registry=registry)
