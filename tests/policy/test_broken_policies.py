@@ -64,8 +64,19 @@ async def test_broken_policies_are_logged_listed_and_counted(tmp_path, caplog):
                         and r.getMessage().startswith("policy does not compile")]
             assert len(warnings) == 2 and all(any(w.endswith(line) for line in listed) for w in warnings), warnings
 
+            assert body["brokenPolicyCount"] == 2
             # the failure policy still answers (Fail: the pod is denied), as before
             assert (await server.admit("/validate", review(pod())))["allowed"] is False
+
+            # a reload of a set that still holds them says nothing new (policy objects reload on any change)
+            (policies / "good.yaml").write_text(POLICY.format(name="good", expression=GOOD) + "# edited\n")
+
+            async def reloaded():
+                status, body = await _readyz(server)
+                return body if body["policyGeneration"] == 2 else None
+
+            assert len((await eventually(reloaded, message="never reloaded"))["brokenPolicies"]) == 2
+            assert len([r for r in caplog.records if r.getMessage().startswith("policy does not compile")]) == 2
 
             # fixed on reload: ready again, nothing listed, nothing counted
             (policies / "syntax.yaml").write_text(POLICY.format(name="syntax", expression=GOOD))

@@ -110,7 +110,8 @@ class DirectoryPolicySource:
         if result.ok:
             self._serving_files = frozenset(p.source.file for p in result.policies)
             self._generation += 1
-        broken = broken_policies(result.policies) if result.ok else self.store.status.broken
+        before = self.store.status.broken
+        broken = broken_policies(result.policies) if result.ok else before
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
             self.metrics.policy_load(len(result.errors), self._generation, len(broken))
         if result.ok:
@@ -118,7 +119,9 @@ class DirectoryPolicySource:
             if self.warm:
                 warm_batches(snapshot)
             self.store.publish(snapshot, broken)
-            for policy in broken:  # served as they are: each answers with its failure policy
+            # served as they are (each answers with its failure policy); said once, not again on every reload of
+            # a set that still holds it (policy objects a tenant may write reload whenever any object changes)
+            for policy in sorted(set(broken) - set(before), key=broken.index):
                 log.warning("policy does not compile: %s", policy.describe(), extra={"file": policy.source.file})
             log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
         else:
