@@ -12,7 +12,9 @@ from typing import TextIO
 
 from webhook.app import Quartermaster, Settings
 from webhook.model.quickinit import frozen_dataclass
+from webhook.policy.broken import broken_policies
 from webhook.policy.loader import LoadResult
+from webhook.policy.testfiles import skipped_notice
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
 
@@ -23,6 +25,7 @@ class Checked:
     files: int
     policies: int
     problems: tuple[str, ...]
+    notice: str = ""  # what was left out as Kyverno CLI test material
 
 
 def check(path: Path, exception_namespaces: tuple[str, ...] = ()) -> Checked:
@@ -33,24 +36,15 @@ def check(path: Path, exception_namespaces: tuple[str, ...] = ()) -> Checked:
     base = path if path.is_dir() else path.parent
     problems = tuple(str(error).replace(error.file, str(base / error.file), 1) if error.file else str(error)
                      for error in result.errors)
-    return Checked(path, len(result.files), len(result.policies), problems + _kept_broken(result, base))
+    return Checked(path, len(result.files), len(result.policies), problems + _kept_broken(result, base),
+                   skipped_notice(result.skipped) if result.skipped else "")
 
 
 def _kept_broken(result: LoadResult, base: Path) -> tuple[str, ...]:
     """Policies that load with a compile error kept as a value (a CEL expression that does not parse):
     `serve` takes them and lets their failure policy answer every request they match (Fail: a denial), so a
     linter that passed them would pass a policy that refuses every pod."""
-    out = []
-    for policy in result.policies:
-        if policy.error is None:
-            continue
-        source = policy.source
-        prefix = f"{source.file}#{source.document} "
-        detail = f" field {policy.error[len(prefix):]}" if policy.error.startswith(prefix) else f": {policy.error}"
-        action = getattr(policy.failure_policy, "value", policy.failure_policy)
-        out.append(f"{base / source.file}: document {source.document}{detail} ({policy.id} would answer every "
-                   f"request it matches with its failure policy, {action})")
-    return tuple(out)
+    return tuple(broken.describe(str(base / broken.source.file)) for broken in broken_policies(result.policies))
 
 
 def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO,
@@ -60,6 +54,8 @@ def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO,
     for item in checked:
         for problem in item.problems:
             out.write(problem + "\n")
+        if item.notice:
+            err.write(f"quartermaster validate: note: {item.path}: {item.notice}\n")
         if not item.problems and not item.policies and not allow_empty:
             err.write(f"quartermaster validate: warning: {item.path}: no policy documents "
                       "(serve would admit everything unchanged; --allow-empty to silence)\n")

@@ -75,9 +75,14 @@ def test_a_family_that_raises_refuses_the_set_and_says_which(tmp_path):
     assert "the gates policy family failed: RuntimeError: bug" in error.message and error.file == "0.yaml"
 
 
-def test_unknown_kinds_name_every_family_s_kinds(tmp_path):
+def test_unknown_kinds_name_their_groups_kinds_or_the_policy_groups(tmp_path):
+    """One short line: the kinds of the document's API group when it has policies, else the policy groups
+    (the message listed every kind of every family, forty of them, on each stray document)."""
     (error,) = load(tmp_path, f"apiVersion: {API}\nkind: Fence\nmetadata: {{name: f}}\n").errors
-    assert f"{API} Gate" in error.message and f"{API} GateBinding" in error.message and "RequireLabel" in error.message
+    assert f"{API} Gate" in error.message and f"{API} GateBinding" in error.message and "RequireLabel" not in error.message
+    (tmp_path / "other").mkdir()
+    (error,) = load(tmp_path / "other", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n").errors
+    assert "not a policy" in error.message and "gates.example.org" in error.message and "quartermaster.dev" in error.message
 
 
 def test_a_kind_claimed_by_two_families_is_refused():

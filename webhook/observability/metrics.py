@@ -110,7 +110,8 @@ class Metrics:
         self._load_errors = Counter(f"{PREFIX}_policy_load_errors", "Policy documents refused on load or reload",
                                     registry=registry)
         self._malformed = _Bound(Counter(
-            f"{PREFIX}_malformed_requests", "Requests refused with HTTP 4xx before evaluation, by endpoint and status",
+            f"{PREFIX}_malformed_requests",
+            "Requests refused with HTTP 4xx before evaluation, by endpoint (http: refused by the HTTP parser) and status",
             ["endpoint", "status"], registry=registry))
         self._dropped = Counter(f"{PREFIX}_reports_dropped", "Policy results dropped because the report queue was full",
                                 registry=registry)
@@ -125,6 +126,8 @@ class Metrics:
         self._connections_closed = _Bound(Counter(
             f"{PREFIX}_connections_closed", "Connections the server closed, by reason (timeouts, cap)", ["reason"],
             registry=registry))
+        self._broken = Gauge(f"{PREFIX}_policies_broken", "Policies in service that do not compile: each answers every "
+                             "request it matches with its failure policy (listed in /readyz)", registry=registry)
         self._generation = Gauge(f"{PREFIX}_policy_snapshot_generation", "Generation of the policy snapshot in service",
                                  registry=registry)
 
@@ -167,10 +170,12 @@ class Metrics:
             for (policy, policy_kind, rule, outcome, action), count in counts.items():
                 self._rule_results(policy, policy_kind, rule, outcome, action.lower(), kind, namespace).inc(count)
 
-    def policy_load(self, errors: int, generation: int) -> None:
+    def policy_load(self, errors: int, generation: int, broken: int = 0) -> None:
+        """`broken`: policies of the snapshot in service kept with a compile error."""
         if errors:
             self._load_errors.inc(errors)
         self._failing.set(1 if errors else 0)
+        self._broken.set(broken)
         if not errors:
             self._generation.set(generation)
 

@@ -186,3 +186,16 @@ class FamilyRegistry:
     def known(self) -> list[str]:
         self._resolve_all()
         return sorted(f"{a} {k}" for a, k in self._owners)
+
+    def unknown(self, api_version: str, kind: str) -> str:
+        """Why (api_version, kind) is refused, in one short line: the kinds of its API group when the group
+        has policies, else the groups that do (a Pod or a ConfigMap beside the policies is not one)."""
+        group = api_version.split("/")[0] if "/" in api_version else ""
+        if group and (group in self._lazy or any(a.split("/")[0] == group for a, _ in self._owners)):
+            if group in self._lazy:  # only that group's family is imported to name its kinds
+                self._resolve(self._lazy[group])
+            kinds = sorted({f"{a} {k}" for a, k in self._owners if a.split("/")[0] == group})
+            return f"unknown policy kind {api_version} {kind}; the {group} policy kinds: {', '.join(kinds)}"
+        groups = sorted({a.split("/")[0] for a, _ in self._owners} | set(self._lazy))
+        return (f"unknown policy kind {api_version} {kind}: not a policy (policies are of the API groups "
+                f"{', '.join(groups)})")

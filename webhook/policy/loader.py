@@ -24,6 +24,7 @@ from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
 from webhook.policy.errors import schema_error
 from webhook.policy.family import CompileEnv, FamilyRegistry, PolicyFamily
+from webhook.policy.testfiles import in_test_folder, is_cli_document, named_files
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,8 @@ class LoadResult:
     policies: tuple[CompiledPolicy, ...]  # in load order (file order, then document order)
     errors: tuple[PolicyLoadError, ...]
     files: tuple[str, ...]
+    # documents left out as Kyverno CLI test material (policy/testfiles.py): (file, document index)
+    skipped: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -49,6 +52,7 @@ class _Gathered:
     documents: list[Document] = field(default_factory=list)
     errors: list[PolicyLoadError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, int]] = field(default_factory=list)
 
 
 class PolicyLoader:
@@ -64,7 +68,7 @@ class PolicyLoader:
         gathered = self._read(root)
         gathered.documents.extend(extra)
         policies, errors = self.compile_documents(gathered.documents)
-        return LoadResult(policies, tuple(gathered.errors) + errors, tuple(gathered.files))
+        return LoadResult(policies, tuple(gathered.errors) + errors, tuple(gathered.files), tuple(gathered.skipped))
 
     def compile_documents(self, documents: Sequence[Document]) -> tuple[tuple[CompiledPolicy, ...], tuple[PolicyLoadError, ...]]:
         """Check and compile documents already read (the `test` runner reads a suite's files itself)."""
@@ -91,16 +95,32 @@ class PolicyLoader:
     def _read(self, root: Path) -> _Gathered:
         out = _Gathered()
         base = root if root.is_dir() else root.parent
+        read: list[tuple[Path, list[Document]]] = []
         for path in policy_files(root):
             out.files.append(str(path))
             display = str(path.relative_to(base)) if path != root else path.name
             try:
-                out.documents.extend(read_documents(path, display))
+                read.append((path, list(read_documents(path, display))))
             except DocumentError as exc:
                 out.errors.append(PolicyLoadError(exc.file, exc.index, exc.line, "", exc.message))
             except (OSError, UnicodeDecodeError) as exc:
                 out.errors.append(PolicyLoadError(display, 0, None, "", f"cannot read: {exc}"))
+        # Kyverno CLI test suites beside the policies: the tests, and what they name or keep in .kyverno-test/
+        # unless it is a policy (a test names its policies too, and those load as policies)
+        test_material = {named for path, documents in read for doc in documents if is_cli_document(doc.data)
+                         for named in named_files(doc.data, path)}
+        for path, documents in read:
+            aside = in_test_folder(path) or path.resolve() in test_material
+            for doc in documents:
+                if is_cli_document(doc.data) or (aside and not self._is_policy(doc.data)):
+                    out.skipped.append((doc.file, doc.index))
+                else:
+                    out.documents.append(doc)
         return out
+
+    def _is_policy(self, data: Any) -> bool:
+        api_version, kind = (data.get("apiVersion"), data.get("kind")) if isinstance(data, dict) else (None, None)
+        return isinstance(api_version, str) and isinstance(kind, str) and self.registry.owner(api_version, kind) is not None
 
     def check_document(self, doc: Document) -> PolicyLoadError | None:
         """The envelope and, when the kind has one, the schema; None when a family may compile it."""
@@ -112,8 +132,7 @@ class PolicyLoader:
             return PolicyLoadError(doc.file, doc.index, doc.line_of([]), "apiVersion" if not isinstance(api_version, str) else "kind",
                                    "apiVersion and kind must be strings")
         if self.registry.owner(api_version, kind) is None:
-            return PolicyLoadError(doc.file, doc.index, doc.line_of(["kind"]), "kind",
-                                   f"unknown policy kind {api_version} {kind}; known kinds: {', '.join(self.registry.known())}")
+            return PolicyLoadError(doc.file, doc.index, doc.line_of(["kind"]), "kind", self.registry.unknown(api_version, kind))
         validator = self.registry.validator(api_version, kind)
         if validator is None or validator.is_valid(data):
             return None

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy, Phase, PolicyBatch, PolicyId
 from webhook.model.quickinit import frozen_dataclass
+from webhook.policy.broken import BrokenPolicy
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,9 @@ class LoadStatus:
 
     errors: tuple[PolicyLoadError, ...] = ()
     loaded: bool = False
+    # policies of the snapshot in service that compiled with an error kept as a value (they answer with their
+    # failure policy): served, but shown, as the refused errors are
+    broken: tuple[BrokenPolicy, ...] = ()
 
 
 @dataclass
@@ -84,9 +88,9 @@ class PolicyStore:
     snapshot: PolicySnapshot = field(default_factory=PolicySnapshot)
     status: LoadStatus = field(default_factory=LoadStatus)
 
-    def publish(self, snapshot: PolicySnapshot) -> None:
+    def publish(self, snapshot: PolicySnapshot, broken: Sequence[BrokenPolicy] = ()) -> None:
         self.snapshot = snapshot
-        self.status = LoadStatus(errors=(), loaded=True)
+        self.status = LoadStatus(errors=(), loaded=True, broken=tuple(broken))
 
     def refuse(self, errors: Sequence[PolicyLoadError]) -> None:
-        self.status = LoadStatus(errors=tuple(errors), loaded=self.status.loaded)
+        self.status = LoadStatus(errors=tuple(errors), loaded=self.status.loaded, broken=self.status.broken)

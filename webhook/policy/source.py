@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from webhook.model.errors import PolicyLoadError
+from webhook.policy.broken import broken_policies
 from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore, warm_batches
+from webhook.policy.testfiles import skipped_notice
 
 if TYPE_CHECKING:  # prometheus_client is imported by those who serve metrics only
     from webhook.observability.metrics import Metrics
@@ -99,6 +101,8 @@ class DirectoryPolicySource:
             log.exception("policy load failed")
             failure = PolicyLoadError(str(self.root), 0, None, "", f"policy load failed: {type(exc).__name__}: {exc}")
             result = LoadResult((), (failure,), ())
+        if result.skipped:
+            log.info("%s", skipped_notice(result.skipped))
         emptied = self._emptied(result)
         if emptied:
             result = replace(result, errors=result.errors + emptied)
@@ -106,13 +110,19 @@ class DirectoryPolicySource:
         if result.ok:
             self._serving_files = frozenset(p.source.file for p in result.policies)
             self._generation += 1
+        before = self.store.status.broken
+        broken = broken_policies(result.policies) if result.ok else before
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
-            self.metrics.policy_load(len(result.errors), self._generation)
+            self.metrics.policy_load(len(result.errors), self._generation, len(broken))
         if result.ok:
             snapshot = PolicySnapshot.of(result.policies, self._generation, fingerprint)
             if self.warm:
                 warm_batches(snapshot)
-            self.store.publish(snapshot)
+            self.store.publish(snapshot, broken)
+            # served as they are (each answers with its failure policy); said once, not again on every reload of
+            # a set that still holds it (policy objects a tenant may write reload whenever any object changes)
+            for policy in sorted(set(broken) - set(before), key=broken.index):
+                log.warning("policy does not compile: %s", policy.describe(), extra={"file": policy.source.file})
             log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
         else:
             self.store.refuse(result.errors)

@@ -37,6 +37,7 @@ def json_bytes(obj: object) -> bytes:
 
 
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
+MAX_LISTED = 50  # broken policies /readyz names (policy objects may be many); brokenPolicyCount has them all
 
 
 @frozen_dataclass
@@ -171,12 +172,15 @@ def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awa
             # a refused reload leaves the previous policies serving: degraded, still ready, so that a bad
             # ConfigMap edit never takes every replica out of the Service at once
             "policyErrors": errors,
+            # served, but each answers every request it matches with its failure policy (Fail: a denial)
+            "brokenPolicies": [policy.describe() for policy in status.broken[:MAX_LISTED]],
+            "brokenPolicyCount": len(status.broken),
         }
         details = getattr(services.state, "sync_details", None)  # live mode: per-kind informer state
         if callable(details):
             body["stateDetails"] = details()
         ready = status.loaded and services.state.synced
-        body["status"] = ("degraded" if errors else "ready") if ready else "unready"
+        body["status"] = ("degraded" if errors or status.broken else "ready") if ready else "unready"
         return web.json_response(body, status=200 if ready else 503)
 
     async def metrics(_: web.Request) -> web.Response:

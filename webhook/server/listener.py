@@ -20,6 +20,7 @@ from webhook.observability.metrics import Metrics
 from webhook.server.fastlane import FastLane
 from webhook.server.guard import ADMISSION, CLIENT_CERT_REQUIRED, GUARD, ConnectionGuard
 from webhook.server.limits import ServerLimits
+from webhook.server.parse_errors import ParserRefusalLog
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,9 @@ class Listener:
         self.limits = limits
         self.metrics = metrics
         self.guard: ConnectionGuard = app[GUARD]
+        # logger: what aiohttp's parser refuses is one quiet counted line, not an error traceback
         self._runner = web.AppRunner(app, shutdown_timeout=SHUTDOWN_SECONDS, access_log=None,
-                                     keepalive_timeout=limits.idle_seconds)
+                                     keepalive_timeout=limits.idle_seconds, logger=ParserRefusalLog(metrics))
         self._server: asyncio.AbstractServer | None = None
         self.lane: FastLane | None = None
         self._tasks: list[asyncio.Task[Any]] = []

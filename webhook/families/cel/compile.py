@@ -9,7 +9,8 @@ from webhook.cel.estimate import policy_problem, policy_total
 from webhook.families.cel import autogen, generating, mutating, validating
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
-from webhook.families.cel.scope import MALFORMED, CompileFailed, Variables, as_failure
+from webhook.families.cel.scope import (MALFORMED, CompileFailed, Variables, as_failure, check_variable_refs,
+                                        compiled_exprs)
 from webhook.model.exception_trust import ANY_RESOURCE
 from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.policy.documents import Document
@@ -28,9 +29,12 @@ def identity(doc: Document) -> PolicyId:
 
 def _variant(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
              config: str = "") -> Variant:
-    return Variant(parse_match(spec.get("matchConstraints"), "spec.matchConstraints"),
-                   Conditions.compile(cel, spec.get("matchConditions"), "spec.matchConditions", env),
-                   Variables.compile(cel, spec.get("variables"), "spec.variables", env), body(spec), config)
+    with compiled_exprs() as exprs:
+        variant = Variant(parse_match(spec.get("matchConstraints"), "spec.matchConstraints"),
+                          Conditions.compile(cel, spec.get("matchConditions"), "spec.matchConditions", env),
+                          Variables.compile(cel, spec.get("variables"), "spec.variables", env), body(spec), config)
+    check_variable_refs(exprs, variant.variables.order, "spec.variables")
+    return variant
 
 
 def variants(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],

@@ -8,9 +8,11 @@ as Kubernetes' lazy variable map behaves.
 
 from __future__ import annotations
 
+import contextvars
 import time
+from contextlib import contextmanager
 from dataclasses import field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler, CelError
 from webhook.model.lookups import Lookups
@@ -58,7 +60,40 @@ def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
     refs = frozenset(program.variable_refs)
     if getattr(program, "uses_all_variables", False):  # `variables` used whole: any of them may be read
         refs = refs | {ALL}
-    return Expr(field, text, program, refs)
+    expr = Expr(field, text, program, refs)
+    compiled = _COMPILED.get()
+    if compiled is not None:
+        compiled.append(expr)
+    return expr
+
+
+# the expressions compiled for one policy variant, so that their `variables.x` reads can be checked against the
+# variables it declares once all are known (compile_expr is called from each kind's body compiler)
+_COMPILED: contextvars.ContextVar[list[Expr] | None] = contextvars.ContextVar("quartermaster_cel_variant_exprs",
+                                                                               default=None)
+
+
+@contextmanager
+def compiled_exprs() -> Iterator[list[Expr]]:
+    """Every Expr compiled inside, in compile order."""
+    exprs: list[Expr] = []
+    token = _COMPILED.set(exprs)
+    try:
+        yield exprs
+    finally:
+        _COMPILED.reset(token)
+
+
+def check_variable_refs(exprs: Sequence[Expr], declared: Sequence[str], field: str) -> None:
+    """A read of a variable the policy does not declare is a compile error, as Kubernetes' typed `variables`
+    makes it (`undefined field`); left to run, it failed on every request the policy matched."""
+    names = set(declared)
+    for expr in exprs:
+        missing = sorted(expr.refs - names - {ALL})
+        if missing:
+            known = ", ".join(declared) if declared else "none"
+            raise CompileFailed(expr.field, f"reads undefined variable {', '.join(f'variables.{m}' for m in missing)} "
+                                            f"({field} declares: {known})")
 
 
 @frozen_dataclass
