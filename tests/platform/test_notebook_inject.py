@@ -50,10 +50,10 @@ def test_the_credentials_reach_the_sidecar_only_and_the_token_is_read_only_for_t
     assert by_name(notebook["volumeMounts"], "oidc-token")["readOnly"] is True
     assert by_name(pod["spec"]["volumes"], "oidc-token")["emptyDir"]["medium"] == "Memory"
     assert by_name(pod["spec"]["volumes"], "oidc-credentials")["secret"] == {"secretName": "oidc-jdoe"}
-    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-e", "/var/run/secrets/oidc/.ready"]
+    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-e", "/run/secrets/oidc/.ready"]
     assert sidecar["command"] == ["quartermaster", "token-refresher"]
-    assert "--token-file=/var/run/secrets/oidc/token" in sidecar["args"]
-    assert by_name(notebook["env"], "OAUTH2_TOKEN")["value"] == "FILE:/var/run/secrets/oidc/token"
+    assert "--token-file=/run/secrets/oidc/token" in sidecar["args"]
+    assert by_name(notebook["env"], "OAUTH2_TOKEN")["value"] == "FILE:/run/secrets/oidc/token"
     assert by_name(notebook["env"], "HOME")["value"] == notebook["workingDir"] == "/eos/user/j/jdoe"
     assert_valid_k8s(pod)
 
