@@ -194,7 +194,7 @@ def _home(raw: Mapping[str, Any]) -> HomeSpec:
         if posixpath.normpath(relocate) == posixpath.normpath(workspace_path):
             raise PolicyCompileError("spec.home.workspace.relocateTo", "must differ from spec.home.workspace.mountPath")
     return HomeSpec(raw.get("volumeName", "home"), volume, mount_path, home_path, raw.get("mountPropagation"),
-                    bool(raw.get("readOnly", False)), raw.get("homeEnv", "HOME"), bool(raw.get("setWorkingDir", True)),
+                    bool(raw.get("readOnly", False)), raw.get("homeEnv", "HOME"), bool(raw.get("setWorkingDir", False)),
                     workspace_path, relocate)
 
 
