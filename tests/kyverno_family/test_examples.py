@@ -43,5 +43,5 @@ async def test_same_pod_as_the_notebook_battery_home_part(tmp_path):
     from_battery = await _admit(tmp_path / "battery")
     from_cluster_policy = await _admit(EXAMPLE / "notebook-home.yaml")
     assert from_cluster_policy == from_battery
-    assert from_cluster_policy["spec"]["containers"][0]["workingDir"] == "/eos/user/j/jdoe"
+    assert from_cluster_policy["spec"]["containers"][0]["workingDir"] == "/home/jovyan"  # setWorkingDir: false
     assert_valid_k8s(from_cluster_policy)

@@ -50,11 +50,12 @@ def test_the_credentials_reach_the_sidecar_only_and_the_token_is_read_only_for_t
     assert by_name(notebook["volumeMounts"], "oidc-token")["readOnly"] is True
     assert by_name(pod["spec"]["volumes"], "oidc-token")["emptyDir"]["medium"] == "Memory"
     assert by_name(pod["spec"]["volumes"], "oidc-credentials")["secret"] == {"secretName": "oidc-jdoe"}
-    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-e", "/var/run/secrets/oidc/.ready"]
+    assert sidecar["startupProbe"]["exec"]["command"] == ["test", "-e", "/run/secrets/oidc/.ready"]
     assert sidecar["command"] == ["quartermaster", "token-refresher"]
-    assert "--token-file=/var/run/secrets/oidc/token" in sidecar["args"]
-    assert by_name(notebook["env"], "OAUTH2_TOKEN")["value"] == "FILE:/var/run/secrets/oidc/token"
-    assert by_name(notebook["env"], "HOME")["value"] == notebook["workingDir"] == "/eos/user/j/jdoe"
+    assert "--token-file=/run/secrets/oidc/token" in sidecar["args"]
+    assert by_name(notebook["env"], "OAUTH2_TOKEN")["value"] == "FILE:/run/secrets/oidc/token"
+    assert by_name(notebook["env"], "HOME")["value"] == "/eos/user/j/jdoe"
+    assert notebook["workingDir"] == "/home/jovyan"  # Kubeflow's: runc enters it without the token (setWorkingDir)
     assert_valid_k8s(pod)
 
 
@@ -134,9 +135,9 @@ VARIANTS = {
     "plain": {"tokenRefresher": {"sidecar": "Plain"}},
     "relocate": {"home": {"mountPath": "/home/jovyan", "homePath": "/home/jovyan",
                           "workspace": {"action": "Relocate", "relocateTo": "/workspace"}}},
-    "all-override": {"containers": {"select": "All"}, "merge": {"env": "Override", "volumes": "Override",
+    "all-override": {"containers": {"select": "All"}, "home": {"setWorkingDir": True}, "merge": {"env": "Override", "volumes": "Override",
                                                                 "volumeMounts": "Override", "workingDir": "Override"}},
-    "keep-everything": {"merge": {"env": "Keep", "volumes": "Keep", "volumeMounts": "Keep", "workingDir": "Keep"}},
+    "keep-everything": {"home": {"setWorkingDir": True}, "merge": {"env": "Keep", "volumes": "Keep", "volumeMounts": "Keep", "workingDir": "Keep"}},
     "token-only": {"home": None},
     "home-only": {"tokenRefresher": None},
 }

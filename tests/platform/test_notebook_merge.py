@@ -81,10 +81,10 @@ def test_mounts_clash_by_path_as_well_as_by_name() -> None:
 
 
 def test_an_identical_mount_is_left_alone() -> None:
-    container = {"volumeMounts": [{"name": "t", "mountPath": "/var/run/secrets/oidc", "readOnly": True}]}
+    container = {"volumeMounts": [{"name": "t", "mountPath": "/run/secrets/oidc", "readOnly": True}]}
     before = {"volumeMounts": [dict(container["volumeMounts"][0])]}
     log = MergeLog()
-    merge_mount(container, {"name": "t", "mountPath": "/var/run/secrets/oidc", "readOnly": True}, Strategy.REJECT, "x", log)
+    merge_mount(container, {"name": "t", "mountPath": "/run/secrets/oidc", "readOnly": True}, Strategy.REJECT, "x", log)
     assert container == before and not log.conflicts
 
 

@@ -67,7 +67,7 @@ def test_the_default_policy_loads_with_the_registered_kinds(tmp_path: Path) -> N
     assert not policy.match.object_selector.matches({"app": "batch"})
     spec = policy.spec
     assert spec.refresher and spec.refresher.mode is SidecarMode.NATIVE
-    assert spec.refresher.token_path == "/var/run/secrets/oidc/token"
+    assert spec.refresher.token_path == "/run/secrets/oidc/token"
     assert spec.merge.env is Strategy.KEEP and spec.merge.volumes is Strategy.REJECT
     assert spec.home and spec.home.workspace_path == "/home/jovyan" and spec.home.relocate_workspace_to is None
 

@@ -28,7 +28,7 @@ def add_token_refresher_command(commands: argparse._SubParsersAction, summary: s
         "RFC 8693 token exchange) and write it for EOS as 'oauth2:<token>:<oauth-url>', mode 0600, owned by the\n"
         "running uid, replaced atomically. The credentials directory holds client_id, client_secret (absent for\n"
         "a public client) and refresh_token, as a mounted Secret.",
-        ["quartermaster token-refresher --credentials-dir /var/run/secrets/oidc --token-file /var/run/eos/token \\",
+        ["quartermaster token-refresher --credentials-dir /run/secrets/oidc --token-file /run/eos/token \\",
          "    --issuer https://auth.example.org/realms/platform",
          "quartermaster token-refresher --credentials-dir creds --token-file token --issuer https://idp --audience eos"],
         _run)

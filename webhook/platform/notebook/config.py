@@ -25,6 +25,11 @@ DEFAULT_PROBE_COMMAND = ("test", "-e", "{token_dir}/.ready")  # kept by `quarter
 DEFAULT_PLAIN_HOLD = ("/bin/sh", "-c", "until test -s {token_path}; do sleep 1; done")
 DEFAULT_NOTEBOOK_UID = 1000  # jovyan in Kubeflow's notebook images
 DEFAULT_NOTEBOOK_ENV = ({"name": "OAUTH2_TOKEN", "value": "FILE:{token_path}"},)
+# eosxd reads the token from the notebook's filesystem opening every path component with O_NOFOLLOW (EOS
+# fusex SecurityChecker), so a symlink anywhere on the path hides the token. Ubuntu-based images (Kubeflow's
+# notebooks) make these symlinks to /run.
+DEFAULT_TOKEN_DIR = "/run/secrets/oidc"
+SYMLINKED_PREFIXES = ("/var/run", "/var/lock")
 
 
 class Strategy(str, Enum):
@@ -189,7 +194,7 @@ def _home(raw: Mapping[str, Any]) -> HomeSpec:
         if posixpath.normpath(relocate) == posixpath.normpath(workspace_path):
             raise PolicyCompileError("spec.home.workspace.relocateTo", "must differ from spec.home.workspace.mountPath")
     return HomeSpec(raw.get("volumeName", "home"), volume, mount_path, home_path, raw.get("mountPropagation"),
-                    bool(raw.get("readOnly", False)), raw.get("homeEnv", "HOME"), bool(raw.get("setWorkingDir", True)),
+                    bool(raw.get("readOnly", False)), raw.get("homeEnv", "HOME"), bool(raw.get("setWorkingDir", False)),
                     workspace_path, relocate)
 
 
@@ -222,7 +227,7 @@ def _refresher(raw: Mapping[str, Any], home: HomeSpec | None) -> RefresherSpec:
         security_context=compile_tree(raw.get("securityContext") or {}, f"{field}.securityContext", frozenset()),
         startup_probe=_probe(raw.get("startupProbe") or {}, f"{field}.startupProbe", derived),
         token_volume=token.get("volumeName", "oidc-token"),
-        token_dir=posixpath.normpath(token.get("mountPath", "/var/run/secrets/oidc")),
+        token_dir=_token_dir(token.get("mountPath", DEFAULT_TOKEN_DIR), f"{field}.token.mountPath"),
         token_file=token.get("fileName", "token"),
         token_size_limit=size_limit,
         credentials_volume=creds.get("volumeName", "oidc-credentials"),
@@ -296,6 +301,17 @@ def _below(path: str, parent: str) -> bool:
 def _check_path(path: str, field: str) -> None:
     if not path.startswith("/") or ".." in path.split("/"):
         raise PolicyCompileError(field, f"must render to an absolute path without '..', got {path!r}")
+
+
+def _token_dir(path: str, field: str) -> str:
+    _check_path(path, field)
+    normal = posixpath.normpath(path)
+    for prefix in SYMLINKED_PREFIXES:
+        if _below(normal, prefix):
+            raise PolicyCompileError(field, f"{path!r} is under {prefix}, a symlink in Ubuntu-based notebook images: "
+                                            f"eosxd does not follow symlinks and would never find the token; "
+                                            f"use a path without symlinks, such as {DEFAULT_TOKEN_DIR}")
+    return normal
 
 
 def _check_name(name: str, field: str) -> None:

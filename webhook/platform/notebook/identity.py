@@ -24,6 +24,9 @@ from webhook.platform.base import CLASS_LABEL, ProfileInfo
 from webhook.platform.notebook.trust import NOTEBOOK_GROUP, TrustSpec, compile_trust, controller_ref
 
 CREATOR_ANNOTATION = "notebooks.kubeflow.org/creator"
+# Kubeflow's web apps (Jupyter, central dashboard) write this when no user header reached them: nobody
+# authenticated, so it names no one and must never become user "anonymous" with a home of its own.
+DEFAULT_ANONYMOUS = ("anonymous@kubeflow.org",)
 
 
 class Source(str, Enum):
@@ -46,6 +49,7 @@ class IdentitySpec:
     unlisted: IdentityRule  # classes the policy does not name
     creator_annotation: str
     deny_unknown: bool  # False: admit the pod without injection
+    anonymous: frozenset[str]  # lower-case e-mails that name nobody (an unauthenticated request)
     trust: TrustSpec  # who may write the links of the chain (trust.py)
 
     def rule_for(self, namespace: Mapping[str, Any] | None) -> tuple[str, IdentityRule]:
@@ -66,6 +70,7 @@ def compile_identity(raw: Mapping[str, Any]) -> IdentitySpec:
         else IdentityRule(Source.CREATOR)
     return IdentitySpec(raw.get("classLabel", CLASS_LABEL), raw.get("defaultClass", "personal"), classes, unlisted,
                         raw.get("creatorAnnotation", CREATOR_ANNOTATION), raw.get("onUnknown", "Deny") == "Deny",
+                        frozenset(u.strip().lower() for u in raw.get("anonymousUsers", DEFAULT_ANONYMOUS)),
                         compile_trust(raw))
 
 
@@ -94,6 +99,7 @@ def resolve(spec: IdentitySpec, profile: ProfileInfo, namespace: Mapping[str, An
     if rule.source is Source.FIXED:
         return Identity(rule.user, f"the {profile_class} identity {rule.user}")
     if rule.source is Source.OWNER:
+        refuse_anonymous_owner(spec, profile)
         return Identity(profile.user, f"owner {profile.owner or '(none)'} of profile {profile.namespace}", profile.owner)
     email, notebook = _creator(spec, profile.namespace, pod, lookups)
     local = email.split("@", 1)[0].strip() if "@" in email else ""
@@ -101,6 +107,13 @@ def resolve(spec: IdentitySpec, profile: ProfileInfo, namespace: Mapping[str, An
         raise UnknownIdentity(f"the {spec.creator_annotation} annotation of Notebook {notebook} is {email!r}, "
                               f"not an e-mail")
     return Identity(local, f"creator {email} of Notebook {notebook}", email)
+
+
+def refuse_anonymous_owner(spec: IdentitySpec, profile: ProfileInfo) -> None:
+    """A profile registered while no user header came through has the anonymous e-mail as owner: nobody's."""
+    if profile.owner.strip().lower() in spec.anonymous:
+        raise UnknownIdentity(f"the owner of profile {profile.namespace} is {profile.owner!r}, which Kubeflow "
+                              f"writes when nobody authenticated")
 
 
 def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups: Lookups) -> tuple[str, str]:
@@ -117,6 +130,9 @@ def _creator(spec: IdentitySpec, namespace: str, pod: Mapping[str, Any], lookups
     where = f"{namespace}/{notebook_ref['name']}"
     if not email:
         raise UnknownIdentity(f"Notebook {where} has no {spec.creator_annotation} annotation")
+    if email.lower() in spec.anonymous:
+        raise UnknownIdentity(f"the {spec.creator_annotation} annotation of Notebook {where} is {email!r}, which "
+                              f"Kubeflow's web app writes when no user header reached it")
     return email, where
 
 

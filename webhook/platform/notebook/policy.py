@@ -25,7 +25,7 @@ from webhook.model.results import Action, failed, passed, skipped
 from webhook.model.review import AdmissionRequest
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR, Battery, ProfileInfo, profile_info
 from webhook.platform.notebook.config import NotebookSpec, compile_spec
-from webhook.platform.notebook.identity import Identity, Source, UnknownIdentity, resolve
+from webhook.platform.notebook.identity import Identity, Source, UnknownIdentity, refuse_anonymous_owner, resolve
 from webhook.platform.notebook.credentials import secrets_read
 from webhook.platform.notebook.inject import credential_problems, credentials_secret, inject, notebook_indices
 from webhook.platform.notebook.merge import Conflict
@@ -105,6 +105,7 @@ class NotebookInjection(Battery):
             raise UnknownIdentity(refusal)
         _, rule = self.spec.identity.rule_for(ctx.namespace)
         if rule.source is Source.OWNER:
+            refuse_anonymous_owner(self.spec.identity, profile)
             return None
         return resolve(self.spec.identity, profile, ctx.namespace, obj, ctx.lookups)
 

@@ -140,6 +140,7 @@ IDENTITY = _object({
     "unlistedClasses": _IDENTITY_RULE,
     "creatorAnnotation": {"type": "string", "minLength": 1},
     "onUnknown": {"type": "string", "enum": ["Deny", "Skip"]},
+    "anonymousUsers": _USER_NAMES,  # e-mails that stand for "nobody authenticated": never an identity
     # who may write the links the identity is found through (trust.py): user names as the API server
     # authenticates them (system:serviceaccount:<namespace>:<name> for ServiceAccounts)
     "podCreators": {**_USER_NAMES, "minItems": 1},
