@@ -66,7 +66,9 @@ def _check_characters(name: str, text: str) -> None:
 # the reference reader, which then says what users have always seen. tests/policy/test_fast_yaml.py compares
 # the two readers over every YAML file of the repository and the conformance corpus, and over mutations.
 _FAST_LOADER = getattr(yaml, "CSafeLoader", None)
-_UNUSUAL = re.compile(r"[\t\r\x85\u2028\u2029\ufeff]|[|>][-+0-9]*#|^%|^[ -]*\?(?:\s|$)", re.MULTILINE)
+# a "? " anywhere, not only at a line's start: inside a flow collection libyaml reads `{a: b? c}` as a plain scalar
+# where PyYAML refuses it
+_UNUSUAL = re.compile(r"[\t\r\x85\u2028\u2029\ufeff]|[|>][-+0-9]*#|^%|\?(?:\s|$)", re.MULTILINE)
 _FAST_DEPTH = 64
 
 
