@@ -131,3 +131,23 @@ def test_a_deleted_object_releases_its_reservations():
     assert len(ledger.pending("jdoe", state)) == 1
     assert ledgers.release_deleted(ObjectKey("Pod", "jdoe", "p")) == 1
     assert ledger.pending("jdoe", state) == ()
+
+
+def test_a_pod_is_held_until_the_state_shows_its_claim_template_too():
+    """Watches of pods and claim templates keep no order between them: a pod the state shows before its template
+    would be charged nothing once its reservation was released (on the real control plane two replicas then
+    admitted two and three of twenty one-GPU pods)."""
+    state = InMemoryClusterState()
+    ledger = ReservationLedger()
+    gpu_pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "train", "namespace": "jdoe", "uid": "u-1"},
+               "spec": {"containers": [{"name": "main", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "quartermaster-gpu-1"}]}}
+    ledger.reserve("jdoe", gpu_pod, state, 30.0)
+    state.record_admitted(gpu_pod, "CREATE")
+    assert len(ledger.pending("jdoe", state)) == 1, "released while the pod's template is not shown"
+    state.record_admitted({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                           "metadata": {"name": "quartermaster-gpu-1", "namespace": "jdoe", "uid": "t-1"},
+                           "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                               "deviceClassName": "gpu.nvidia.com"}}]}}}}, "CREATE")
+    assert ledger.pending("jdoe", state) == ()

@@ -34,7 +34,8 @@ from webhook.kube.ledger_page import LedgerPage, ledger_name
 from webhook.kube.resources import CONFIG_MAPS
 from webhook.kube.settings import LiveSettings
 from webhook.kube.state import ApiRefused, retryable
-from webhook.model.cluster import POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, StateUnavailable
+from webhook.model.cluster import POD, StateUnavailable
+from webhook.state.ledger import charges_shown
 from webhook.state.replicas import Hold, HoldScope, Ruling
 
 log = logging.getLogger(__name__)
@@ -115,18 +116,8 @@ class ApiReservations:
         if current is not None and meta.get("uid") == hold.uid:
             if hold.replaces and str(meta.get("resourceVersion", "")) == hold.replaces:
                 return False
-            return hold.kind != POD or self._claims_shown(namespace, current)
+            return hold.kind != POD or charges_shown(self.state, namespace, current)
         return hold.uid in self.departed
-
-    def _claims_shown(self, namespace: str, pod: Mapping[str, Any]) -> bool:
-        # a pod's GPUs are those of the claims and claim templates it names; watches of different kinds keep no order
-        # between them, so a pod shown before them would be charged nothing, and its Hold counts until all show
-        spec_claims = ((pod.get("spec") or {}).get("resourceClaims")) or []
-        status_claims = ((pod.get("status") or {}).get("resourceClaimStatuses")) or []
-        needed = [(RESOURCE_CLAIM_TEMPLATE, c.get("resourceClaimTemplateName")) for c in spec_claims if isinstance(c, dict)]
-        needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in spec_claims if isinstance(c, dict)]
-        needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in status_claims if isinstance(c, dict)]
-        return all(self.state.get(kind, namespace, str(name)) is not None for kind, name in needed if name)
 
     def live(self, page: LedgerPage, scope: HoldScope, mine: Hold) -> tuple[Hold, ...]:
         """Other replicas' unexpired Holds, whether or not this replica's state shows their objects yet."""

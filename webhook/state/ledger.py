@@ -22,7 +22,7 @@ import itertools
 import time
 from typing import Any, Callable, Mapping
 
-from webhook.model.cluster import RESOURCE_CLAIM, ClusterState, ObjectKey
+from webhook.model.cluster import POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ClusterState, ObjectKey
 from webhook.model.quickinit import frozen_dataclass
 from webhook.state.replicas import ProcessReservations, SharedReservations
 from webhook.state.claim_authors import ClaimAuthors
@@ -44,6 +44,18 @@ def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
+def charges_shown(state: ClusterState, namespace: str, pod: Mapping[str, Any]) -> bool:
+    """Does the state show every claim and claim template the pod names? A pod's GPUs are theirs; watches of
+    different kinds keep no order between them, so a pod shown before them would be charged nothing, and what
+    was held for it must count until they show too."""
+    spec_claims = ((pod.get("spec") or {}).get("resourceClaims")) or []
+    status_claims = ((pod.get("status") or {}).get("resourceClaimStatuses")) or []
+    needed = [(RESOURCE_CLAIM_TEMPLATE, c.get("resourceClaimTemplateName")) for c in spec_claims if isinstance(c, dict)]
+    needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in spec_claims if isinstance(c, dict)]
+    needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in status_claims if isinstance(c, dict)]
+    return all(state.get(kind, namespace, str(name)) is not None for kind, name in needed if name)
+
+
 def reflected(reservation: Reservation, state: ClusterState) -> bool:
     """Does the state already show what this reservation stands for?"""
     key = reservation.key
@@ -56,7 +68,9 @@ def reflected(reservation: Reservation, state: ClusterState) -> bool:
         return str(_meta(current).get("resourceVersion", "")) not in reservation.stale_versions
     if current is None:
         return False
-    return not reservation.uid or _meta(current).get("uid") in (None, "", reservation.uid)
+    if reservation.uid and _meta(current).get("uid") not in (None, "", reservation.uid):
+        return False
+    return key.kind != POD or charges_shown(state, key.namespace, current)
 
 
 class ReservationLedger:
