@@ -45,13 +45,13 @@ def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def charges_shown(state: ClusterState, namespace: str, pod: Mapping[str, Any]) -> bool:
-    """Does the state show every claim and claim template the pod names? A pod's GPUs are theirs; watches of
-    different kinds keep no order between them, so a pod shown before them would be charged nothing, and what
-    was held for it must count until they show too."""
+    """Does the state show the claim templates the pod names, and the claims generated from them? A pod's GPUs
+    are theirs; watches of different kinds keep no order between them, so a pod shown before them would be
+    charged nothing, and what was held for it must count until they show too."""
     spec_claims = ((pod.get("spec") or {}).get("resourceClaims")) or []
     status_claims = ((pod.get("status") or {}).get("resourceClaimStatuses")) or []
+    # a claim the pod names by resourceClaimName is charged as itself, never through the pod: not waited for
     needed = [(RESOURCE_CLAIM_TEMPLATE, c.get("resourceClaimTemplateName")) for c in spec_claims if isinstance(c, dict)]
-    needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in spec_claims if isinstance(c, dict)]
     needed += [(RESOURCE_CLAIM, c.get("resourceClaimName")) for c in status_claims if isinstance(c, dict)]
     return all(state.get(kind, namespace, str(name)) is not None for kind, name in needed if name)
 
