@@ -115,9 +115,3 @@ class Kube:
         return [e for e in self.list("v1", "Event", namespace)
                 if e.get("involvedObject", {}).get("name") == name]
 
-
-def stored_json(kube: Kube, api_version: str, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    """The object as the API server stored it, as kubectl prints it (wire JSON, no client-side model)."""
-    plural = kube.resource(api_version, kind).name
-    return json.loads(kube.kubectl("get", f"{plural}.{api_version.split('/')[0]}" if "/" in api_version else plural,
-                                   name, "-n", namespace, "-o", "json").stdout)

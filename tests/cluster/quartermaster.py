@@ -29,8 +29,7 @@ from webhook.certs.generate import ensure_certificates, service_names
 NAMESPACE = RELEASE = "quartermaster"
 SERVICE_ACCOUNT = "quartermaster"
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-INSTALL_KINDS = ("CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                 "RoleBinding")
+IDENTITY_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 
 
 def free_port() -> int:
@@ -171,7 +170,7 @@ def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = R
     for crd in crds:
         eventually(lambda crd=crd: crd_established(kube, crd["metadata"]["name"]), 30,
                    message=f"CRD {crd['metadata']['name']} established")
-    kube.apply_all([o for o in rendered.objects if o["kind"] in INSTALL_KINDS[1:]])
+    kube.apply_all([o for o in rendered.objects if o["kind"] in IDENTITY_KINDS])
     token = kube.token_for(NAMESPACE, SERVICE_ACCOUNT)
     kubeconfig = workdir / "quartermaster.kubeconfig"
     kubeconfig.write_text(kubeconfig_text(record.server, record.pki, user_name="quartermaster", token=token))

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cluster.devices import node_devices
 from tests.cluster.kube import Kube, eventually
-from tests.cluster.predict import assert_stored_as_predicted, predict
+from tests.cluster.predict import Prediction, assert_stored_as_predicted, predict
 from tests.cluster.quartermaster import Installation
 from tests.cluster.workloads import deployment, job, make_profile, pod, pods_of
 
@@ -37,15 +37,23 @@ def _allocated_device(claim: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return result["pool"], published[result["device"]]
 
 
+def _admitted_as_predicted(admin: Kube, tmp_path, namespace: dict[str, Any],
+                           obj: dict[str, Any]) -> tuple[dict[str, Any], Prediction]:
+    """Create `obj` with kubectl once `quartermaster apply` admitted it, and check the Running pod the API server
+    stored against that prediction."""
+    predicted = predict(tmp_path, namespace, obj)
+    assert predicted.returncode == 0, predicted.table
+    admin.kubectl_create(obj)
+    stored = admin.wait_pod(namespace["metadata"]["name"], obj["metadata"]["name"])
+    assert_stored_as_predicted(predicted.admitted, stored)
+    return stored, predicted
+
+
 def test_a_plain_pod_is_stored_as_written(admin: Kube, quartermaster: Installation, tmp_path) -> None:
     namespace = make_profile(admin)
     name = namespace["metadata"]["name"]
-    plain = pod("plain", name)
-    predicted = predict(tmp_path, namespace, plain)
-    assert predicted.returncode == 0 and predicted.created("ResourceClaimTemplate") == []
-    admin.kubectl_create(plain)
-    stored = admin.wait_pod(name, "plain")
-    assert_stored_as_predicted(predicted.admitted, stored)
+    stored, predicted = _admitted_as_predicted(admin, tmp_path, namespace, pod("plain", name))
+    assert predicted.created("ResourceClaimTemplate") == []
     assert not stored["spec"].get("resourceClaims")
     assert stored["spec"]["nodeName"]
 
@@ -54,14 +62,9 @@ def test_a_legacy_gpu_pod_becomes_a_claim_the_scheduler_allocates(admin: Kube, q
                                                                    tmp_path) -> None:
     namespace = make_profile(admin)
     name = namespace["metadata"]["name"]
-    gpu_pod = pod("train", name, limits={"nvidia.com/gpu": 1})
-    predicted = predict(tmp_path, namespace, gpu_pod)
-    assert predicted.returncode == 0, predicted.table
+    stored, predicted = _admitted_as_predicted(admin, tmp_path, namespace,
+                                               pod("train", name, limits={"nvidia.com/gpu": 1}))
     [template] = predicted.created("ResourceClaimTemplate")
-
-    admin.kubectl_create(gpu_pod)
-    stored = admin.wait_pod(name, "train")
-    assert_stored_as_predicted(predicted.admitted, stored)
     stored_template = admin.get(RESOURCE, "ResourceClaimTemplate", template["metadata"]["name"], name)
     assert stored_template is not None, "the claim template the pod needs was not created through the API"
     assert_stored_as_predicted(template, stored_template)
@@ -78,11 +81,7 @@ def test_a_mig_pod_gets_a_slice_of_its_profile(admin: Kube, quartermaster: Insta
     namespace = make_profile(admin)
     name = namespace["metadata"]["name"]
     mig_pod = pod("mig", name, limits={"nvidia.com/mig-1g.10gb": 1})
-    predicted = predict(tmp_path, namespace, mig_pod)
-    assert predicted.returncode == 0, predicted.table
-    admin.kubectl_create(mig_pod)
-    stored = admin.wait_pod(name, "mig")
-    assert_stored_as_predicted(predicted.admitted, stored)
+    stored, _ = _admitted_as_predicted(admin, tmp_path, namespace, mig_pod)
     [claim] = _claims_of(admin, stored)
     node, device = _allocated_device(claim)
     assert node == "gpu-h100-mig-0"
@@ -97,11 +96,7 @@ def test_the_chosen_model_is_the_model_allocated(admin: Kube, quartermaster: Ins
     namespace = make_profile(admin)
     name = namespace["metadata"]["name"]
     chosen = pod("chosen", name, limits={"nvidia.com/gpu": 1}, annotations={"quartermaster.dev/gpu-model": model})
-    predicted = predict(tmp_path, namespace, chosen)
-    assert predicted.returncode == 0, predicted.table
-    admin.kubectl_create(chosen)
-    stored = admin.wait_pod(name, "chosen")
-    assert_stored_as_predicted(predicted.admitted, stored)
+    stored, _ = _admitted_as_predicted(admin, tmp_path, namespace, chosen)
     [claim] = _claims_of(admin, stored)
     node, _ = _allocated_device(claim)
     assert node == pool
