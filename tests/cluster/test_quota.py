@@ -35,10 +35,6 @@ def _create(admin: Kube, namespace: str, index: int) -> CreateOutcome:
         return CreateOutcome(False, error.status, error.body or "")
 
 
-# Known open (issue 38): exact in ten rounds of ten on a quiet machine, but under the full suite's load one run in
-# a few admitted a second pod in one round, after the fixes this test led to (a pod shown before its claim template,
-# a first decision reused after the ledger read). Kept running and reported (XPASS / XFAIL) until that is found.
-@pytest.mark.xfail(strict=False, reason="a residual cross-replica race under heavy load (issue 38)")
 def test_concurrent_gpu_pods_in_a_one_gpu_profile_admit_exactly_one(admin: Kube, quartermaster: Installation) -> None:
     assert len(quartermaster.replicas) == 2
     for round_number in range(ROUNDS):

@@ -79,3 +79,35 @@ async def test_two_first_writes_create_one_ledger(apiserver, kube_api, calls):
     assert ruling.decision == "fits beside them" and ledger.conflicts == 1
     stored = apiserver.get("v1", "ConfigMap", "quartermaster", NAME)
     assert sorted(stored["data"]) == ["profile-quota.uid-a", "profile-quota.uid-b"]
+
+
+async def test_another_replicas_hold_counts_until_this_replicas_count_includes_its_pod(apiserver, kube_api, calls):
+    """Replica B's informer shows replica A's pod in its cache before B's usage index hears of it: A's Hold must
+    still count then, or B admits a second GPU in a one-GPU profile."""
+    from tests.platform.quota_builders import compiled, lagging_state, pod, request
+    from webhook.model.policy import EvalContext
+    from webhook.state.ledger import ReservationLedgers
+
+    def replica(state):
+        ledgers = ReservationLedgers()
+        ledgers.share(ApiReservations(kube_api, calls, state, replace(FAST, namespace="quartermaster")))
+        return compiled(ledgers)
+
+    async def admitted(policy, state, obj):
+        req = request(obj)
+        ctx = EvalContext(state=state, namespace=state.get("Namespace", "", "jdoe"), dry_run=False,
+                          deadline=time.monotonic() + 5)
+        outcome = await policy.validate(req, req.object, ctx)
+        return not any(r.blocks for r in outcome.results), outcome
+
+    state_a, state_b = lagging_state(), lagging_state()
+    a, b = replica(state_a), replica(state_b)
+    assert (await admitted(b, state_b, pod("cpu-only", uid="uid-cpu")))[0]  # B has counted the profile once
+    assert (await admitted(a, state_a, pod("first", gpus=1, uid="uid-first")))[0]
+    state_b.late = True
+    state_b.record_admitted(pod("first", gpus=1, uid="uid-first"), "CREATE")  # in B's cache, B's listener not called
+    fits, outcome = await admitted(b, state_b, pod("second", gpus=1, uid="uid-second"))
+    assert not fits, outcome.results[0].message
+    state_b.flush()
+    fits, outcome = await admitted(b, state_b, pod("third", gpus=1, uid="uid-third"))
+    assert not fits and "first" in outcome.results[0].message

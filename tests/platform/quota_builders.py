@@ -185,3 +185,32 @@ def build(tmp_path: Path, *texts: str, state: InMemoryClusterState | None = None
 
 def request(obj: dict[str, Any] | None, **kw: Any) -> AdmissionRequest:
     return parse_review(json.dumps(review(obj, **kw)).encode())
+
+
+class NotifiedLate(InMemoryClusterState):
+    """A state whose listeners hear of a change a moment after its reads show it, as live mode's informer thread
+    puts an object into its cache and then calls the listeners: a decision on the event loop can run in between.
+    A double, because the real informer opens that window only by chance of thread scheduling; `late` holds the
+    events back until `flush`."""
+
+    def __init__(self, objects: Any = ()) -> None:
+        super().__init__(objects)
+        self.late = False
+        self.held: list[tuple[Any, str, str, Any]] = []
+
+    def add_listener(self, hook: Any) -> None:
+        def gated(kind: str, event: str, obj: Any) -> None:
+            if self.late:
+                self.held.append((hook, kind, event, obj))
+            else:
+                hook(kind, event, obj)
+        super().add_listener(gated)
+
+    def flush(self) -> None:
+        self.late, held, self.held = False, self.held, []
+        for hook, kind, event, obj in held:
+            hook(kind, event, obj)
+
+
+def lagging_state(*objects: dict[str, Any]) -> NotifiedLate:
+    return NotifiedLate(seeded_state(*objects).list("Namespace") + list(objects))

@@ -5,7 +5,7 @@ import asyncio
 from webhook.model.policy import EvalContext
 from webhook.state.ledger import ReservationLedgers
 from tests.kinds import REQUIRE_TEAM
-from tests.platform.quota_builders import build, compiled, pod, policy_text, request, seeded_state
+from tests.platform.quota_builders import build, compiled, lagging_state, pod, policy_text, request, seeded_state
 from tests.state.test_ledger import FakeClock
 
 
@@ -33,6 +33,20 @@ async def test_an_admitted_pod_is_held_until_the_state_shows_it():
     state.record_admitted({**pod("a", gpus=1)}, "CREATE")  # the API server persisted it
     assert policy.ledger.pending("jdoe", state) == ()
     assert blocked(await check(policy, state, pod("b", gpus=1)))  # now counted from the state
+
+
+async def test_a_pod_the_state_shows_before_its_listener_reports_it_is_still_counted():
+    """Live mode's informer shows the admitted pod in its cache a moment before the usage index hears of it: the
+    reservation must not be dropped on the cache's word while the count does not include the pod yet."""
+    policy, state = compiled(), lagging_state()
+    assert not blocked(await check(policy, state, pod("a", gpus=1, uid="uid-a")))
+    state.late = True
+    state.record_admitted(pod("a", gpus=1, uid="uid-a"), "CREATE")  # in the cache; the listener not called yet
+    second = await check(policy, state, pod("b", gpus=1, uid="uid-b"))
+    assert blocked(second), second.results[0].message
+    state.flush()
+    assert policy.ledger.pending("jdoe", state) == ()
+    assert blocked(await check(policy, state, pod("c", gpus=1, uid="uid-c")))  # now counted from the state
 
 
 async def test_a_rollback_releases_the_reservation():

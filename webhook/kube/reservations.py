@@ -1,13 +1,14 @@
 """The reservation ledger the replicas share, through the API server (webhook/state/replicas.py has the contract).
 
-For each admission that adds usage in a profile: read the profile's ledger (ledger_page.py), count the
-other replicas' unexpired Holds whose object this replica's informers do not show yet, decide again if
-there are any, and write the ledger with this admission's Hold, preconditioned on the resourceVersion
+For each admission that adds usage in a profile: read the profile's ledger (ledger_page.py), decide again
+with the other replicas' unexpired Holds if there are any (the quota leaves out those whose object its count
+includes already), and write the ledger with this admission's Hold, preconditioned on the resourceVersion
 that was read. A 409 means another replica wrote in between: read again and decide again. So of two
 replicas racing for the last GPU, exactly one records its Hold; the other then counts it.
 
-A Hold is not counted once the informer shows its object (the same uid; for an UPDATE, a resourceVersion
-past the one it replaced) or showed its deletion: the informer counts the object itself then, or it is gone.
+A Hold is not counted once the quota's count includes its object (the same uid; for an UPDATE, a
+resourceVersion past the one it replaced) or the informers showed its deletion: the object is counted itself
+then, or it is gone.
 
 All of it within the admission's deadline: when the API does not answer in time, StateUnavailable says so
 and the quota policy's failurePolicy decides. Expiry is judged on wall clocks (replicas on different
@@ -34,8 +35,7 @@ from webhook.kube.ledger_page import LedgerPage, ledger_name
 from webhook.kube.resources import CONFIG_MAPS
 from webhook.kube.settings import LiveSettings
 from webhook.kube.state import ApiRefused, retryable
-from webhook.model.cluster import POD, StateUnavailable
-from webhook.state.ledger import charges_shown
+from webhook.model.cluster import StateUnavailable
 from webhook.state.replicas import Hold, HoldScope, Ruling
 
 log = logging.getLogger(__name__)
@@ -47,9 +47,7 @@ DEPARTED_SECONDS = 3_600.0  # the longest reservationSeconds a ProfileQuota acce
 
 
 class WatchedState(Protocol):
-    """What the ledger reads of the live ClusterState: its objects, and its informers' events."""
-
-    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    """What the ledger reads of the live ClusterState: its informers' events (deletions end Holds)."""
 
     def add_listener(self, hook: EventHook) -> None: ...
 
@@ -109,23 +107,14 @@ class ApiReservations:
             del held[uid]
         return held
 
-    def shows(self, namespace: str, hold: Hold) -> bool:
-        """Does this replica's state account for the Hold's object already (or for its deletion)?"""
-        current = self.state.get(hold.kind, namespace, hold.name)
-        meta = (current or {}).get("metadata") or {}
-        if current is not None and meta.get("uid") == hold.uid:
-            if hold.replaces and str(meta.get("resourceVersion", "")) == hold.replaces:
-                return False
-            return hold.kind != POD or charges_shown(self.state, namespace, current)
-        return hold.uid in self.departed
-
     def live(self, page: LedgerPage, scope: HoldScope, mine: Hold) -> tuple[Hold, ...]:
-        """Other replicas' unexpired Holds, whether or not this replica's state shows their objects yet."""
+        """Other replicas' unexpired Holds, whether or not this replica's state shows their objects yet (the judge
+        leaves out those its count includes); a Hold whose object the informers saw deleted is over."""
         now = self.clock()
         withdrawn = self._withdrawn(scope)
         return tuple(h for h in page.holds(scope.policy).values()
                      if h.expires > now and h.uid != mine.uid and h.uid not in scope.counted
-                     and h.uid not in withdrawn)
+                     and h.uid not in withdrawn and h.uid not in self.departed)
 
     async def hold(self, scope: HoldScope, first: Ruling[D], judge: Callable[[tuple[Hold, ...]], Awaitable[Ruling[D]]]
                    ) -> Ruling[D]:
@@ -144,7 +133,7 @@ class ApiReservations:
                 live = self.live(page, scope, mine)
                 # `first` was decided on the state as it was before this read: a Hold whose object the state shows
                 # only now is counted by the state, so the decision is taken again on the state as it is now
-                ruling = first if not live else await judge(tuple(h for h in live if not self.shows(scope.namespace, h)))
+                ruling = first if not live else await judge(live)
                 if ruling.hold is None or not ruling.record:
                     return ruling  # refused with the other replicas' Holds counted, or a dry run: nothing to record
                 now = self.clock()

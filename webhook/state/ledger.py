@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
-from webhook.model.cluster import POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ClusterState, ObjectKey
+from webhook.model.cluster import POD, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ObjectKey
 from webhook.model.quickinit import frozen_dataclass
-from webhook.state.replicas import ProcessReservations, SharedReservations
+from webhook.state.replicas import Hold, ProcessReservations, SharedReservations
 from webhook.state.claim_authors import ClaimAuthors
 
 
@@ -40,11 +40,19 @@ class Reservation:
     serial: int
 
 
+class CountedObjects(Protocol):
+    """The objects a quota decision counts. A reservation (or another replica's Hold) stops counting only once
+    these show its object: in live mode the informer's cache shows an object a moment before the usage index
+    has re-read it, so asking the cache instead would drop a reservation the count does not include yet."""
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
 def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return (obj or {}).get("metadata") or {}
 
 
-def charges_shown(state: ClusterState, namespace: str, pod: Mapping[str, Any]) -> bool:
+def charges_shown(state: CountedObjects, namespace: str, pod: Mapping[str, Any]) -> bool:
     """Does the state show the claim templates the pod names, and the claims generated from them? A pod's GPUs
     are theirs; watches of different kinds keep no order between them, so a pod shown before them would be
     charged nothing, and what was held for it must count until they show too."""
@@ -56,7 +64,7 @@ def charges_shown(state: ClusterState, namespace: str, pod: Mapping[str, Any]) -
     return all(state.get(kind, namespace, str(name)) is not None for kind, name in needed if name)
 
 
-def reflected(reservation: Reservation, state: ClusterState) -> bool:
+def reflected(reservation: Reservation, state: CountedObjects) -> bool:
     """Does the state already show what this reservation stands for?"""
     key = reservation.key
     current = state.get(key.kind, key.namespace, key.name)
@@ -71,6 +79,17 @@ def reflected(reservation: Reservation, state: ClusterState) -> bool:
     if reservation.uid and _meta(current).get("uid") not in (None, "", reservation.uid):
         return False
     return key.kind != POD or charges_shown(state, key.namespace, current)
+
+
+def hold_shown(state: CountedObjects, namespace: str, hold: Hold) -> bool:
+    """Does `state` count the object of another replica's Hold already (then the Hold is not counted beside it)?"""
+    current = state.get(hold.kind, namespace, hold.name)
+    meta = _meta(current)
+    if current is None or meta.get("uid") != hold.uid:
+        return False
+    if hold.replaces and str(meta.get("resourceVersion", "")) == hold.replaces:
+        return False
+    return hold.kind != POD or charges_shown(state, namespace, current)
 
 
 class ReservationLedger:
@@ -91,7 +110,7 @@ class ReservationLedger:
             lock = self._locks[scope] = asyncio.Lock()
         return lock
 
-    def reserve(self, scope: str, obj: Mapping[str, Any], state: ClusterState, timeout: float,
+    def reserve(self, scope: str, obj: Mapping[str, Any], state: CountedObjects, timeout: float,
                 previous: Mapping[str, Any] | None = None) -> Reservation:
         """Hold `obj` for `timeout` seconds. `previous` is the old object of an UPDATE (None for a CREATE)."""
         key = ObjectKey.of(obj)
@@ -114,8 +133,9 @@ class ReservationLedger:
             del self._reservations[reservation.scope]
         return True
 
-    def pending(self, scope: str, state: ClusterState) -> tuple[Reservation, ...]:
-        """The reservations of one scope still in flight, oldest first; reflected and expired ones are dropped."""
+    def pending(self, scope: str, state: CountedObjects) -> tuple[Reservation, ...]:
+        """The reservations of one scope still in flight, oldest first; those `state` shows and expired ones are
+        dropped (for good: pass the objects the decision counts, never a fresher view than those)."""
         held = self._reservations.get(scope)
         if not held:
             return ()
@@ -138,6 +158,10 @@ class ReservationLedger:
         if key.kind == RESOURCE_CLAIM:
             self.claim_authors.forget(key.namespace, key.name)
         return len(gone)
+
+    def uids(self, scope: str) -> frozenset[str]:
+        """The uids this process holds in `scope` (without pruning): other replicas' copies of them are not counted."""
+        return frozenset(r.uid for r in self._reservations.get(scope, {}).values() if r.uid)
 
     def count(self, scope: str | None = None) -> int:
         """How many reservations are held (without pruning), for tests and metrics."""

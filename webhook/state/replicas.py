@@ -8,8 +8,8 @@ it was read (optimistic concurrency): of two replicas racing for the last GPU, o
 re-reads, sees that Hold and decides again.
 
 A Hold carries what the admission added (never the object: the ledger stays small) and an expiry. A replica
-counts the Holds of the profile whose object it does not see yet and that it does not hold itself, on top of
-what its state shows, so nothing is counted twice.
+counts the Holds of the profile whose object its count does not include yet and that it does not hold itself,
+on top of what its count shows, so nothing is counted twice.
 
 Two implementations: ProcessReservations (standalone, one process: its locks and ledger are the whole truth,
 there is nobody to share with) and the API-backed ledger of live mode (webhook/kube/reservations.py).
@@ -61,7 +61,8 @@ class Ruling(Generic[D]):
 
 class SharedReservations(Protocol):
     """The reservation ledger the replicas share. `hold` returns `first` (the decision without other replicas'
-    Holds) when no Hold of another replica counts, else what `judge` rules with those Holds; it records the
+    Holds) when no other replica holds anything unexpired in the scope, else what `judge` rules with those Holds
+    (the judge leaves out the Holds whose objects its own count includes); it records the
     ruling's Hold (unless the ruling says not to) before returning, so that a replica that decides later counts it. Raises StateUnavailable
     when it cannot read or record within the scope's deadline: the policy's failure policy then governs."""
 

@@ -62,6 +62,21 @@ class _StateUsage:
         return profile
 
 
+class IndexedObjects:
+    """What a decision on the usage index counts (the ledger's CountedObjects): the profile's objects as the index
+    last re-read them, and the state for what the index does not hold (other namespaces, kinds it does not count)."""
+
+    __slots__ = ("profile", "state")
+
+    def __init__(self, profile: ProfileUsage, state: Any) -> None:
+        self.profile, self.state = profile, state
+
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if namespace == self.profile.namespace and kind in COUNTED_KINDS:
+            return self.profile.objects[kind].get(name)
+        return self.state.get(kind, namespace, name)  # type: ignore[no-any-return]
+
+
 class UsageIndex:
     """Incremental usage per cluster state (weakly held) for one compiled quota policy's counting rules."""
 

@@ -33,14 +33,14 @@ from webhook.platform.quota.limits import LimitsMemo
 from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
-from webhook.platform.quota.index import UsageIndex
+from webhook.platform.quota.index import IndexedObjects, UsageIndex
 from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
 from webhook.platform.quota.usage import Usage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind
 from webhook.policy.perdocument import DocumentKind, PolicyHeader
 from webhook.state.claim_authors import AuthoredClaim
-from webhook.state.ledger import Reservation, ReservationLedger, ReservationLedgers
+from webhook.state.ledger import CountedObjects, Reservation, ReservationLedger, ReservationLedgers, hold_shown
 from webhook.state.replicas import Hold, HoldScope, Ruling, SharedReservations
 
 # templates too: creating one that pending pods already reference charges those pods; controllers are
@@ -125,13 +125,16 @@ class ProfileQuotaPolicy(Battery):
 
         async def judge(holds: tuple[Hold, ...]) -> Ruling[Decision]:
             """The decision with other replicas' `holds` counted, and what to hold for it."""
-            holds = without_its_pod(holds, subject.kind, full)
-            pending = ledger.pending(namespace, ctx.state)
             profile = None
             if not ctx.background:  # a scan judges each object against its elders: recounted (off the request path)
                 profile = self.usage.current(ctx.state, namespace)
                 if profile is None:  # the first count of a profile is O(its objects): off the event loop, once
                     profile = await asyncio.to_thread(self.usage.profile, ctx.state, namespace)
+            # what is in flight is asked of what this decision counts, after it was brought up to date: the state
+            # can show an object its listener has not reported to the index yet, and it must not count as neither
+            counted: CountedObjects = ctx.state if profile is None else IndexedObjects(profile, ctx.state)
+            pending = ledger.pending(namespace, counted)
+            holds = tuple(h for h in without_its_pod(holds, subject.kind, full) if not hold_shown(counted, namespace, h))
             if profile is None:
                 decision = await self._recount(ctx, limits, subject, full, pending, prior, holds)
             else:
@@ -148,8 +151,8 @@ class ProfileQuotaPolicy(Battery):
             scope = None
             if ruling.hold is not None and not ctx.background:
                 # other replicas decide for this profile too: record the admission where they read it, counting theirs
-                counted = frozenset(r.uid for r in ledger.pending(namespace, ctx.state) if r.uid)
-                scope = HoldScope(self.id.name, namespace, counted, self.settings.reservation_seconds, ctx.deadline)
+                scope = HoldScope(self.id.name, namespace, ledger.uids(namespace), self.settings.reservation_seconds,
+                                  ctx.deadline)
                 ruling = await self.shared.hold(scope, ruling, judge)
             rollbacks: tuple[Callable[[], None], ...] = ()
             if ruling.hold is not None and ruling.record:
