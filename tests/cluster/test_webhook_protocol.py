@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import signal
 import ssl
 import threading
 from contextlib import contextmanager
@@ -56,6 +58,46 @@ def test_with_failure_policy_ignore_an_unreachable_webhook_admits_unmodified(adm
     stored = admin.get("v1", "Pod", "through", namespace)
     assert stored["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert not stored["spec"].get("resourceClaims")
+
+
+@contextmanager
+def _frozen(quartermaster: Installation) -> Iterator[None]:
+    """Every replica stopped in its tracks (SIGSTOP): the kernel still accepts connections, nothing answers, so
+    the API server waits its timeoutSeconds, as for a webhook slower than that."""
+    for replica in quartermaster.replicas:
+        os.kill(replica.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for replica in quartermaster.replicas:
+            os.kill(replica.process.pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("failure_policy", ["Fail", "Ignore"])
+def test_a_webhook_slower_than_timeout_seconds_is_governed_by_the_failure_policy(admin: Kube,
+                                                                                quartermaster: Installation,
+                                                                                failure_policy: str) -> None:
+    namespace = make_profile(admin)["metadata"]["name"]
+    values = {"webhooks": {"timeoutSeconds": 2, "mutate": {"failurePolicy": failure_policy},
+                           "validate": {"failurePolicy": failure_policy}}}
+    with _registered_at(quartermaster, quartermaster.url, values), _frozen(quartermaster):
+        result = admin.kubectl_create(pod("slow", namespace, limits={"nvidia.com/gpu": 1}), check=False)
+    if failure_policy == "Fail":
+        assert result.returncode != 0
+        assert 'failed calling webhook "mutate.quartermaster.dev"' in result.stderr, result.stderr
+        assert "deadline exceeded" in result.stderr or "timeout" in result.stderr.lower(), result.stderr
+        assert admin.get("v1", "Pod", "slow", namespace) is None
+    else:
+        assert result.returncode == 0, result.stderr
+        stored = admin.get("v1", "Pod", "slow", namespace)
+        assert stored["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"  # unmodified
+    # thawed, the replicas answer again; the pod admitted unmodified meanwhile is charged like any other
+    def answered() -> bool:
+        again = admin.kubectl_create(pod("thawed", namespace, limits={"nvidia.com/gpu": 1}), check=False)
+        if failure_policy == "Fail":
+            return again.returncode == 0
+        return again.returncode != 0 and 'admission webhook "validate.quartermaster.dev" denied' in again.stderr
+    eventually(answered, 60, interval=1, message="Quartermaster answering after the replicas resumed")
 
 
 class _SecondMutator:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 import threading
 import time
 import uuid
@@ -31,6 +32,9 @@ from aiohttp import web
 
 from tests.kube.apiserver_protocol import GVR, RESOURCES, TOKEN, gvr_of, is_watch, labels_match, merge_patch, status
 from tests.kube.apiserver_watch import Watcher, stream_watch
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
 
 @dataclass
 class Failure:
@@ -310,8 +314,12 @@ class FakeApiServer:
             if meta.get("namespace", namespace) != namespace:
                 return 400, status(400, "BadRequest", "the namespace of the object does not match the request")
             meta["namespace"] = namespace
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        prefix = meta.get("generateName")
+        if prefix and not _DNS_SUBDOMAIN.fullmatch(prefix[:-1] + "a" if prefix.endswith("-") else prefix):
+            # as the real API server validates a name prefix: only a trailing "-" is allowed beyond a name
+            return 422, status(422, "Invalid", f"metadata.generateName: Invalid value: {prefix!r}")
+        if not meta.get("name") and prefix:
+            meta["name"] = prefix + uuid.uuid4().hex[:5]
         if not meta.get("name"):
             return 422, status(422, "Invalid", "metadata.name: Required value")
         with self.lock:

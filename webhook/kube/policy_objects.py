@@ -18,13 +18,16 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
+from kubernetes.client.exceptions import ApiException
+
 from webhook.kube.cache import ObjectCache
-from webhook.kube.client import KubeApi
+from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.informer import Informer
 from webhook.kube.resources import EVENTS, ResourceType
 from webhook.kube.settings import LiveSettings
 from webhook.model.errors import PolicyLoadError
 from webhook.policy.documents import Document
+from webhook.reports.events import event_name
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +118,9 @@ class PolicyObjectFeed:
                 self._verdicts[name] = text
             try:
                 self._tell(resource, obj, text)
-            except Exception as exc:  # feedback is best effort: the load itself already happened
+            except ApiException as exc:  # feedback is best effort: the load itself already happened
+                log.warning("could not mark %s: %s", name, ApiStatus.of(exc))
+            except Exception as exc:
                 log.warning("could not mark %s: %s", name, exc)
 
     def _tell(self, resource: ResourceType, obj: Mapping[str, Any], refusal: str) -> None:
@@ -143,7 +148,7 @@ def _refusal_event(resource: ResourceType, obj: Mapping[str, Any], refusal: str,
     if meta.get("uid"):
         regarding["uid"] = str(meta["uid"])
     return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"generateName": f"{str(meta.get('name', ''))[:200]}.",
+            "metadata": {"name": event_name(str(meta.get("name", "")), now),
                          "namespace": str(meta.get("namespace") or "default")},
             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "reportingController": "quartermaster.dev/webhook",
             "reportingInstance": instance[:128], "action": "Load", "reason": "PolicyRefused", "type": "Warning",

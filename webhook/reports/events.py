@@ -14,6 +14,12 @@ _REASONS = {Outcome.FAIL: "PolicyViolation", Outcome.ERROR: "PolicyError", Outco
             Outcome.PASS: "PolicyApplied", Outcome.SKIP: "PolicySkipped"}
 
 
+def event_name(regarding: str, now: datetime) -> str:
+    """`<object>.<nanoseconds in hex>`, as client-go's recorder names events. A generateName ending in "." is
+    refused by the API server (a name prefix may end only in "-"), and "-" would make the name ambiguous."""
+    return f"{regarding[:200]}.{int(now.timestamp() * 1_000_000_000):x}"
+
+
 def event_for(resource: ResourceRef, result: RuleResult, instance: str, action: str = "Evaluate",
               now: datetime | None = None) -> dict[str, Any]:
     """An Event on the resource; cluster-scoped resources get theirs in `default`, as Kubernetes does."""
@@ -29,7 +35,7 @@ def event_for(resource: ResourceRef, result: RuleResult, instance: str, action: 
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{resource.name[:200]}.", "namespace": resource.namespace or "default"},
+        "metadata": {"name": event_name(resource.name, now), "namespace": resource.namespace or "default"},
         "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": CONTROLLER,
         "reportingInstance": instance[:128],

@@ -1,0 +1,89 @@
+"""Policy objects applied with `kubectl apply`, through the real API server and its CRD: an object takes effect
+beside the files, a broken one is refused alone (its status Ready=False and a Warning Event), a name the files
+define already is refused (files win), and a fixed object loads. The replicas watch quartermaster.dev (the
+chart's default `policyObjectGroups`)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+from tests.cluster.kube import Kube, eventually
+from tests.cluster.quartermaster import Installation
+from tests.cluster.workloads import make_profile, pod
+
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
+
+API = "quartermaster.dev/v1alpha1"
+PROFILE_CLASS = "e2e-objects"  # only this test's namespaces carry it
+
+
+def quota(name: str, gpus: Any) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "ProfileQuota", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {"matchLabels": {"quartermaster.dev/profile-class": PROFILE_CLASS}},
+                     "classes": {PROFILE_CLASS: {"gpus": gpus, "storage": "2Ti"}}, "defaultClass": PROFILE_CLASS}}
+
+
+@pytest.fixture
+def applied(admin: Kube) -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    for name in names:
+        admin.delete(API, "ProfileQuota", name)
+
+
+def apply(admin: Kube, obj: dict[str, Any]) -> None:
+    admin.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(obj))
+
+
+def condition(admin: Kube, name: str) -> dict[str, Any] | None:
+    found = admin.get(API, "ProfileQuota", name) or {}
+    conditions = (found.get("status") or {}).get("conditions") or []
+    return conditions[0] if conditions else None
+
+
+def refused(admin: Kube) -> set[str]:
+    """The ProfileQuotas that Warning events say were refused (cluster-scoped objects: their events are in default)."""
+    return {e["regarding"]["name"] for e in admin.list("events.k8s.io/v1", "Event", "default")
+            if e.get("reason") == "PolicyRefused" and e.get("type") == "Warning"
+            and e.get("regarding", {}).get("kind") == "ProfileQuota"}
+
+
+def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: Kube, quartermaster: Installation,
+                                                                       applied: list[str]) -> None:
+    namespace = make_profile(admin, prefix="objects", profile_class=PROFILE_CLASS)["metadata"]["name"]
+    applied += ["e2e-no-gpus", "e2e-broken", "profile-quota"]
+    apply(admin, quota("e2e-no-gpus", 0))
+    # both replicas load it: every create is refused, whichever replica answers
+    eventually(lambda: condition(admin, "e2e-no-gpus") and condition(admin, "e2e-no-gpus")["status"] == "True",
+               60, message="the object's Ready condition")
+
+    def refused_by_object() -> bool:
+        result = admin.kubectl_create(pod("gpu", namespace, limits={"nvidia.com/gpu": 1}), check=False)
+        return result.returncode != 0 and "e2e-no-gpus" in result.stderr
+    eventually(refused_by_object, 60, interval=1, message="the applied ProfileQuota refusing a GPU pod")
+    for _ in range(4):
+        assert refused_by_object()
+    assert admin.kubectl_create(pod("cpu", namespace), check=False).returncode == 0  # other pods still pass
+
+    apply(admin, quota("e2e-broken", "one"))  # the CRD lets any value through: the webhook checks it
+    broken = eventually(lambda: condition(admin, "e2e-broken"), 60, message="the broken object's condition")
+    assert broken["status"] == "False" and broken["reason"] == "Refused", broken
+    assert "spec.classes" in broken["message"] and "'one'" in broken["message"], broken["message"]
+    apply(admin, quota("profile-quota", 4))  # policies/profile-quota.yaml defines this name
+    duplicate = eventually(lambda: condition(admin, "profile-quota"), 60, message="the duplicate's condition")
+    assert duplicate["status"] == "False" and "already defined in profile-quota.yaml" in duplicate["message"]
+    eventually(lambda: refused(admin) >= {"e2e-broken", "profile-quota"}, 60, message="PolicyRefused Warning events")
+
+    apply(admin, quota("e2e-broken", 2))  # fixed
+    eventually(lambda: (condition(admin, "e2e-broken") or {}).get("status") == "True", 60,
+               message="the fixed object loaded")
+    # the profile's own ProfileQuota (1 GPU) and the objects all serve: the stricter object still refuses
+    assert refused_by_object()
+    admin.delete(API, "ProfileQuota", "e2e-no-gpus")
+    applied.remove("e2e-no-gpus")
+    eventually(lambda: admin.kubectl_create(pod("after", namespace, limits={"nvidia.com/gpu": 1}),
+                                            check=False).returncode == 0, 60, interval=1,
+               message="a deleted object stops refusing")
