@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Iterator
 
 import pytest
+import yaml
 from kubernetes.client import ApiException
 
 from tests.cluster.kube import Kube, eventually
 from tests.cluster.quartermaster import Installation
-from tests.cluster.workloads import make_profile, pod
+from tests.cluster.workloads import make_profile, pod, unique
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
@@ -112,3 +114,55 @@ def test_concurrent_claims_created_directly_admit_exactly_one(admin: Kube, quart
         assert sum(o.admitted for o in outcomes) == 1, f"round {round_number}: {[o.status for o in outcomes]}"
         assert len(admin.list("resource.k8s.io/v1", "ResourceClaim", namespace)) == 1
         admin.delete("v1", "Namespace", namespace)
+
+
+PASSTHROUGH_LABEL = "quartermaster.dev/e2e-passthrough"
+
+
+@pytest.fixture
+def passthrough_namespace(admin: Kube) -> Iterator[str]:
+    """A namespace that is no Kubeflow profile (the DRA rewrite leaves its pods alone, as with `strategy:
+    Passthrough`) under a one-GPU ProfileQuota applied with kubectl: legacy GPU limits reach the scheduler, which
+    allocates them through gpu.nvidia.com's extendedResourceName (KEP-5004) and creates the claim itself."""
+    quota = {"apiVersion": "quartermaster.dev/v1alpha1", "kind": "ProfileQuota", "metadata": {"name": "e2e-passthrough"},
+             "spec": {"namespaceSelector": {"matchLabels": {PASSTHROUGH_LABEL: "true"}},
+                      "classes": {"passthrough": {"gpus": 1, "storage": "30Gi"}}, "defaultClass": "passthrough"}}
+    admin.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(quota))
+    name = unique("passthrough")
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {PASSTHROUGH_LABEL: "true"}}})
+    eventually(lambda: admin.get("v1", "ServiceAccount", "default", name), 30, message=f"{name}/default SA")
+
+    def loaded() -> bool:  # both replicas: every probe is refused by the object's policy
+        probe = admin.kubectl_create(pod("probe", name, limits={"nvidia.com/gpu": 2}), check=False)
+        return probe.returncode != 0 and "e2e-passthrough" in probe.stderr
+    eventually(lambda: all(loaded() for _ in range(4)), 60, interval=1, message="the applied ProfileQuota")
+    yield name
+    admin.delete("v1", "Namespace", name)
+    admin.delete("quartermaster.dev/v1alpha1", "ProfileQuota", "e2e-passthrough")
+
+
+def _create_legacy(admin: Kube, namespace: str, index: int) -> CreateOutcome:
+    try:
+        admin.core.create_namespaced_pod(namespace, pod(f"legacy-{index}", namespace, limits={"nvidia.com/gpu": "1"}))
+        return CreateOutcome(True, 201, "")
+    except ApiException as error:
+        return CreateOutcome(False, error.status, error.body or "")
+
+
+def test_concurrent_extended_resource_pods_admit_one_whose_scheduler_made_claim_is_admitted(
+        admin: Kube, quartermaster: Installation, passthrough_namespace: str) -> None:
+    """Of 20 concurrent legacy GPU pods one is admitted; the claim the scheduler creates for it (KEP-5004) is
+    admitted too, charged to the pod already, so the pod runs with a device allocated."""
+    namespace = passthrough_namespace
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        outcomes = list(pool.map(lambda i: _create_legacy(admin, namespace, i), range(CONCURRENT)))
+    admitted = [i for i, o in enumerate(outcomes) if o.admitted]
+    assert len(admitted) == 1, [o.status for o in outcomes]
+    assert all("GPU" in o.message for o in outcomes if not o.admitted)
+    stored = admin.wait_pod(namespace, f"legacy-{admitted[0]}", timeout=90)
+    assert not stored["spec"].get("resourceClaims"), "the rewrite leaves pods outside profiles alone"
+    claim_name = (stored["status"].get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    assert claim_name, stored["status"]
+    claim = admin.get("resource.k8s.io/v1", "ResourceClaim", claim_name, namespace)
+    assert claim is not None and (claim.get("status") or {}).get("allocation"), claim
+    assert len(admin.list("v1", "Pod", namespace)) == 1
