@@ -94,10 +94,12 @@ def mig_devices(node: str, minor: int, model: GpuModel, profile: MigProfile, cou
 def node_devices() -> dict[str, list[dict[str, Any]]]:
     """Each GPU node of tests.cluster.control.DEFAULT_NODES with the devices its driver would publish."""
     return {
-        "gpu-t4-0": [gpu_device("gpu-t4-0", i, T4) for i in range(2)],
-        "gpu-a100-40-0": [gpu_device("gpu-a100-40-0", i, A100_40) for i in range(2)],
-        "gpu-a100-80-0": [gpu_device("gpu-a100-80-0", i, A100_80) for i in range(2)],
-        "gpu-h100-0": [gpu_device("gpu-h100-0", i, H100) for i in range(2)],
+        # as many GPUs as such servers carry (HGX A100/H100: 8; T4 inference servers: 4), so that the whole
+        # suite's running pods never exhaust the pool and leave a later test's pod Pending
+        "gpu-t4-0": [gpu_device("gpu-t4-0", i, T4) for i in range(4)],
+        "gpu-a100-40-0": [gpu_device("gpu-a100-40-0", i, A100_40) for i in range(8)],
+        "gpu-a100-80-0": [gpu_device("gpu-a100-80-0", i, A100_80) for i in range(8)],
+        "gpu-h100-0": [gpu_device("gpu-h100-0", i, H100) for i in range(8)],
         # MIG-enabled GPUs publish their MIG devices, not themselves
         "gpu-a100-mig-0": (mig_devices("gpu-a100-mig-0", 0, A100_40, A100_40_1G5GB, 7)
                            + mig_devices("gpu-a100-mig-0", 1, A100_40, A100_40_3G20GB, 2)),

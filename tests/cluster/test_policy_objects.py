@@ -87,3 +87,4 @@ def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: K
     eventually(lambda: admin.kubectl_create(pod("after", namespace, limits={"nvidia.com/gpu": 1}),
                                             check=False).returncode == 0, 60, interval=1,
                message="a deleted object stops refusing")
+    admin.delete("v1", "Namespace", namespace)  # its GPU pod goes back to the pool

@@ -98,6 +98,7 @@ def test_a_webhook_slower_than_timeout_seconds_is_governed_by_the_failure_policy
             return again.returncode == 0
         return again.returncode != 0 and 'admission webhook "validate.quartermaster.dev" denied' in again.stderr
     eventually(answered, 60, interval=1, message="Quartermaster answering after the replicas resumed")
+    admin.delete("v1", "Namespace", namespace)  # its GPU pods go back to the pool
 
 
 class _SecondMutator:
