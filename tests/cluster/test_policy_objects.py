@@ -12,7 +12,7 @@ import yaml
 
 from tests.cluster.kube import Kube, eventually
 from tests.cluster.quartermaster import Installation
-from tests.cluster.workloads import make_profile, pod
+from tests.cluster.workloads import pod, unique
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
@@ -53,7 +53,12 @@ def refused(admin: Kube) -> set[str]:
 
 def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: Kube, quartermaster: Installation,
                                                                        applied: list[str]) -> None:
-    namespace = make_profile(admin, prefix="objects", profile_class=PROFILE_CLASS)["metadata"]["name"]
+    # not a Kubeflow profile: the DRA rewrite leaves its pods' legacy GPUs alone, so a dry-run probe is charged
+    # exactly as the real create (a rewritten pod's claim template is created only by a real create)
+    namespace = unique("objects")
+    admin.create({"apiVersion": "v1", "kind": "Namespace",
+                  "metadata": {"name": namespace, "labels": {"quartermaster.dev/profile-class": PROFILE_CLASS}}})
+    eventually(lambda: admin.get("v1", "ServiceAccount", "default", namespace), 30, message="the default SA")
     applied += ["e2e-no-gpus", "e2e-broken", "profile-quota"]
     apply(admin, quota("e2e-no-gpus", 0))
     # both replicas load it: every create is refused, whichever replica answers
@@ -61,7 +66,8 @@ def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: K
                60, message="the object's Ready condition")
 
     def refused_by_object() -> bool:
-        result = admin.kubectl_create(pod("gpu", namespace, limits={"nvidia.com/gpu": 1}), check=False)
+        result = admin.kubectl_create(pod("gpu", namespace, limits={"nvidia.com/gpu": 1}), extra=("--dry-run=server",),
+                                      check=False)
         return result.returncode != 0 and "e2e-no-gpus" in result.stderr
     eventually(refused_by_object, 60, interval=1, message="the applied ProfileQuota refusing a GPU pod")
     for _ in range(4):
@@ -80,7 +86,7 @@ def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: K
     apply(admin, quota("e2e-broken", 2))  # fixed
     eventually(lambda: (condition(admin, "e2e-broken") or {}).get("status") == "True", 60,
                message="the fixed object loaded")
-    # the profile's own ProfileQuota (1 GPU) and the objects all serve: the stricter object still refuses
+    # the files' policies and the objects all serve: the stricter object still refuses
     assert refused_by_object()
     admin.delete(API, "ProfileQuota", "e2e-no-gpus")
     applied.remove("e2e-no-gpus")
