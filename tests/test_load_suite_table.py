@@ -1,4 +1,4 @@
-"""load-tests/suite.py's table over several rounds: what the README's performance numbers are read from."""
+"""load-tests/suite.py's table over several rounds: what docs/performance.md's table is read from."""
 
 from __future__ import annotations
 
