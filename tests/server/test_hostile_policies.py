@@ -118,15 +118,12 @@ async def test_a_large_foreach_is_evaluated_beside_the_event_loop(tmp_path):
     async with running_server(policies, tmp_path) as server:
         crowded = pod()
         crowded["spec"]["containers"] = [{"name": f"c{i}", "image": "nginx"} for i in range(3000)]
-        # the server shares this test's event loop: a loop held by the crowded pod holds the clock's readers
-        # too, so times are taken from before the crowded pod was sent
-        started = time.perf_counter()
         hostile = asyncio.ensure_future(server.post("/mutate", review(crowded), query="?timeout=30s"))
         await asyncio.sleep(0.3)
         small = await server.admit("/mutate", review(pod()))
-        small_seconds = time.perf_counter() - started
         assert small["allowed"] is True and "patch" in small
-        assert small_seconds < 1.0, small_seconds  # 0.3 s of sleep, then at once (on the loop: after ~3 s)
+        # the order proves it, not a clock: on the event loop the crowded pod would be answered before the small
+        # one was even read
         assert not hostile.done()
         status, answer = await asyncio.wait_for(hostile, 60)
         assert status == 200 and answer["response"]["allowed"] is True, answer
