@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from .images import extract_images
 from .jmespath_functions import MAX_TEXT, JMESPathError, query
-from .variables import Context, SubstitutionError, substitute_all
+from .variables import JsonContext, SubstitutionError, substitute_all
 
 from webhook.model.policy_scope import home_namespace
 from webhook.model.quickinit import frozen_dataclass
@@ -26,7 +26,7 @@ class ContextError(ValueError):
 
 
 @frozen_dataclass
-class Subject:
+class RequestSubject:
     username: str = ""
     groups: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
@@ -42,7 +42,7 @@ class RequestData:
     operation: str
     object: Mapping[str, Any] | None
     old_object: Mapping[str, Any] | None
-    subject: Subject = field(default_factory=Subject)
+    subject: RequestSubject = field(default_factory=RequestSubject)
     kind: Mapping[str, str] = field(default_factory=dict)
     namespace: str = ""
     name: str = ""
@@ -55,7 +55,7 @@ class RequestData:
         return (self.old_object if self.operation == "DELETE" else self.object) or {}
 
 
-def _user_info(subject: Subject) -> dict[str, Any]:
+def _user_info(subject: RequestSubject) -> dict[str, Any]:
     """As the API server marshals authentication/v1 UserInfo: empty fields are left out (omitempty)."""
     info: dict[str, Any] = {}
     if subject.username:
@@ -69,24 +69,26 @@ def _user_info(subject: Subject) -> dict[str, Any]:
     return info
 
 
-_BASE: tuple[Any, Any] = (None, None)  # the last request's document without overrides (replaced whole)
+_BASE = object()   # memo key (RuleEnv.memo, the request's EvalContext.memo): (RequestData, its document)
 
 
-def base_document(request: RequestData, overrides: Mapping[str, Any] | None = None) -> dict:
-    """The document variables resolve against. Read only: every Context that adds to it copies the maps on
-    the way (with_values, load_entries), so the policies of one admission share the one built for it."""
-    global _BASE
-    plain = not overrides and not request.overrides
-    last = _BASE
-    if plain and last[0] is request:
-        return last[1]  # type: ignore[no-any-return]
-    doc = _base_document(request, overrides)
+def base_document(request: RequestData, overrides: Mapping[str, Any] | None = None,
+                  memo: dict[Any, Any] | None = None) -> dict:
+    """The document variables resolve against. Read only: every JsonContext that adds to it copies the maps on
+    the way (with_values, load_entries), so the policies of one admission share the one built for it (`memo`)."""
+    plain = not overrides and not request.overrides and memo is not None
     if plain:
-        _BASE = (request, doc)
+        last = memo.get(_BASE)  # type: ignore[union-attr]
+        if last is not None and last[0] is request:
+            return last[1]  # type: ignore[no-any-return]
+    doc = _base_document(request, overrides, memo)
+    if plain:
+        memo[_BASE] = (request, doc)  # type: ignore[index]
     return doc
 
 
-def _base_document(request: RequestData, overrides: Mapping[str, Any] | None) -> dict:
+def _base_document(request: RequestData, overrides: Mapping[str, Any] | None,
+                   memo: dict[Any, Any] | None) -> dict:
     subject = request.subject
     doc: dict[str, Any] = {
         "request": {
@@ -97,7 +99,7 @@ def _base_document(request: RequestData, overrides: Mapping[str, Any] | None) ->
             "namespace": request.namespace, "name": request.name, "kind": dict(request.kind),
             "subResource": request.subresource, "dryRun": request.dry_run,
         },
-        "images": extract_images(request.resource),
+        "images": extract_images(request.resource, memo),
     }
     match = re.match(r"^system:serviceaccount:([^:]+):([^:]+)$", subject.username)
     doc["serviceAccountName"] = match.group(2) if match else ""
@@ -121,8 +123,8 @@ def set_dotted(doc: dict, dotted: str, value: Any) -> None:
     node[parts[-1]] = copy.deepcopy(value)
 
 
-def load_entries(entries: list[Mapping[str, Any]] | None, ctx: Context, lookups: Any,
-                 overrides: Mapping[str, Any]) -> Context:
+def load_entries(entries: list[Mapping[str, Any]] | None, ctx: JsonContext, lookups: Any,
+                 overrides: Mapping[str, Any]) -> JsonContext:
     """Add each entry to the document (later entries see earlier ones); raises ContextError.
 
     What the entries hold together is bounded (MAX_TEXT characters, a value shared twice counted twice, as
@@ -166,13 +168,13 @@ def _size_within(value: Any, budget: int) -> int:
     return size
 
 
-def _with_path(ctx: Context, name: str, value: Any) -> Context:
+def _with_path(ctx: JsonContext, name: str, value: Any) -> JsonContext:
     data = dict(ctx.data)
     set_dotted(data, name, value) if "." in name else data.__setitem__(name, value)
-    return Context(data, ctx.delete, ctx.at_prefix)
+    return JsonContext(data, ctx.delete, ctx.at_prefix)
 
 
-def _load_one(entry: Mapping[str, Any], ctx: Context, lookups: Any) -> Any:
+def _load_one(entry: Mapping[str, Any], ctx: JsonContext, lookups: Any) -> Any:
     if "variable" in entry:
         return _variable(entry["variable"] or {}, ctx)
     if "configMap" in entry:
@@ -197,7 +199,7 @@ def _load_one(entry: Mapping[str, Any], ctx: Context, lookups: Any) -> Any:
     raise ContextError(f"context entry {entry.get('name')!r} has no supported source")
 
 
-def _variable(spec: Mapping[str, Any], ctx: Context) -> Any:
+def _variable(spec: Mapping[str, Any], ctx: JsonContext) -> Any:
     default = substitute_all(spec.get("default"), ctx) if "default" in spec else None
     try:
         value = substitute_all(spec.get("value"), ctx) if "value" in spec else None
@@ -224,7 +226,7 @@ def _lookup(lookups: Any, method: str, *args: Any, entry: Mapping[str, Any]) -> 
     return result
 
 
-def _api_call(spec: Mapping[str, Any], ctx: Context, lookups: Any, entry: Mapping[str, Any]) -> Any:
+def _api_call(spec: Mapping[str, Any], ctx: JsonContext, lookups: Any, entry: Mapping[str, Any]) -> Any:
     if spec.get("service"):
         service = spec["service"]
         data = _lookup(lookups, "http", str(spec.get("method", "GET")), str(service.get("url")),
