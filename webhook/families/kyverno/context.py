@@ -14,7 +14,8 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from .images import extract_images
-from .jmespath_functions import MAX_TEXT, JMESPathError, query
+from .jmespath_functions import query
+from .jp_errors import MAX_TEXT, JMESPathError
 from .variables import JsonContext, SubstitutionError, substitute_all
 
 from webhook.model.policy_scope import home_namespace

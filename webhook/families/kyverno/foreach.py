@@ -12,7 +12,7 @@ from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome, RuleResult
 
 from .guard import GuardedCheck
-from .jmespath_functions import JMESPathError
+from .jp_errors import JMESPathError
 from .rule_env import RuleEnv
 from .rule_types import RuleRef
 from .variables import JsonContext

@@ -12,7 +12,7 @@ from webhook.model.results import Outcome
 from .conditions import ConditionError, evaluate_conditions
 from .context import ContextError, load_entries
 from .foreach import element_context, evaluate_list, past_deadline
-from .jmespath_functions import JMESPathError
+from .jp_errors import JMESPathError
 from .mutate_strategic import apply_strategic_merge
 from .patches6902 import Json6902Error, apply_patches, parse_patches
 from .references import check

@@ -19,7 +19,7 @@ from .match import parse_kind_selector
 from .offload import beside_the_loop, large
 from .rbac import roles_of
 from .rule_env import RuleEnv
-from .rule_types import Generated, ValidateRule
+from .rule_types import ValidateRule
 from .variables import JsonContext
 
 

@@ -4,7 +4,7 @@ modules; context and preconditions run before any of them (guard.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome, RuleResult

@@ -18,7 +18,8 @@ import re
 from typing import Any, Callable, Iterator, Mapping
 
 from .gotypes import to_json_text
-from .jmespath_functions import MAX_TEXT, JMESPathError, query
+from .jmespath_functions import query
+from .jp_errors import MAX_TEXT, JMESPathError
 
 from webhook.model.quickinit import frozen_dataclass
 
