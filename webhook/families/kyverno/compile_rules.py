@@ -9,7 +9,7 @@ from webhook.model.results import Action, PolicyId
 
 from .cel_rule import compile_cel, compile_preconditions
 from .foreach import ForeachEntry, ForeachValidation
-from .generate import CloneGeneration, CloneListGeneration, DataGeneration, spec_of
+from .generate import CloneGeneration, DataGeneration, spec_of
 from .guard import GuardedCheck
 from .match import RuleSelector
 from .mutate import ForeachMutation, MutateEntry, PatchMutation, Patches
@@ -129,5 +129,5 @@ def _generation(spec: Mapping[str, Any]) -> GenerationHandler:
     if spec.get("clone"):
         return CloneGeneration(spec_of(spec))
     if spec.get("cloneList"):
-        return CloneListGeneration(spec_of(spec))
+        return CloneGeneration(spec_of(spec), listed=True)
     return DataGeneration(spec_of(spec))

@@ -67,24 +67,16 @@ class DataGeneration:
 
 @frozen_dataclass
 class CloneGeneration:
+    """generate.clone (one source object) or generate.cloneList (every object of the kinds it names)."""
+
     spec: _Spec
+    listed: bool = False   # cloneList
 
     def generate(self, ref: RuleRef, ctx: JsonContext, env: RuleEnv) -> Generated:
         spec = self.spec.render(ref, ctx)
         if isinstance(spec, Generated):
             return spec
-        return _checked(ref, env, _clone(ref, spec, env))
-
-
-@frozen_dataclass
-class CloneListGeneration:
-    spec: _Spec
-
-    def generate(self, ref: RuleRef, ctx: JsonContext, env: RuleEnv) -> Generated:
-        spec = self.spec.render(ref, ctx)
-        if isinstance(spec, Generated):
-            return spec
-        return _checked(ref, env, _clone_list(ref, spec, env))
+        return _checked(ref, env, (_clone_list if self.listed else _clone)(ref, spec, env))
 
 
 def _identify(obj: dict, spec: Mapping[str, Any]) -> dict:
