@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, SourceRef, ValidationOutcome
 from webhook.model.policy_scope import bound_lookups
@@ -176,7 +176,7 @@ class KyvernoCompiledPolicy:
             results = results + generated
         return ValidationOutcome(results=tuple(self._finish(r, data, env) for r in results), generates=tuple(objects))
 
-    def _excepted(self, results: Any, data: RequestData, env: RuleEnv) -> list[RuleResult]:
+    def _excepted(self, results: Iterable[RuleResult], data: RequestData, env: RuleEnv) -> list[RuleResult]:
         """Results of rules a PolicyException lifts off this request become skips."""
         if not self.exceptions:
             return list(results)

@@ -8,7 +8,6 @@ What they share (matching, context, preconditions) is a ``RuleHead``. A handler 
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any, Mapping, Protocol
 
 from webhook.model.quickinit import frozen_dataclass
@@ -17,12 +16,6 @@ from webhook.model.results import Action, Outcome, PolicyId, RuleResult
 from .match import RuleSelector
 from .rule_env import RuleEnv
 from .variables import JsonContext
-
-
-class RuleKind(str, Enum):
-    VALIDATE = "validate"
-    MUTATE = "mutate"
-    GENERATE = "generate"
 
 
 @frozen_dataclass
@@ -90,20 +83,14 @@ class ValidateRule:
     # violated it is not blocked
     spares_existing: bool = False
 
-    kind = RuleKind.VALIDATE
-
 
 @frozen_dataclass
 class MutateRule:
     head: RuleHead
     handler: MutationHandler
 
-    kind = RuleKind.MUTATE
-
 
 @frozen_dataclass
 class GenerateRule:
     head: RuleHead
     handler: GenerationHandler
-
-    kind = RuleKind.GENERATE
