@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from webhook.model.results import Action, PolicyId
 
 from .cel_rule import compile_cel, compile_preconditions
+from .context_entries import compile_entries
 from .foreach import ForeachEntry, ForeachValidation
 from .generate import CloneGeneration, DataGeneration, spec_of
 from .guard import GuardedCheck
@@ -39,7 +40,7 @@ def compile_rule(policy: PolicyId, raw: Mapping[str, Any], action: Action, cel: 
     raw = resolve_rule(raw)   # $(...) point into the policy itself: resolved once, here
     spec = raw[kind]
     head = RuleHead(
-        ref=RuleRef(policy, str(raw["name"])), selector=RuleSelector.of(raw), context=_list(raw.get("context")),
+        ref=RuleRef(policy, str(raw["name"])), selector=RuleSelector.of(raw), context=compile_entries(raw.get("context")),
         preconditions=raw.get("preconditions"), cel_preconditions=_cel_preconditions(raw, cel),
         properties=tuple((str(k), str(v)) for k, v in (raw.get("reportProperties") or {}).items()),
         foreach=isinstance(spec, Mapping) and bool(spec.get("foreach")))
@@ -106,7 +107,7 @@ def validation_check(spec: Mapping[str, Any], message: Any, nesting: int) -> Val
 def _validate_entry(entry: Mapping[str, Any], rule_message: Any, nesting: int) -> ForeachEntry:
     # the rule's validate.message, when it has one, is what each failing element reports
     message = rule_message or entry.get("message") or ""
-    step = GuardedCheck(_list(entry.get("context")), entry.get("preconditions"),
+    step = GuardedCheck(compile_entries(entry.get("context")), entry.get("preconditions"),
                         validation_check(entry, message, nesting + 1))
     return ForeachEntry(str(entry.get("list", "")), step, entry.get("elementScope", True))
 
@@ -119,7 +120,7 @@ def _mutation(spec: Mapping[str, Any]) -> MutationHandler:
 
 def _foreach_mutation(entries: list, nesting: int) -> ForeachMutation:
     return ForeachMutation(tuple(MutateEntry(
-        list=str(e.get("list", "")), patches=Patches.of(e), context=_list(e.get("context")),
+        list=str(e.get("list", "")), patches=Patches.of(e), context=compile_entries(e.get("context")),
         preconditions=e.get("preconditions"), descending=e.get("order") == "Descending",
         nested=_foreach_mutation(e["foreach"], nesting + 1) if e.get("foreach") else None)
         for e in entries), nesting)

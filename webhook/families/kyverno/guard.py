@@ -13,7 +13,7 @@ from webhook.model.results import Outcome, RuleResult
 
 from .cel_rule import activation_of, preconditions_hold
 from .conditions import ConditionError, evaluate_conditions
-from .context import ContextError, load_entries
+from .context_entries import ContextEntry, ContextError, load_entries
 from .rule_env import RuleEnv
 from .rule_types import RuleHead, RuleRef, ValidationHandler
 from .variables import JsonContext
@@ -25,7 +25,8 @@ class Prepared:
     early: RuleResult | None = None   # the rule's result without its handler (error or skip)
 
 
-def load_and_check(ref: RuleRef, context: Any, preconditions: Any, ctx: JsonContext, env: RuleEnv) -> Prepared:
+def load_and_check(ref: RuleRef, context: tuple[ContextEntry, ...], preconditions: Any, ctx: JsonContext,
+                   env: RuleEnv) -> Prepared:
     try:
         ctx = load_entries(context, ctx, env.lookups, env.overrides)
     except ContextError as exc:
@@ -63,7 +64,7 @@ class GuardedCheck:
     """A foreach entry's (or a rule's) context and preconditions around its check; ``check`` None: the entry
     names no check and gives no result once its context and preconditions pass."""
 
-    context: tuple[Mapping[str, Any], ...]
+    context: tuple[ContextEntry, ...]
     preconditions: Any
     check: ValidationHandler | None
 

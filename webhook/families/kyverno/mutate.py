@@ -10,7 +10,7 @@ from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome
 
 from .conditions import ConditionError, evaluate_conditions
-from .context import ContextError, load_entries
+from .context_entries import ContextEntry, ContextError, load_entries
 from .foreach import element_context, evaluate_list, past_deadline
 from .jp_errors import JMESPathError
 from .mutate_strategic import apply_strategic_merge
@@ -78,7 +78,7 @@ class PatchMutation:
 class MutateEntry:
     list: str
     patches: Patches
-    context: tuple[Mapping[str, Any], ...] = ()
+    context: tuple[ContextEntry, ...] = ()
     preconditions: Any = None
     descending: bool = False
     nested: "ForeachMutation | None" = None   # a foreach inside the entry, instead of its patches

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Protocol
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, Outcome, PolicyId, RuleResult
 
+from .context_entries import ContextEntry
 from .match import RuleSelector
 from .rule_env import RuleEnv
 from .variables import JsonContext
@@ -61,7 +62,7 @@ class RuleHead:
 
     ref: RuleRef
     selector: RuleSelector
-    context: tuple[Mapping[str, Any], ...] = ()
+    context: tuple[ContextEntry, ...] = ()
     preconditions: Any = None
     cel_preconditions: tuple[tuple[str, Any], ...] = ()
     properties: tuple[tuple[str, str], ...] = ()   # reportProperties
