@@ -11,11 +11,11 @@ def decode(pem: str) -> dict[str, Any]:
     data = pem.encode()
     if b"CERTIFICATE REQUEST" in data:
         csr = x509.load_pem_x509_csr(data)
-        return {"RequestSubject": _name(csr.subject), "SignatureAlgorithm": csr.signature_algorithm_oid._name}
+        return {"Subject": _name(csr.subject), "SignatureAlgorithm": csr.signature_algorithm_oid._name}
     cert = x509.load_pem_x509_certificate(data)
     return {
         "PublicKey": _public_key(cert.public_key()),
-        "RequestSubject": _name(cert.subject), "Issuer": _name(cert.issuer), "SerialNumber": cert.serial_number,
+        "Subject": _name(cert.subject), "Issuer": _name(cert.issuer), "SerialNumber": cert.serial_number,
         "NotBefore": cert.not_valid_before_utc.isoformat().replace("+00:00", "Z"),
         "NotAfter": cert.not_valid_after_utc.isoformat().replace("+00:00", "Z"),
         "Version": cert.version.value + 1,
