@@ -7,7 +7,9 @@ webhook's memory: pods sent in a loop grew every replica towards its memory limi
 keeps the plans of its own (variable-free) patterns only; what a request builds is dropped with it.
 
 A substituted value with a `*` or `?` is a wildcard pattern, and the parsed wildcards were kept in caches of
-4,096 entries each, keyed by the whole text: those caches now keep short patterns only (what policies write).
+4,096 entries each, keyed by the whole text; a nested variable builds a JMESPath query out of the tenant's text,
+and parsed queries were kept by the whole expression (8,192 of ours, 128 of the jmespath library's). Those
+caches now keep short texts only (what policies write).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from tests.support import policy_dir, review, running_server
 PREFIX = "tenant-payload-"
 
 # the first rule passes (the note matches itself); the second only reports (Audit) that the name is not the
-# note, which it reads as a wildcard pattern when the note has `*` or `?`
+# note, which it reads as a wildcard pattern when the note has `*` or `?`; the third builds a JMESPath query
+# out of the note (a nested variable)
 ANNOTATION_ECHO = """\
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -47,6 +50,17 @@ spec:
       pattern:
         metadata:
           name: "{{request.object.metadata.annotations.note}}"
+  - name: label-named-by-the-note
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      failureAction: Audit
+      message: the label the note names must not say forbidden
+      deny:
+        conditions:
+          any:
+          - key: '{{ request.object.metadata.labels."{{ request.object.metadata.annotations.note }}" || ''none'' }}'
+            operator: Equals
+            value: forbidden
 """
 
 

@@ -310,10 +310,24 @@ _OPTIONS = jmespath.Options(custom_functions=KyvernoFunctions())
 _INTERPRETER = _Interpreter(_OPTIONS)
 
 
-@lru_cache(maxsize=8192)
+# Parsed queries are kept for expressions of at most this many characters: what policies write. A longer one was
+# built from request data (a nested variable), is parsed per call and never kept, here or in jmespath's own cache.
+CACHED_QUERY_CHARS = 1024
+
+
 def compile_query(expression: str):
+    return _cached_query(expression) if len(expression) <= CACHED_QUERY_CHARS else _compile(expression, False)
+
+
+@lru_cache(maxsize=8192)
+def _cached_query(expression: str):
+    return _compile(expression, True)
+
+
+def _compile(expression: str, keep: bool):
     try:
-        parsed = jmespath.compile(expression)
+        # Parser._do_parse is what Parser.parse runs on a miss of the library's cache, without storing the result
+        parsed = jmespath.compile(expression) if keep else jmespath.parser.Parser()._do_parse(expression)
         jp_budget.check_depth(parsed.parsed, expression)
         return parsed
     except jmespath.exceptions.JMESPathError as exc:
