@@ -3,7 +3,7 @@
 import pytest
 
 from webhook.families.kyverno.conditions import ConditionError, apply_operator, evaluate_conditions
-from webhook.families.kyverno.variables import Context
+from webhook.families.kyverno.variables import JsonContext
 
 
 @pytest.mark.parametrize("op,key,value,expected", [
@@ -23,7 +23,7 @@ def test_operators(op, key, value, expected):
     assert apply_operator(op, key, value) is expected
 
 
-CTX = Context({"request": {"operation": "CREATE", "object": {"metadata": {"labels": {"app": "x"}}}}})
+CTX = JsonContext({"request": {"operation": "CREATE", "object": {"metadata": {"labels": {"app": "x"}}}}})
 
 
 def test_any_and_all_blocks_with_messages():

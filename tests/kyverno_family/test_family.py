@@ -214,7 +214,7 @@ spec:
 async def test_user_info_is_the_api_servers_uid_extra_and_groups_with_empty_fields_left_out(tmp_path):
     import json
 
-    from webhook.families.kyverno.context import RequestData, Subject, base_document
+    from webhook.families.kyverno.context import RequestData, RequestSubject, base_document
     from webhook.model.review import parse_review
     from tests.support import review
 
@@ -226,9 +226,9 @@ async def test_user_info_is_the_api_servers_uid_extra_and_groups_with_empty_fiel
     body["request"]["userInfo"]["extra"] = {"scopes": ["read"]}
     assert (await qm.engine.validate(parse_review(json.dumps(body).encode()))).allowed
     # authentication/v1 UserInfo is marshalled with omitempty: a user without groups has no `groups` (null, not [])
-    user = base_document(RequestData("CREATE", pod(), None, Subject()))["request"]["userInfo"]
+    user = base_document(RequestData("CREATE", pod(), None, RequestSubject()))["request"]["userInfo"]
     assert user == {}
-    full = Subject("jdoe", ("a",), uid="u-2", extra={"k": ("v",)})
+    full = RequestSubject("jdoe", ("a",), uid="u-2", extra={"k": ("v",)})
     assert base_document(RequestData("CREATE", pod(), None, full))["request"]["userInfo"] == {
         "username": "jdoe", "uid": "u-2", "groups": ["a"], "extra": {"k": ["v"]}}
 

@@ -52,7 +52,7 @@ def test_honoured_fields_load():
     rule = {"name": "r", "skipBackgroundRequests": True, "reportProperties": {"team": "platform"},
             "validate": {**PATTERN, "allowExistingViolations": True, "failureAction": "Audit",
                          "failureActionOverrides": [{"action": "Enforce", "namespaces": ["prod-*"]}]}}
-    assert policy(rule).rules[0].name == "r"
+    assert policy(rule).rules[0].head.name == "r"
 
 
 def build(tmp_path, text: str) -> Quartermaster:

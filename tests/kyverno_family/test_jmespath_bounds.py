@@ -3,7 +3,8 @@ a count (characters, matches, steps, levels), asserted by the error naming it; n
 
 import pytest
 
-from webhook.families.kyverno.jmespath_functions import MAX_TEXT, JMESPathError, query
+from webhook.families.kyverno.jmespath_functions import query
+from webhook.families.kyverno.jp_errors import MAX_TEXT, JMESPathError
 from webhook.families.kyverno.jp_budget import MAX_DEPTH, MAX_STEPS
 
 BIG = {"s": "a" * 2_000_000, "small": "a" * 50_000, "n": 1e308}

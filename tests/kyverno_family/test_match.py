@@ -56,7 +56,7 @@ GATED_BLOCKS = [
 def test_a_rules_kind_gate_only_ever_says_no_where_the_filters_would():
     """Each rule's kinds, when its selectors name them without wildcards, decide first (a Pod meets the
     autogen rules of every pod controller): the same answers as the filters', for requests of each kind."""
-    from webhook.families.kyverno.match import _kind_gate, excluded
+    from webhook.families.kyverno.match import _gate_of as _kind_gate, excluded
 
     infos = [DEPLOY, RequestInfo("", "v1", "Pod", "CREATE", "web-1", "team-a"),
              RequestInfo("", "v1", "Pod", "CONNECT", "p", "ns", subresource="exec"),

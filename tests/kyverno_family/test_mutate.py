@@ -73,24 +73,24 @@ def test_a_rule_on_a_large_object_copies_only_what_it_patches():
     ~400 ms a policy, 9 deep copies), then with one JSON copy; a per-container foreach made that copy once per
     container. Now the strategic merge copies on write: the maps and lists on the patch's paths are new, the
     rest is shared with the input, which is never edited."""
-    from webhook.families.kyverno.foreach import apply_mutation
+    from webhook.families.kyverno.mutate import apply_mutation
 
     containers = [{"name": f"c{i}", "image": "busybox", "env": [{"name": f"E{j}", "value": "x"} for j in range(1000)]}
                   for i in range(20)]
     big = {**POD, "spec": {"containers": containers, "volumes": [{"name": "v", "emptyDir": {}}]}}
     before = copy.deepcopy(big)
     patch = {"patchStrategicMerge": {"metadata": {"annotations": {"+(safe-to-evict)": "true"}}}}
-    out = apply_mutation(big, patch)
+    out = apply_mutation(big, patch["patchStrategicMerge"])
     assert out["metadata"]["annotations"] == {"safe-to-evict": "true"} and "annotations" not in big["metadata"]
     assert out["spec"] is big["spec"] and out["metadata"] is not big["metadata"]
 
     one = {"patchStrategicMerge": {"spec": {"containers": [{"(name)": "c7", "imagePullPolicy": "Always"}]}}}
-    out = apply_mutation(big, one)
+    out = apply_mutation(big, one["patchStrategicMerge"])
     assert out["spec"]["containers"][7] == {**containers[7], "imagePullPolicy": "Always"}
     assert all(a is b for i, (a, b) in enumerate(zip(out["spec"]["containers"], containers)) if i != 7)
     assert out["spec"]["containers"][7]["env"] is containers[7]["env"] and out["spec"]["volumes"] is big["spec"]["volumes"]
     assert big == before  # the input, its lists and maps, as they were
-    assert apply_mutation(big, {}) == big and apply_mutation(big, {}) is not big
+    assert apply_mutation(big) == big and apply_mutation(big) is not big
 
 
 LITERAL_CONDITION_ITEMS = [

@@ -1,6 +1,11 @@
 """Pod Security Standards checks and Kyverno's exclude entries."""
 
 from webhook.families.kyverno.podsecurity import compile_pod_security
+from webhook.families.kyverno.rule_env import RuleEnv
+from webhook.families.kyverno.rule_types import RuleRef
+from webhook.model.results import PolicyId
+
+REF = RuleRef(PolicyId("kyverno.io/v1", "ClusterPolicy", "p"), "r")
 
 
 def _pod(container, **spec):
@@ -18,7 +23,7 @@ def test_baseline_denies_privileged_and_host_namespaces():
     assert [v.control for v in check.violations(PRIV)] == ["Privileged Containers"]
     host = _pod({"name": "c", "image": "nginx"}, hostNetwork=True)
     assert [v.control for v in check.violations(host)] == ["Host Namespaces"]
-    assert check.check(RESTRICTED_OK, "r").status == "pass"
+    assert check.check(REF, None, RuleEnv(), RESTRICTED_OK).outcome == "pass"
 
 
 def test_restricted_needs_the_hardened_fields():
@@ -31,12 +36,12 @@ def test_restricted_needs_the_hardened_fields():
 def test_exclude_by_control_and_image():
     check = compile_pod_security({"level": "baseline", "exclude": [
         {"controlName": "Privileged Containers", "images": ["nginx*"]}]})
-    assert check.check(PRIV, "r").status == "pass"
+    assert check.check(REF, None, RuleEnv(), PRIV).outcome == "pass"
     other = compile_pod_security({"level": "baseline", "exclude": [
         {"controlName": "Privileged Containers", "images": ["redis*"]}]})
-    assert other.check(PRIV, "r").status == "fail"
+    assert other.check(REF, None, RuleEnv(), PRIV).outcome == "fail"
 
 
 def test_deployment_template_is_checked():
     deployment = {"kind": "Deployment", "spec": {"template": {"metadata": {}, "spec": PRIV["spec"]}}}
-    assert compile_pod_security({"level": "baseline"}).check(deployment, "r").status == "fail"
+    assert compile_pod_security({"level": "baseline"}).check(REF, None, RuleEnv(), deployment).outcome == "fail"

@@ -8,7 +8,7 @@ import pytest
 from tests.kyverno_family.test_rules import policy, request
 from webhook.families.kyverno.compile import PolicyError
 from webhook.families.kyverno.engine import mutate_rules, validate_rules
-from webhook.families.kyverno.outcome import RuleEnv
+from webhook.families.kyverno.rule_env import RuleEnv
 from webhook.families.kyverno.references import BrokenReference, go_path_join, resolve_document
 
 
@@ -20,7 +20,7 @@ def memory_pod(requests, limits="2Gi"):
 
 def verdict(pattern, obj, key="pattern"):
     rule = {"name": "mem", "validate": {"message": "memory", key: pattern}}
-    (outcome,) = validate_rules(policy(rule).rules, request(obj), RuleEnv())
+    (outcome,) = validate_rules(policy(rule).validate_rules, request(obj), RuleEnv())
     return outcome
 
 
@@ -43,14 +43,14 @@ def resources(requests, limits="2Gi"):
 ])
 def test_pattern_references_with_operators(reference, value, status):
     outcome = verdict(resources(reference, "2Gi"), memory_pod(value, "2Gi"))
-    assert outcome.status == status, outcome.message
+    assert outcome.outcome == status, outcome.message
 
 
 def test_reference_is_to_the_pattern_not_the_resource():
     # Kyverno resolves against the policy: the pod's own limits play no part, the pattern's "?*" does
     pattern = resources("$(../../limits/memory)", "?*")
-    assert verdict(pattern, memory_pod("1Gi", "2Gi")).status == "pass"
-    assert verdict(pattern, memory_pod("", "2Gi")).status == "fail"
+    assert verdict(pattern, memory_pod("1Gi", "2Gi")).outcome == "pass"
+    assert verdict(pattern, memory_pod("", "2Gi")).outcome == "fail"
 
 
 @pytest.mark.parametrize("reference, why", [
@@ -60,7 +60,7 @@ def test_reference_is_to_the_pattern_not_the_resource():
 ])
 def test_unresolved_references_are_rule_errors(reference, why):
     outcome = verdict(resources(reference), memory_pod("1Gi"))
-    assert outcome.status == "error" and "variable substitution failed" in outcome.message and why in outcome.message
+    assert outcome.outcome == "error" and "variable substitution failed" in outcome.message and why in outcome.message
 
 
 def test_types_of_referenced_values():
@@ -82,26 +82,26 @@ def test_anchored_keys_escapes_and_embedded_references():
     assert isinstance(resolve_document({"^(c)": [{"a": "$(../b)", "b": "1"}]}), BrokenReference)
     assert resolve_document({"c": [{"a": "$(../b)", "b": "1"}]}) == {"c": [{"a": "1", "b": "1"}]}
     # "$()" is no reference (Kyverno's regex needs a character inside): a literal that fails to match
-    assert verdict(resources("$()"), memory_pod("1Gi")).status == "fail"
+    assert verdict(resources("$()"), memory_pod("1Gi")).outcome == "fail"
 
 
 def test_any_pattern_and_foreach_patterns():
     any_pattern = [{"spec": {"containers": [{"image": "$(../name)", "name": "nginx"}]}},
                    resources("$(<=../../limits/memory)", "1Gi")]
-    assert verdict(any_pattern, memory_pod("512Mi", "1Gi"), "anyPattern").status == "pass"   # second alternative
-    assert verdict(any_pattern, memory_pod("2Gi", "1Gi"), "anyPattern").status == "fail"
+    assert verdict(any_pattern, memory_pod("512Mi", "1Gi"), "anyPattern").outcome == "pass"   # second alternative
+    assert verdict(any_pattern, memory_pod("2Gi", "1Gi"), "anyPattern").outcome == "fail"
     rule = {"name": "each", "validate": {"foreach": [{
         "list": "request.object.spec.containers",
         "pattern": {"resources": {"requests": {"memory": "$(<=../../limits/memory)"}, "limits": {"memory": "1Gi"}}}}]}}
-    assert validate_rules(policy(rule).rules, request(memory_pod("512Mi", "1Gi")), RuleEnv())[0].status == "pass"
-    assert validate_rules(policy(rule).rules, request(memory_pod("2Gi", "4Gi")), RuleEnv())[0].status == "fail"
+    assert validate_rules(policy(rule).validate_rules, request(memory_pod("512Mi", "1Gi")), RuleEnv())[0].outcome == "pass"
+    assert validate_rules(policy(rule).validate_rules, request(memory_pod("2Gi", "4Gi")), RuleEnv())[0].outcome == "fail"
 
 
 def test_patch_strategic_merge_references_resolve_against_the_rule():
     rule = {"name": "label", "mutate": {"patchStrategicMerge": {"metadata": {"labels": {
         "team": "platform", "owner": "$(./../team)", "rule": "$(/name)", "literal": "\\$(HOME)"}}}}}
     obj = memory_pod("1Gi")
-    result = mutate_rules(policy(rule).rules, request(obj), RuleEnv())
+    result = mutate_rules(policy(rule).mutate_rules, request(obj), RuleEnv())
     labels = result.resource["metadata"]["labels"]
     assert labels == {"team": "platform", "owner": "platform", "rule": "label", "literal": "$(HOME)"}
     patch = jsonpatch.make_patch(obj, result.resource)
@@ -111,11 +111,11 @@ def test_patch_strategic_merge_references_resolve_against_the_rule():
 def test_foreach_mutation_references_and_unresolved_patch_error():
     rule = {"name": "each", "mutate": {"foreach": [{"list": "request.object.spec.containers", "patchStrategicMerge": {
         "metadata": {"annotations": {"a": "x", "b": "$(../a)"}}}}]}}
-    result = mutate_rules(policy(rule).rules, request(memory_pod("1Gi")), RuleEnv())
+    result = mutate_rules(policy(rule).mutate_rules, request(memory_pod("1Gi")), RuleEnv())
     assert result.resource["metadata"]["annotations"] == {"a": "x", "b": "x"}
     broken = {"name": "broken", "mutate": {"patchStrategicMerge": {"metadata": {"labels": {"x": "$(../nope)"}}}}}
-    outcome = mutate_rules(policy(broken).rules, request(memory_pod("1Gi")), RuleEnv()).outcomes[0]
-    assert outcome.status == "error" and "$(../nope)" in outcome.message
+    outcome = mutate_rules(policy(broken).mutate_rules, request(memory_pod("1Gi")), RuleEnv()).results[0]
+    assert outcome.outcome == "error" and "$(../nope)" in outcome.message
 
 
 @pytest.mark.parametrize("rule, where", [

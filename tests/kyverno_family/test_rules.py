@@ -3,9 +3,9 @@
 import pytest
 
 from webhook.families.kyverno.compile import compile_policy
-from webhook.families.kyverno.context import RequestData, Subject
+from webhook.families.kyverno.context import RequestData, RequestSubject
 from webhook.families.kyverno.engine import generate_rules, mutate_rules, validate_rules
-from webhook.families.kyverno.outcome import RuleEnv
+from webhook.families.kyverno.rule_env import RuleEnv
 from webhook.model.lookups import LookupRefused
 
 CONFIG = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "registries", "namespace": "platform"},
@@ -44,7 +44,7 @@ def pod(*images, name="p"):
 
 
 def request(obj, operation="CREATE"):
-    return RequestData(operation=operation, object=obj, old_object=None, subject=Subject("jdoe"),
+    return RequestData(operation=operation, object=obj, old_object=None, subject=RequestSubject("jdoe"),
                        kind={"group": "", "version": "v1", "kind": obj["kind"]}, namespace="team",
                        name=obj["metadata"]["name"])
 
@@ -61,21 +61,21 @@ REGISTRIES = {
 
 
 def test_config_map_context_and_foreach_deny():
-    rules = policy(REGISTRIES).rules
+    rules = policy(REGISTRIES).validate_rules
     env = RuleEnv(lookups=State(CONFIG))
     (ok,) = validate_rules(rules, request(pod("ghcr.io/a/b:1")), env)
     (bad,) = validate_rules(rules, request(pod("ghcr.io/a/b:1", "docker.io/nginx")), env)
-    assert ok.status == "pass" and bad.status == "fail" and "docker.io/nginx" in bad.message
+    assert ok.outcome == "pass" and bad.outcome == "fail" and "docker.io/nginx" in bad.message
 
 
 def test_missing_config_map_and_refused_image_data_are_errors_naming_the_entry():
-    (missing,) = validate_rules(policy(REGISTRIES).rules, request(pod("ghcr.io/a")), RuleEnv(lookups=State()))
-    assert missing.status == "error" and "'cm'" in missing.message
+    (missing,) = validate_rules(policy(REGISTRIES).validate_rules, request(pod("ghcr.io/a")), RuleEnv(lookups=State()))
+    assert missing.outcome == "error" and "'cm'" in missing.message
     image_rule = {"name": "size", "context": [{"name": "data", "imageRegistry": {"reference": "nginx"}}],
                   "validate": {"deny": {"conditions": {"all": [{"key": "{{data.size}}", "operator": "GreaterThan",
                                                                  "value": 1}]}}}}
-    (refused,) = validate_rules(policy(image_rule).rules, request(pod("nginx")), RuleEnv(lookups=State()))
-    assert refused.status == "error" and "image registries are not queried" in refused.message
+    (refused,) = validate_rules(policy(image_rule).validate_rules, request(pod("nginx")), RuleEnv(lookups=State()))
+    assert refused.outcome == "error" and "image registries are not queried" in refused.message
 
 
 def test_api_call_lists_objects_from_the_state():
@@ -83,22 +83,22 @@ def test_api_call_lists_objects_from_the_state():
         "urlPath": "/api/v1/namespaces/{{request.namespace}}/pods", "jmesPath": "items | length(@)"}}],
         "validate": {"deny": {"conditions": {"all": [{"key": "{{count}}", "operator": "GreaterThanOrEquals",
                                                        "value": 1}]}}}}
-    rules = policy(rule).rules
-    assert validate_rules(rules, request(pod("x")), RuleEnv(lookups=State()))[0].status == "pass"
+    rules = policy(rule).validate_rules
+    assert validate_rules(rules, request(pod("x")), RuleEnv(lookups=State()))[0].outcome == "pass"
     crowded = State(pod("y", name="other"))
-    assert validate_rules(rules, request(pod("x")), RuleEnv(lookups=crowded))[0].status == "fail"
+    assert validate_rules(rules, request(pod("x")), RuleEnv(lookups=crowded))[0].outcome == "fail"
 
 
 def test_foreach_mutation_and_element_scope_pattern():
     mutate = {"name": "pull", "mutate": {"foreach": [{
         "list": "request.object.spec.containers",
         "patchStrategicMerge": {"spec": {"containers": [{"name": "{{element.name}}", "imagePullPolicy": "Always"}]}}}]}}
-    result = mutate_rules(policy(mutate).rules, request(pod("a", "b")), RuleEnv())
+    result = mutate_rules(policy(mutate).mutate_rules, request(pod("a", "b")), RuleEnv())
     assert [c["imagePullPolicy"] for c in result.resource["spec"]["containers"]] == ["Always", "Always"]
     scoped = {"name": "tags", "validate": {"foreach": [{"list": "request.object.spec.containers",
                                                          "pattern": {"image": "*:*"}}]}}
-    assert validate_rules(policy(scoped).rules, request(pod("a:1", "b")), RuleEnv())[0].status == "fail"
-    assert validate_rules(policy(scoped).rules, request(pod("a:1", "b:2")), RuleEnv())[0].status == "pass"
+    assert validate_rules(policy(scoped).validate_rules, request(pod("a:1", "b")), RuleEnv())[0].outcome == "fail"
+    assert validate_rules(policy(scoped).validate_rules, request(pod("a:1", "b:2")), RuleEnv())[0].outcome == "pass"
 
 
 def test_generate_clone_copies_the_source_without_server_fields():
@@ -108,11 +108,11 @@ def test_generate_clone_copies_the_source_without_server_fields():
                          "namespace": "{{request.object.metadata.name}}",
                          "clone": {"name": "registries", "namespace": "platform"}}}
     rules = compile_policy({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "g"},
-                            "spec": {"rules": [rule]}}).rules
+                            "spec": {"rules": [rule]}}).generate_rules
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "new"}}
     data = RequestData("CREATE", namespace, None, kind={"group": "", "version": "v1", "kind": "Namespace"}, name="new")
     (outcome,) = generate_rules(rules, data, RuleEnv(lookups=State(source)))
-    (made,) = outcome.generated
+    (made,) = outcome.objects
     assert made["metadata"] == {"name": "registries", "namespace": "new"} and made["data"] == CONFIG["data"]
 
 
@@ -122,5 +122,5 @@ def test_patterns_are_not_checked_on_delete(operation, expected):
     obj = pod("x")
     data = RequestData(operation, None if operation == "DELETE" else obj, obj if operation == "DELETE" else None,
                        kind={"group": "", "version": "v1", "kind": "Pod"}, namespace="team", name="p")
-    results = validate_rules(policy(rule).rules, data, RuleEnv())
-    assert [r.status for r in results] == ([expected] if expected else [])
+    results = validate_rules(policy(rule).validate_rules, data, RuleEnv())
+    assert [r.outcome for r in results] == ([expected] if expected else [])

@@ -6,9 +6,9 @@ import time
 import pytest
 
 from webhook.families.kyverno.jmespath_functions import JMESPathError, NotFound, query
-from webhook.families.kyverno.variables import Context, SubstitutionError, substitute_all
+from webhook.families.kyverno.variables import JsonContext, SubstitutionError, substitute_all
 
-CTX = Context({"request": {"operation": "CREATE", "object": {"metadata": {"name": "web", "labels": {"app": "a"}},
+CTX = JsonContext({"request": {"operation": "CREATE", "object": {"metadata": {"name": "web", "labels": {"app": "a"}},
                                                               "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
                            "oldObject": {"metadata": {"name": "old"}}},
                "key": "app", "element": {"name": "c"}})
@@ -27,7 +27,7 @@ def test_nested_and_escaped_variables():
 
 def test_keys_are_substituted_and_delete_reads_the_old_object():
     assert substitute_all({"{{element.name}}": 1}, CTX) == {"c": 1}
-    deleting = Context(CTX.data, delete=True)
+    deleting = JsonContext(CTX.data, delete=True)
     assert substitute_all("{{request.object.metadata.name}}", deleting) == "old"
 
 
@@ -67,8 +67,8 @@ def test_function_errors_raise():
         query("divide(`1`, `0`)", {})
 
 
-def _annotated(value: str) -> Context:
-    return Context({"request": {"object": {"metadata": {"annotations": {"a": value}}}}})
+def _annotated(value: str) -> JsonContext:
+    return JsonContext({"request": {"object": {"metadata": {"annotations": {"a": value}}}}})
 
 
 SELF = "{{request.object.metadata.annotations.a}}"
@@ -96,7 +96,7 @@ def test_a_value_that_holds_variables_again_is_an_error_not_a_loop(value):
 
 
 def test_substitution_that_would_build_a_huge_string_is_an_error():
-    big = Context({"request": {"object": {"metadata": {"annotations": {"a": "x" * (1 << 20)}}}}})
+    big = JsonContext({"request": {"object": {"metadata": {"annotations": {"a": "x" * (1 << 20)}}}}})
     with pytest.raises(SubstitutionError, match="more than"):
         substitute_all("{{request.object.metadata.annotations.a}}-" * 10, big)
     one = substitute_all("<{{request.object.metadata.annotations.a}}>", big)
@@ -104,7 +104,7 @@ def test_substitution_that_would_build_a_huge_string_is_an_error():
 
 
 def test_variables_a_value_brings_are_still_resolved_once_as_in_kyverno():
-    ctx = Context({"request": {"object": {"metadata": {"name": "web", "annotations": {
+    ctx = JsonContext({"request": {"object": {"metadata": {"name": "web", "annotations": {
         "a": "{{request.object.metadata.name}}"}}}}})
     assert substitute_all("n={{request.object.metadata.annotations.a}}", ctx) == "n=web"
     assert substitute_all("{{request.object.metadata.labels.{{request.object.metadata.name}} || 'none'}}",

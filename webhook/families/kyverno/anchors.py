@@ -9,6 +9,8 @@ from typing import Any
 
 from webhook.model.quickinit import frozen_dataclass
 
+from .gotypes import CACHED_PATTERN_CHARS
+
 _ANCHOR = re.compile(r"^([+<=X^])?\((.+)\)$", re.DOTALL)
 
 CONDITION, EQUALITY, EXISTENCE, NEGATION, GLOBAL, ADD_IF_ABSENT = "", "=", "^", "X", "<", "+"
@@ -26,11 +28,16 @@ class Anchor:
 def parse_anchor(text: str) -> Anchor | None:
     if not isinstance(text, str):
         return None
-    return _parse(text)
+    # pattern keys repeat on every request and are short; a long text is a substituted value: not kept
+    return _parse(text) if len(text) <= CACHED_PATTERN_CHARS else _parse_text(text)
 
 
-@lru_cache(maxsize=4096)  # pattern keys repeat on every request
+@lru_cache(maxsize=4096)
 def _parse(text: str) -> Anchor | None:
+    return _parse_text(text)
+
+
+def _parse_text(text: str) -> Anchor | None:
     match = _ANCHOR.match(text)
     if not match:
         return None

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .outcome import ERROR, FAIL, PASS, Outcome, RuleEnv
-
 from webhook.model.quickinit import frozen_dataclass
+from webhook.model.results import Outcome, RuleResult
+
+from .rule_env import RuleEnv
+from .rule_types import RuleRef
+from .variables import JsonContext
 
 
 class CelRuleError(ValueError):
@@ -31,6 +34,10 @@ class CompiledCel:
     param_kind: Mapping[str, Any] | None
     param_ref: Mapping[str, Any] | None
     audit_annotations: tuple[tuple[str, Any], ...]
+
+    def check(self, ref: RuleRef, ctx: JsonContext, env: RuleEnv, resource: Any) -> RuleResult:
+        """validate.cel as a rule's handler (rule_types.ValidationHandler): it reads the whole request."""
+        return evaluate_cel(ref, self, ctx.data, env)
 
 
 def compile_preconditions(conditions: Any, cel: Any) -> tuple[tuple[str, Any], ...]:
@@ -89,8 +96,9 @@ def activation_of(request_doc: Mapping[str, Any], env: RuleEnv) -> dict[str, Any
     }
 
 
-def evaluate_cel(name: str, compiled: CompiledCel, request_doc: Mapping[str, Any], env: RuleEnv) -> Outcome:
+def evaluate_cel(ref: RuleRef, compiled: CompiledCel, request_doc: Mapping[str, Any], env: RuleEnv) -> RuleResult:
     """An evaluation error denies, as a ValidatingAdmissionPolicy with failurePolicy Fail (Kyverno passes none)."""
+    name = ref.name
     request = request_doc.get("request") or {}
     activation = activation_of(request_doc, env)
     try:
@@ -102,12 +110,12 @@ def evaluate_cel(name: str, compiled: CompiledCel, request_doc: Mapping[str, Any
         for program, message, message_expr in compiled.expressions:
             if program(activation) is not True:
                 text = message_expr.evaluate(activation) if message_expr is not None else message
-                return Outcome(FAIL, text or f"failed expression: {program.expression}")
+                return ref.result(Outcome.FAIL, text or f"failed expression: {program.expression}")
     except CelRuleError as exc:
-        return Outcome(ERROR, f"rule {name}: error in parameterized resource: {exc}")
+        return ref.result(Outcome.ERROR, f"rule {name}: error in parameterized resource: {exc}")
     except Exception as exc:  # CelError and friends: the message names the expression
-        return Outcome(FAIL, f"rule {name}: expression evaluation failed: {exc}")
-    return Outcome(PASS, f"validation rule '{name}' passed.")
+        return ref.result(Outcome.FAIL, f"rule {name}: expression evaluation failed: {exc}")
+    return ref.result(Outcome.PASS, f"validation rule '{name}' passed.")
 
 
 def _admission_request(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,18 +12,21 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from .autogen import expand_rules
+from .compile_rules import RULE_TYPES, RuleCompileError, TypedRule, compile_rule
 from .conditions import OPERATORS
-from .engine import CompiledRule
 from .fields import unknown_fields
+from .gotypes import wildcard_match
 from .jmespath_functions import JMESPathError, check_query
-from .references import resolve_rule, unsupported_references
+from .match import labels_match
+from .references import unsupported_references
+from .rule_types import GenerateRule, MutateRule, ValidateRule
 from .variables import written_queries
 
 from webhook.model.quickinit import frozen_dataclass
+from webhook.model.results import Action, PolicyId
 
 POLICY_KINDS = ("ClusterPolicy", "Policy")
 API_VERSIONS = ("kyverno.io/v1", "kyverno.io/v2beta1")
-_RULE_TYPES = ("validate", "mutate", "generate", "verifyImages")
 _VALIDATE_FORMS = ("pattern", "anyPattern", "deny", "foreach", "podSecurity", "cel", "manifests", "assert")
 
 
@@ -33,30 +36,34 @@ class PolicyError(ValueError):
 
 @frozen_dataclass
 class KyvernoPolicy:
-    api_version: str
-    kind: str
-    name: str
-    namespace: str
+    id: PolicyId
     annotations: Mapping[str, str]
-    rules: tuple[CompiledRule, ...]
+    rules: tuple[TypedRule, ...]     # every rule, autogen included, in the policy's order
     background: bool = True
     failure_policy: str = "Fail"
     apply_one: bool = False
     admission: bool = True
-    exceptions: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
-    action: str = "Audit"          # spec.validationFailureAction, normalised
+    action: Action = Action.AUDIT    # spec.validationFailureAction, normalised
+    # the rules by type, in order: each phase walks only its own
+    validate_rules: tuple[ValidateRule, ...] = field(default_factory=tuple)
+    mutate_rules: tuple[MutateRule, ...] = field(default_factory=tuple)
+    generate_rules: tuple[GenerateRule, ...] = field(default_factory=tuple)
 
     @property
-    def phases(self) -> frozenset[str]:
-        return frozenset(r.kind for r in self.rules)
+    def name(self) -> str:
+        return self.id.name
+
+    @property
+    def namespace(self) -> str:
+        return self.id.namespace
 
 
-def normalise_action(value: Any, where: str) -> str:
+def normalise_action(value: Any, where: str) -> Action:
     text = str(value or "Audit")
     lowered = text.lower()
     if lowered not in ("audit", "enforce"):
         raise PolicyError(f"{where}: validationFailureAction must be Audit or Enforce, got {text!r}")
-    return "Enforce" if lowered == "enforce" else "Audit"
+    return Action.ENFORCE if lowered == "enforce" else Action.AUDIT
 
 
 def compile_policy(document: Mapping[str, Any], cel: Any = None) -> KyvernoPolicy:
@@ -71,17 +78,19 @@ def compile_policy(document: Mapping[str, Any], cel: Any = None) -> KyvernoPolic
     seen: set[str] = set()
     for index, rule in enumerate(spec["rules"]):
         _check_rule(name, index, rule, seen)
-    rules = tuple(_compile_rule(name, raw, action, spec, cel) for raw in expand_rules(dict(document)))
+    policy_id = PolicyId(str(document.get("apiVersion")), str(document.get("kind")), name,
+                         str(meta.get("namespace") or "") if document.get("kind") == "Policy" else "")
+    rules = tuple(_compile_rule(policy_id, raw, action, cel) for raw in expand_rules(dict(document)))
     failure_policy = str(spec.get("failurePolicy") or "Fail")
     if failure_policy not in ("Fail", "Ignore"):
         raise PolicyError(f"{name}: spec.failurePolicy must be Fail or Ignore, got {failure_policy!r}")
     return KyvernoPolicy(
-        api_version=str(document.get("apiVersion")), kind=str(document.get("kind")), name=name,
-        namespace=str(meta.get("namespace") or "") if document.get("kind") == "Policy" else "",
-        annotations=dict(meta.get("annotations") or {}), rules=rules,
+        id=policy_id, annotations=dict(meta.get("annotations") or {}), rules=rules,
         background=spec.get("background", True) is not False, failure_policy=failure_policy,
         apply_one=str(spec.get("applyRules") or "All") == "One", admission=spec.get("admission", True) is not False,
-        action=action)
+        action=action, validate_rules=tuple(r for r in rules if isinstance(r, ValidateRule)),
+        mutate_rules=tuple(r for r in rules if isinstance(r, MutateRule)),
+        generate_rules=tuple(r for r in rules if isinstance(r, GenerateRule)))
 
 
 def _check_rule(policy: str, index: int, rule: Any, seen: set[str]) -> None:
@@ -95,7 +104,7 @@ def _check_rule(policy: str, index: int, rule: Any, seen: set[str]) -> None:
         raise PolicyError(f"{where}: duplicate rule name {rule_name!r}")
     seen.add(rule_name)
     where = f"{policy}: rule {rule_name}"
-    present = [t for t in _RULE_TYPES if rule.get(t)]
+    present = [t for t in RULE_TYPES if rule.get(t)]
     if len(present) != 1:
         raise PolicyError(f"{where}: needs exactly one of validate, mutate, generate (found {present or 'none'})")
     if present[0] == "verifyImages":
@@ -155,48 +164,21 @@ def _check_conditions(where: str, conditions: Any) -> None:
                 raise PolicyError(f"{where}: unknown condition operator {(item or {}).get('operator')!r}")
 
 
-def _compile_rule(policy: str, raw: Mapping[str, Any], action: str, spec: Mapping[str, Any], cel: Any) -> CompiledRule:
-    kind = next(t for t in _RULE_TYPES if raw.get(t))
-    raw = resolve_rule(raw)   # $(...) point into the policy itself: resolved once, here
+def _compile_rule(policy: PolicyId, raw: Mapping[str, Any], action: Action, cel: Any) -> TypedRule:
     validate = raw.get("validate") or {}
-    rule_action = action
     if validate.get("failureAction"):
-        rule_action = normalise_action(validate["failureAction"], f"{policy}: rule {raw['name']} validate")
-    compiled_cel = pss = None
-    if validate.get("cel") is not None:
-        if cel is None:
-            raise PolicyError(f"{policy}: rule {raw['name']}: validate.cel needs the CEL engine")
-        from .cel_rule import compile_cel
-        try:
-            compiled_cel = compile_cel(validate["cel"], cel, str(validate.get("message") or ""))
-        except Exception as exc:  # the CEL engine's error names the expression
-            raise PolicyError(f"{policy}: rule {raw['name']}: validate.cel: {exc}") from exc
-    if validate.get("podSecurity") is not None:
-        from .podsecurity import compile_pod_security
-        try:
-            pss = compile_pod_security(validate["podSecurity"])
-        except ValueError as exc:
-            raise PolicyError(f"{policy}: rule {raw['name']}: validate.podSecurity: {exc}") from exc
-    cel_pre = ()
-    if raw.get("celPreconditions"):
-        if cel is None:
-            raise PolicyError(f"{policy}: rule {raw['name']}: celPreconditions need the CEL engine")
-        from .cel_rule import compile_preconditions
-        try:
-            cel_pre = compile_preconditions(raw["celPreconditions"], cel)
-        except Exception as exc:  # the CEL engine's error names the expression
-            raise PolicyError(f"{policy}: rule {raw['name']}: celPreconditions: {exc}") from exc
-    return CompiledRule(name=str(raw["name"]), raw=raw, kind=kind, action=rule_action, cel=compiled_cel, pss=pss,
-                        cel_preconditions=cel_pre)
+        action = normalise_action(validate["failureAction"], f"{policy.name}: rule {raw['name']} validate")
+    try:
+        return compile_rule(policy, raw, action, cel)
+    except RuleCompileError as exc:
+        raise PolicyError(f"{policy.name}: rule {raw['name']}: {exc}") from exc
 
 
-def effective_action(rule: CompiledRule, spec_action: str, spec_overrides: Any, namespace: str,
-                     namespace_labels: Mapping[str, str] | None) -> str:
+def effective_action(rule: ValidateRule, spec_action: Action, spec_overrides: Any, namespace: str,
+                     namespace_labels: Mapping[str, str] | None) -> Action:
     """Kyverno's order (pkg/engine/api EngineResponse): the rule's failureActionOverrides, its failureAction, the
     spec's validationFailureActionOverrides, then the spec's validationFailureAction."""
-    validate = rule.raw.get("validate") or {}
-    for overrides, explicit in ((validate.get("failureActionOverrides"), validate.get("failureAction")),
-                                (spec_overrides, None)):
+    for overrides, explicit in ((rule.action_overrides, rule.explicit_action), (spec_overrides, False)):
         found = _match_override(overrides, namespace, namespace_labels)
         if found:
             return found
@@ -205,18 +187,16 @@ def effective_action(rule: CompiledRule, spec_action: str, spec_overrides: Any, 
     return spec_action
 
 
-def _match_override(overrides: Any, namespace: str, labels: Mapping[str, str] | None) -> str | None:
+def _match_override(overrides: Any, namespace: str, labels: Mapping[str, str] | None) -> Action | None:
     """The first override whose action is valid and whose namespaces (wildcards) and namespaceSelector hold; an
     override without namespaces applies everywhere its selector (if any) holds."""
-    from .gotypes import wildcard_match
-    from .match import _labels_match
     for override in overrides or []:
         try:
             action = normalise_action(override.get("action"), "failureActionOverrides")
         except PolicyError:
             continue   # Kyverno skips an override whose action is not valid
         selector = override.get("namespaceSelector")
-        selected = selector is None or _labels_match(selector, labels or {})
+        selected = selector is None or labels_match(selector, labels or {})
         namespaces = override.get("namespaces")
         if namespaces is None and selected:
             return action

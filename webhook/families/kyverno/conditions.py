@@ -18,7 +18,7 @@ from webhook.model.quickinit import frozen_dataclass
 from .gotypes import is_number, parse_duration, parse_float, parse_int, sprint, wildcard_match
 from .jp_semver import _cmp, _parse as parse_semver
 from .pattern_values import IN_RANGE, validate_value
-from .variables import Context, substitute_all
+from .variables import JsonContext, substitute_all
 
 OPERATORS = ("equal", "equals", "notequal", "notequals", "in", "anyin", "allin", "notin", "anynotin",
              "allnotin", "greaterthanorequals", "greaterthan", "lessthanorequals", "lessthan",
@@ -35,7 +35,7 @@ class ConditionResult:
     message: str = ""
 
 
-def evaluate_conditions(conditions: Any, ctx: Context) -> ConditionResult:
+def evaluate_conditions(conditions: Any, ctx: JsonContext) -> ConditionResult:
     """Kyverno's EvaluateConditions: a list of any/all blocks, one block, or a legacy list of conditions."""
     if conditions is None:
         return ConditionResult(True)
@@ -62,7 +62,7 @@ def _is_block(value: Any) -> bool:
     return isinstance(value, dict) and ("any" in value or "all" in value) and "operator" not in value
 
 
-def _any_all(block: dict, ctx: Context) -> ConditionResult:
+def _any_all(block: dict, ctx: JsonContext) -> ConditionResult:
     false_messages: list[str] = []
     true_messages: list[str] = []
     any_ok = True
@@ -87,7 +87,7 @@ def _any_all(block: dict, ctx: Context) -> ConditionResult:
     return ConditionResult(False, "; ".join(m for m in false_messages if m))
 
 
-def evaluate_condition(condition: dict, ctx: Context) -> tuple[bool, str]:
+def evaluate_condition(condition: dict, ctx: JsonContext) -> tuple[bool, str]:
     try:
         key = substitute_all(condition.get("key"), ctx)
         value = substitute_all(condition.get("value"), ctx)

@@ -29,13 +29,13 @@ API_VERSION = "policies.kyverno.io/v1"
 
 
 @dataclass
-class Conversion:
+class PolicyConversion:
     documents: list[dict] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)     # "policy/rule: reason"
 
 
-def convert_document(document: Mapping[str, Any]) -> Conversion:
-    result = Conversion()
+def convert_document(document: Mapping[str, Any]) -> PolicyConversion:
+    result = PolicyConversion()
     if document.get("kind") not in POLICY_KINDS:
         result.refused.append(f"{document.get('kind')} {_name(document)}: not a Kyverno ClusterPolicy/Policy")
         return result

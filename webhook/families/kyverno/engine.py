@@ -1,66 +1,42 @@
-"""Evaluate one compiled Kyverno policy against one request: mutate, validate and generate rules in order.
+"""Evaluate one compiled Kyverno policy's rules against one request: mutate, validate and generate, in order.
 
-Each rule is matched on its own (``autogen-`` rules included), loads its context, checks its preconditions and
-yields a ``RuleOutcome`` named after the rule, as Kyverno reports it. ``applyRules: One`` stops after the first
-rule that applied.
+Each rule is matched on its own (``autogen-`` rules included), runs its CEL preconditions, context and
+preconditions (guard.py) and then its typed handler, and reports a ``RuleResult`` under its own name, as
+Kyverno does. ``applyRules: One`` stops after the first rule that applied.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
-
-from .conditions import ConditionError, evaluate_conditions
-from .context import ContextError, RequestData, base_document, load_entries
-from .foreach import apply_mutation, mutate_foreach
-from .generate import generate_objects
-from .match import RequestInfo, rule_applies
-from .outcome import ERROR, FAIL, PASS, SKIP, Outcome, RuleEnv
-from .patches6902 import PatchError
-from .variables import Context, SubstitutionError, substitute_patches
-from .validate import run_validator
+from dataclasses import field, replace
+from typing import Any
 
 from webhook.model.quickinit import frozen_dataclass
+from webhook.model.results import Outcome, RuleResult
+
+from .context import RequestData, base_document
+from .guard import load_and_check, prepare
+from .match import RequestInfo
+from .rule_env import RuleEnv
+from .rule_types import GenerateRule, Generated, MutateRule, ValidateRule
+from .variables import JsonContext
+
+_INFO = object()   # RuleEnv.memo key: (RequestData, namespace object, RequestInfo)
 
 
 @frozen_dataclass
-class CompiledRule:
-    name: str
-    raw: Mapping[str, Any]
-    kind: str                         # "validate" | "mutate" | "generate"
-    action: str                       # "Enforce" | "Audit" (validate rules)
-    cel: Any = None                   # CompiledCel for validate.cel rules
-    pss: Any = None                   # compiled podSecurity check
-    cel_preconditions: tuple = ()     # compiled celPreconditions (name, program)
-
-
-@frozen_dataclass
-class RuleOutcome:
-    rule: str
-    kind: str
-    status: str
-    message: str
-    action: str = "Audit"
-    generated: tuple[Mapping[str, Any], ...] = ()
-
-
-@dataclass
-class MutationResult:
+class RulesMutation:
     resource: dict
-    outcomes: list[RuleOutcome] = field(default_factory=list)
-
-
-_INFO: tuple[Any, Any, Any] = (None, None, None)  # matches() and validate() of a policy ask for the same info
+    results: tuple[RuleResult, ...] = field(default_factory=tuple)
 
 
 def request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
-    global _INFO
-    last = _INFO  # one read: the triple is replaced whole, never updated in place
+    """What matching reads, once per request: matches() and validate() of every policy ask for it."""
+    last = env.memo.get(_INFO)
     # keyed by what _request_info reads: the policies of one admission share the request data and namespace
-    if last[0] is request and last[1] is env.namespace_object:
-        return last[2]
+    if last is not None and last[0] is request and last[1] is env.namespace_object:
+        return last[2]  # type: ignore[no-any-return]
     info = _request_info(request, env)
-    _INFO = (request, env.namespace_object, info)
+    env.memo[_INFO] = (request, env.namespace_object, info)
     return info
 
 
@@ -82,142 +58,95 @@ def _request_info(request: RequestData, env: RuleEnv) -> RequestInfo:
         username=subject.username, groups=subject.groups, roles=subject.roles, cluster_roles=subject.cluster_roles)
 
 
-def _cel_preconditions(rule: CompiledRule, ctx: Context, env: RuleEnv) -> Outcome | None:
-    if not rule.cel_preconditions:
-        return None
-    from .cel_rule import activation_of, preconditions_hold
-    try:
-        if not preconditions_hold(rule.cel_preconditions, activation_of(ctx.data, env)):
-            return Outcome(SKIP, "cel preconditions not met")
-    except Exception as exc:  # CelError: the message names the expression
-        return Outcome(ERROR, f"failed to evaluate cel preconditions: {exc}")
-    return None
-
-
-def _prepare(rule: CompiledRule, ctx: Context, env: RuleEnv) -> tuple[Context, Outcome | None]:
-    """Rule-level CEL preconditions, context and preconditions, shared by every rule type."""
-    early = _cel_preconditions(rule, ctx, env)
-    if early is not None:
-        return ctx, early
-    try:
-        ctx = load_entries(rule.raw.get("context"), ctx, env.lookups, env.overrides)
-    except ContextError as exc:
-        return ctx, Outcome(ERROR, f"failed to load context: {exc}")
-    try:
-        pre = evaluate_conditions(rule.raw.get("preconditions"), ctx)
-    except ConditionError as exc:
-        return ctx, Outcome(ERROR, f"failed to evaluate preconditions: {exc}")
-    if not pre.passed:
-        return ctx, Outcome(SKIP, "; ".join(m for m in ("preconditions not met", pre.message) if m))
-    return ctx, None
-
-
-def validate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv,
-                   apply_one: bool = False) -> list[RuleOutcome]:
+def validate_rules(rules: tuple[ValidateRule, ...], request: RequestData, env: RuleEnv,
+                   apply_one: bool = False) -> list[RuleResult]:
     info = request_info(request, env)
-    shared = Context(base_document(request), delete=request.operation == "DELETE")
-    results: list[RuleOutcome] = []
+    delete = request.operation == "DELETE"
+    shared = JsonContext(base_document(request, memo=env.memo), delete=delete)
+    resource = None if delete else request.resource
+    results: list[RuleResult] = []
     for rule in rules:
-        if rule.kind != "validate" or not rule_applies(rule.raw, info):
+        if not rule.head.selector.applies(info):
             continue
-        rule_env = env.for_rule(rule.name)
-        base = shared if rule_env is env else Context(base_document(request, rule_env.overrides), shared.delete)
-        outcome = _validate_one(rule, base, rule_env, request)
-        if outcome is None:
+        rule_env = env.for_rule(rule.head.name)
+        base = shared if rule_env is env else JsonContext(base_document(request, rule_env.overrides), delete)
+        result = _validate_one(rule, base, rule_env, request, resource)
+        if result is None:
             continue
-        results.append(RuleOutcome(rule.name, "validate", outcome.status, outcome.message, rule.action))
-        if apply_one and outcome.status != SKIP:
+        results.append(result)
+        if apply_one and result.outcome is not Outcome.SKIP:
             break
     return results
 
 
-def _validate_one(rule: CompiledRule, base: Context, env: RuleEnv, request: RequestData) -> Outcome | None:
-    spec = rule.raw.get("validate") or {}
-    if rule.cel is not None or rule.pss is not None:
-        ctx, early = _prepare(rule, base, env)
-        if early is not None:
-            return early
-        if rule.cel is not None:
-            from .cel_rule import evaluate_cel
-            return evaluate_cel(rule.name, rule.cel, ctx.data, env)
-        return rule.pss.check(request.resource if request.operation != "DELETE" else None, rule.name)
-    early = _cel_preconditions(rule, base, env)
-    if early is not None:
-        return early
-    merged = {**spec, "context": rule.raw.get("context"), "preconditions": rule.raw.get("preconditions")}
-    resource = None if request.operation == "DELETE" else request.resource
-    outcome = run_validator(rule.name, merged, base, env, resource)
-    if outcome is not None and outcome.status == FAIL and _existing_violation(rule, spec, merged, env, request):
-        return Outcome(SKIP, "skipping the rule evaluation as pre-existing violations are allowed")
-    return outcome
-
-
-def _existing_violation(rule: CompiledRule, spec: Mapping[str, Any], merged: Mapping[str, Any], env: RuleEnv,
-                        request: RequestData) -> bool:
-    """Kyverno's allowExistingViolations (default true): an Enforce rule does not block an UPDATE of an object
-    that already violated it."""
-    if (rule.action != "Enforce" or request.operation != "UPDATE" or request.old_object is None
-            or spec.get("allowExistingViolations") is False or request.old_object == request.object):
-        return False
-    old = RequestData(**{**request.__dict__, "object": request.old_object})
-    ctx = Context(base_document(old, env.overrides))
-    prior = run_validator(rule.name, merged, ctx, env, request.old_object)
-    return prior is not None and prior.status == FAIL
-
-
-def mutate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv,
-                 apply_one: bool = False) -> MutationResult:
-    # a shallow copy: nothing below edits what it is given (merge copies on write, JSON patches copy)
-    resource = dict(request.resource)
-    result = MutationResult(resource)
-    for rule in rules:
-        if rule.kind != "mutate":
-            continue
-        current = RequestData(**{**request.__dict__, "object": result.resource})
-        if not rule_applies(rule.raw, request_info(current, env)):
-            continue
-        rule_env = env.for_rule(rule.name)
-        ctx = Context(base_document(current, rule_env.overrides), delete=request.operation == "DELETE")
-        ctx, early = _prepare(rule, ctx, rule_env)
-        outcome, patched = early, result.resource
-        if early is None:
-            outcome, patched = _mutate_one(rule, ctx, rule_env, result.resource)
-        result.resource = patched
-        result.outcomes.append(RuleOutcome(rule.name, "mutate", outcome.status, outcome.message))
-        if apply_one and outcome.status != SKIP:
-            break
+def _validate_one(rule: ValidateRule, base: JsonContext, env: RuleEnv, request: RequestData,
+                  resource: Any) -> RuleResult | None:
+    prepared = prepare(rule.head, base, env)
+    if prepared.early is not None:
+        return prepared.early
+    result = rule.handler.check(rule.head.ref, prepared.ctx, env, resource)
+    if result is not None and result.outcome is Outcome.FAIL and _existing_violation(rule, env, request):
+        return rule.head.ref.result(Outcome.SKIP, "skipping the rule evaluation as pre-existing violations are "
+                                                  "allowed")
     return result
 
 
-def _mutate_one(rule: CompiledRule, ctx: Context, env: RuleEnv, resource: dict) -> tuple[Outcome, dict]:
-    spec = rule.raw.get("mutate") or {}
-    if spec.get("foreach"):
-        patched, failure = mutate_foreach(spec["foreach"], ctx, env, resource)
-        if failure is not None:
-            return failure, resource
-    else:
-        try:
-            patches = substitute_patches(spec, ctx)
-            patched = apply_mutation(resource, patches)
-        except (SubstitutionError, PatchError) as exc:
-            return Outcome(ERROR, f"failed to patch resource: {exc}"), resource
-    if patched == resource:
-        return Outcome(SKIP, "no patches applied"), resource
-    return Outcome(PASS, "resource patched"), patched
+def _existing_violation(rule: ValidateRule, env: RuleEnv, request: RequestData) -> bool:
+    """Kyverno's allowExistingViolations (default true): an Enforce rule does not block an UPDATE of an object
+    that already violated it."""
+    if (not rule.spares_existing or request.operation != "UPDATE" or request.old_object is None
+            or request.old_object == request.object):
+        return False
+    old = replace(request, object=request.old_object)
+    head = rule.head
+    prepared = load_and_check(head.ref, head.context, head.preconditions,
+                              JsonContext(base_document(old, env.overrides)), env)
+    prior = prepared.early or rule.handler.check(head.ref, prepared.ctx, env, request.old_object)
+    return prior is not None and prior.outcome is Outcome.FAIL
 
 
-def generate_rules(rules: tuple[CompiledRule, ...], request: RequestData, env: RuleEnv) -> list[RuleOutcome]:
-    info = request_info(request, env)
-    base = Context(base_document(request), delete=request.operation == "DELETE")
-    results: list[RuleOutcome] = []
+def mutate_rules(rules: tuple[MutateRule, ...], request: RequestData, env: RuleEnv,
+                 apply_one: bool = False) -> RulesMutation:
+    # a shallow copy: nothing below edits what it is given (merge copies on write, JSON patches copy)
+    resource = dict(request.resource)
+    results: list[RuleResult] = []
+    current = replace(request, object=resource)
     for rule in rules:
-        if rule.kind != "generate" or not rule_applies(rule.raw, info):
+        if current.object is not resource:
+            current = replace(request, object=resource)
+        head = rule.head
+        if not head.selector.applies(request_info(current, env)):
             continue
-        rule_env = env.for_rule(rule.name)
-        ctx, early = _prepare(rule, Context(base_document(request, rule_env.overrides), base.delete), rule_env)
-        if early is not None:
-            results.append(RuleOutcome(rule.name, "generate", early.status, early.message))
+        rule_env = env.for_rule(head.name)
+        ctx = JsonContext(base_document(current, rule_env.overrides, env.memo), delete=request.operation == "DELETE")
+        prepared = prepare(head, ctx, rule_env)
+        result = prepared.early
+        if result is None:
+            done = rule.handler.mutate(head.ref, prepared.ctx, rule_env, resource)
+            if done.failure is not None:
+                result = done.failure
+            elif done.resource == resource:
+                result = head.ref.result(Outcome.SKIP, "no patches applied")
+            else:
+                result, resource = head.ref.result(Outcome.PASS, "resource patched"), done.resource
+        results.append(result)
+        if apply_one and result.outcome is not Outcome.SKIP:
+            break
+    return RulesMutation(resource, tuple(results))
+
+
+def generate_rules(rules: tuple[GenerateRule, ...], request: RequestData, env: RuleEnv) -> list[Generated]:
+    info = request_info(request, env)
+    delete = request.operation == "DELETE"
+    made: list[Generated] = []
+    for rule in rules:
+        head = rule.head
+        if not head.selector.applies(info):
             continue
-        outcome, objects = generate_objects(rule.raw.get("generate") or {}, ctx, rule_env, request)
-        results.append(RuleOutcome(rule.name, "generate", outcome.status, outcome.message, generated=objects))
-    return results
+        rule_env = env.for_rule(head.name)
+        prepared = prepare(head, JsonContext(base_document(request, rule_env.overrides, env.memo), delete), rule_env)
+        if prepared.early is not None:
+            made.append(Generated(prepared.early))
+            continue
+        made.append(rule.handler.generate(head.ref, prepared.ctx, rule_env))
+    return made

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from .conditions import ConditionError, evaluate_conditions
 from .gotypes import wildcard_match
 from .match import RequestInfo, block_matches
-from .variables import Context
+from .variables import JsonContext
 
 from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
 from webhook.model.quickinit import frozen_dataclass
@@ -36,7 +36,7 @@ class PolicyException:
     def covers(self, policy: str, rule: str) -> bool:
         return any(target == policy and any(wildcard_match(r, rule) for r in rules) for target, rules in self.targets)
 
-    def applies(self, info: RequestInfo, ctx: Context) -> bool:
+    def applies(self, info: RequestInfo, ctx: JsonContext) -> bool:
         if not exempts_in(self.reach, info.namespace, info.kind):
             return False  # an exception of a namespace lifts policies off that namespace's resources only
         if not block_matches(self.match, info):

@@ -65,7 +65,6 @@ class KyvernoFamily:
             key = f"{compiled.namespace}/{compiled.name}" if compiled.namespace else compiled.name
             joined = tuple(e for e in exceptions if e.names(key))
             policy = KyvernoCompiledPolicy.of(compiled, doc, joined)
-            policy.cel = env.cel
             policies.append(policy)
         return FamilyResult(tuple(policies), tuple(errors))
 

@@ -9,34 +9,74 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from .context import RequestData
-from .outcome import ERROR, PASS, Outcome, RuleEnv
-from .variables import Context, SubstitutionError, substitute_all
-
 from webhook.model.policy_scope import generation_refusal
+from webhook.model.quickinit import frozen_dataclass
+from webhook.model.results import Outcome
+
+from .rule_env import RuleEnv
+from .rule_types import Generated, RuleRef
+from .variables import JsonContext, SubstitutionError, has_variables, substitute_all
 
 LABELS = ("generate.kyverno.io/policy-name", "generate.kyverno.io/rule-name")
 
 
-def generate_objects(spec: Mapping[str, Any], ctx: Context, env: RuleEnv,
-                     request: RequestData) -> tuple[Outcome, tuple[Mapping[str, Any], ...]]:
-    try:
-        spec = substitute_all({k: v for k, v in spec.items() if k != "foreach"}, ctx)
-    except SubstitutionError as exc:
-        return Outcome(ERROR, f"variable substitution failed: {exc}"), ()
-    if spec.get("clone"):
-        outcome, objects = _clone(spec, env)
-    elif spec.get("cloneList"):
-        outcome, objects = _clone_list(spec, env)
-    else:
-        # data, or nothing at all: Kyverno then creates the bare object (apiVersion, kind, name, namespace)
-        obj = copy.deepcopy(spec["data"]) if isinstance(spec.get("data"), dict) else {}
-        outcome, objects = Outcome(PASS, "generated"), (_identify(obj, spec),)
-    # checked on the objects as created: the namespace may come from a variable or from `data` itself
-    refusal = next(filter(None, (generation_refusal(o, env.policy_namespace) for o in objects)), None)
+def _checked(ref: RuleRef, env: RuleEnv, made: Generated) -> Generated:
+    """The objects as they would be created, refused where the policy may not create them: the namespace may
+    come from a variable or from `data` itself."""
+    refusal = next(filter(None, (generation_refusal(o, env.policy_namespace) for o in made.objects)), None)
     if refusal is not None:
-        return Outcome(ERROR, refusal), ()
-    return outcome, objects
+        return Generated(ref.result(Outcome.ERROR, refusal))
+    return made
+
+
+@frozen_dataclass
+class _Spec:
+    """generate without its foreach, as written; substituted per request unless it has no variable."""
+
+    value: Mapping[str, Any]
+    static: bool
+
+    def render(self, ref: RuleRef, ctx: JsonContext) -> Mapping[str, Any] | Generated:
+        if self.static:
+            return self.value
+        try:
+            return substitute_all(dict(self.value), ctx)  # type: ignore[no-any-return]
+        except SubstitutionError as exc:
+            return Generated(ref.result(Outcome.ERROR, f"variable substitution failed: {exc}"))
+
+
+def spec_of(generate: Mapping[str, Any]) -> _Spec:
+    value = {k: v for k, v in generate.items() if k != "foreach"}
+    return _Spec(value, not has_variables(value))
+
+
+@frozen_dataclass
+class DataGeneration:
+    """generate.data, or nothing at all: Kyverno then creates the bare object (apiVersion, kind, name,
+    namespace)."""
+
+    spec: _Spec
+
+    def generate(self, ref: RuleRef, ctx: JsonContext, env: RuleEnv) -> Generated:
+        spec = self.spec.render(ref, ctx)
+        if isinstance(spec, Generated):
+            return spec
+        obj = copy.deepcopy(spec["data"]) if isinstance(spec.get("data"), dict) else {}
+        return _checked(ref, env, Generated(ref.result(Outcome.PASS, "generated"), (_identify(obj, spec),)))
+
+
+@frozen_dataclass
+class CloneGeneration:
+    """generate.clone (one source object) or generate.cloneList (every object of the kinds it names)."""
+
+    spec: _Spec
+    listed: bool = False   # cloneList
+
+    def generate(self, ref: RuleRef, ctx: JsonContext, env: RuleEnv) -> Generated:
+        spec = self.spec.render(ref, ctx)
+        if isinstance(spec, Generated):
+            return spec
+        return _checked(ref, env, (_clone_list if self.listed else _clone)(ref, spec, env))
 
 
 def _identify(obj: dict, spec: Mapping[str, Any]) -> dict:
@@ -49,25 +89,26 @@ def _identify(obj: dict, spec: Mapping[str, Any]) -> dict:
     return obj
 
 
-def _clone(spec: Mapping[str, Any], env: RuleEnv) -> tuple[Outcome, tuple[Mapping[str, Any], ...]]:
+def _clone(ref: RuleRef, spec: Mapping[str, Any], env: RuleEnv) -> Generated:
     source = spec["clone"]
     if env.lookups is None:
-        return Outcome(ERROR, "clone needs cluster state"), ()
+        return Generated(ref.result(Outcome.ERROR, "clone needs cluster state"))
     found = env.lookups.get(str(spec.get("apiVersion")), str(spec.get("kind")), str(source.get("namespace") or ""),
                             str(source.get("name")))
     if found is None:
-        return Outcome(ERROR, f"source {spec.get('kind')} {source.get('namespace')}/{source.get('name')} not found"), ()
+        return Generated(ref.result(Outcome.ERROR, f"source {spec.get('kind')} {source.get('namespace')}/"
+                                                   f"{source.get('name')} not found"))
     obj = copy.deepcopy(dict(found))
     meta = obj.setdefault("metadata", {})
     for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "ownerReferences"):
         meta.pop(key, None)
-    return Outcome(PASS, "cloned"), (_identify(obj, spec),)
+    return Generated(ref.result(Outcome.PASS, "cloned"), (_identify(obj, spec),))
 
 
-def _clone_list(spec: Mapping[str, Any], env: RuleEnv) -> tuple[Outcome, tuple[Mapping[str, Any], ...]]:
+def _clone_list(ref: RuleRef, spec: Mapping[str, Any], env: RuleEnv) -> Generated:
     source = spec["cloneList"]
     if env.lookups is None:
-        return Outcome(ERROR, "cloneList needs cluster state"), ()
+        return Generated(ref.result(Outcome.ERROR, "cloneList needs cluster state"))
     objects = []
     for kind_ref in source.get("kinds") or []:
         api_version, _, kind = str(kind_ref).rpartition("/")
@@ -76,4 +117,4 @@ def _clone_list(spec: Mapping[str, Any], env: RuleEnv) -> tuple[Outcome, tuple[M
             obj = copy.deepcopy(dict(item))
             obj.setdefault("metadata", {})["namespace"] = spec.get("namespace")
             objects.append(obj)
-    return Outcome(PASS, "cloned"), tuple(objects)
+    return Generated(ref.result(Outcome.PASS, "cloned"), tuple(objects))

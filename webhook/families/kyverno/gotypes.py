@@ -51,8 +51,30 @@ def is_duration(text: Any) -> bool:
         return False
 
 
-@lru_cache(maxsize=4096)
+# Parsed wildcards are kept for patterns of at most this many characters: what policies write. A longer one is
+# text a tenant put where a pattern is read (a substituted annotation), parsed per call and never kept.
+CACHED_PATTERN_CHARS = 256
+
+
 def _wildcard_regex(pattern: str) -> Any:
+    return _cached_regex(pattern) if len(pattern) <= CACHED_PATTERN_CHARS else _regex_of(pattern)
+
+
+def _star_parts(pattern: str) -> tuple[str, ...]:
+    return _cached_parts(pattern) if len(pattern) <= CACHED_PATTERN_CHARS else tuple(pattern.split("*"))
+
+
+@lru_cache(maxsize=4096)
+def _cached_regex(pattern: str) -> Any:
+    return _regex_of(pattern)
+
+
+@lru_cache(maxsize=4096)
+def _cached_parts(pattern: str) -> tuple[str, ...]:
+    return tuple(pattern.split("*"))
+
+
+def _regex_of(pattern: str) -> Any:
     parts = []
     for char in pattern:
         if char == "*":
@@ -74,11 +96,6 @@ def wildcard_match(pattern: str, text: str) -> bool:
         # into RE2's Python wrapper costs ~5 us, and match blocks ask several per rule and admission
         return _stars_match(_star_parts(pattern), text)
     return _wildcard_regex(pattern).fullmatch(text) is not None
-
-
-@lru_cache(maxsize=4096)
-def _star_parts(pattern: str) -> tuple[str, ...]:
-    return tuple(pattern.split("*"))
 
 
 def _stars_match(parts: tuple[str, ...], text: str) -> bool:

@@ -41,16 +41,17 @@ def pod_spec(resource: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
-_LAST: tuple[Any, Any] = (None, None)  # every policy of one admission asks for the same object's images
+_IMAGES = object()  # memo key: (object, its images); every policy of one admission asks for the same object's
 
 
-def extract_images(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    global _LAST
-    last = _LAST  # one read: the pair is replaced whole, never updated in place
-    if last[0] is resource and resource is not None:
-        return last[1]
+def extract_images(resource: Mapping[str, Any] | None, memo: dict[Any, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """`memo`: the request's (RuleEnv.memo), where the last object's images are kept."""
+    last = memo.get(_IMAGES) if memo is not None else None
+    if last is not None and last[0] is resource and resource is not None:
+        return last[1]  # type: ignore[no-any-return]
     images = _extract(resource)
-    _LAST = (resource, images)
+    if memo is not None:
+        memo[_IMAGES] = (resource, images)
     return images
 
 

@@ -12,9 +12,8 @@ import json
 import posixpath
 import random as _random
 import re
-import unicodedata
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import jmespath
 import yaml
@@ -22,114 +21,12 @@ from jmespath import functions
 from jmespath.visitor import TreeInterpreter
 
 from webhook.model import boundedyaml
-from webhook.model.regex import compile_linear, go_matches
 
 from . import jp_arith, jp_budget, jp_time
+from .jp_errors import JMESPathError, NotFound, check_size
+from .jp_regex import go_expansion, go_regex, replaced_size, sub_limited
 from .gotypes import is_number, sprint, wildcard_match
 from .jp_semver import semver_matches
-
-
-MAX_TEXT = 8 << 20  # characters a function may build: beyond any rendering of a 3 MiB request
-MAX_MATCHES = 10_000  # replacements in one regex_replace_all call (~30 ms, RE2's Python wrapper paying ~3 us a
-# match): no policy needs more on one string
-
-
-class JMESPathError(ValueError):
-    """A query that Kyverno would reject: syntax, types, or a function's own error."""
-
-
-class NotFound(JMESPathError):
-    def __init__(self, key: str) -> None:
-        super().__init__(f'Unknown key "{key}" in path')
-        self.key = key
-
-
-def _go_regex(pattern: str) -> Any:
-    return compile_linear(pattern)  # Go's regexp is RE2: linear, whatever the pattern and the text
-
-
-def _go_name_length(text: str) -> int:
-    """How many characters at the start of `text` make a name in Go's Expand: letters, digits, underscore."""
-    for length, char in enumerate(text):
-        category = unicodedata.category(char)
-        if not (char == "_" or category[0] == "L" or category == "Nd"):
-            return length
-    return len(text)
-
-
-def _go_expansion(regex: Any, template: str) -> Callable[[Any], str]:
-    """Go's Regexp.Expand of `template` ($1, ${1}, $name, ${name}; $$ is a "$"; a group that does not exist or
-    did not take part is empty; a "$" that starts no name is itself), parsed once: a function of each match
-    that joins literal text and groups. (Python's and RE2's expand parse the template again at every match,
-    which cost more than the match itself; and a name is Go's longest run of letters, digits and underscores,
-    so "$1x" names the group "1x", not group 1 and an "x".)"""
-    # literal text around each group: texts[0], groups[0], texts[1], ... (-1: a group that does not exist)
-    texts: list[str] = []
-    groups: list[int] = []
-    literal, rest = [], template
-    while True:
-        before, dollar, rest = rest.partition("$")
-        literal.append(before)
-        if not dollar:
-            break
-        if rest.startswith("$"):
-            literal.append("$")
-            rest = rest[1:]
-            continue
-        brace = rest.startswith("{")
-        body = rest[1:] if brace else rest
-        length = _go_name_length(body)
-        if length == 0 or (brace and body[length:length + 1] != "}"):
-            literal.append("$")  # malformed: the "$" is text
-            continue
-        name, rest = body[:length], body[length + (1 if brace else 0):]
-        if name.isascii() and name.isdigit() and not (name[0] == "0" and len(name) > 1) and len(name) < 9:
-            group = int(name) if int(name) <= regex.groups else -1
-        else:
-            group = regex.groupindex.get(name, -1)
-        texts.append("".join(literal))
-        groups.append(group)
-        literal = []
-    texts.append("".join(literal))
-    if not groups:
-        text = texts[0]
-        return lambda _match: text
-    read = sorted({g for g in groups if g >= 0})  # each group read once per match: RE2's reads cost ~1 us each
-
-    def expand(match: Any) -> str:
-        found = {g: match[g] or "" for g in read}
-        out = [texts[0]]
-        for group, text in zip(groups, texts[1:]):
-            out += (found.get(group, ""), text)
-        return "".join(out)
-    return expand
-
-
-def _check_size(size: int, function: str) -> None:
-    """Refuse before building: replace_all(text, 'a', text) on a 50 kB annotation built 2.5 GB on the event loop."""
-    if size > MAX_TEXT:
-        raise JMESPathError(f"{function}: the result would hold more than {MAX_TEXT} characters")
-
-
-def _replaced_size(text: str, old: str, new: str, count: int) -> int:
-    found = text.count(old) if old else len(text) + 1
-    return len(text) + (found if count < 0 else min(found, count)) * (len(new) - len(old))
-
-
-def _sub_limited(regex: Any, src: str, replace: Callable[[Any], str], function: str) -> str:
-    """regex.sub within bounds: RE2's Python wrapper pays ~3 us per match in Python, so a 2 MB string of
-    matches held the event loop 7 s; and a replacement that quotes the source grew the result quadratically."""
-    pieces, end, size = [], 0, len(src)
-    for count, match in enumerate(go_matches(regex, src)):  # Go's ReplaceAllString visits these
-        if count == MAX_MATCHES:
-            raise JMESPathError(f"{function}: more than {MAX_MATCHES} matches")
-        text = replace(match)
-        size += len(text) - (match.end() - match.start())
-        _check_size(size, function)
-        pieces += (src[end:match.start()], text)
-        end = match.end()
-    pieces.append(src[end:])
-    return "".join(pieces)
 
 
 def _str(value: Any) -> str:
@@ -145,7 +42,7 @@ class KyvernoFunctions(functions.Functions):
     @functions.signature({"types": ["string"]}, {"types": ["array-string"]})
     def _func_join(self, glue, items):
         # JMESPath's own join, sized first: join('', [x, x]) over chained variables doubled to gigabytes
-        _check_size(len(glue) * max(len(items) - 1, 0) + sum(map(len, items)), "join")
+        check_size(len(glue) * max(len(items) - 1, 0) + sum(map(len, items)), "join")
         return glue.join(items)
 
     @functions.signature({"types": ["string"]}, {"types": ["string"]})
@@ -158,12 +55,12 @@ class KyvernoFunctions(functions.Functions):
 
     @functions.signature({"types": ["string"]}, {"types": ["string"]}, {"types": ["string"]}, {"types": ["number"]})
     def _func_replace(self, text, old, new, count):
-        _check_size(_replaced_size(text, old, new, int(count)), "replace")
+        check_size(replaced_size(text, old, new, int(count)), "replace")
         return text.replace(old, new, int(count)) if int(count) >= 0 else text.replace(old, new)
 
     @functions.signature({"types": ["string"]}, {"types": ["string"]}, {"types": ["string"]})
     def _func_replace_all(self, text, old, new):
-        _check_size(_replaced_size(text, old, new, -1), "replace_all")
+        check_size(replaced_size(text, old, new, -1), "replace_all")
         return text.replace(old, new)
 
     @functions.signature({"types": ["string"]})
@@ -188,17 +85,17 @@ class KyvernoFunctions(functions.Functions):
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]}, {"types": ["string", "number"]})
     def _func_regex_replace_all(self, pattern, src, repl):
-        regex = _go_regex(pattern)
-        return _sub_limited(regex, _str(src), _go_expansion(regex, _str(repl)), "regex_replace_all")
+        regex = go_regex(pattern)
+        return sub_limited(regex, _str(src), go_expansion(regex, _str(repl)), "regex_replace_all")
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]}, {"types": ["string", "number"]})
     def _func_regex_replace_all_literal(self, pattern, src, repl):
         literal = _str(repl)
-        return _sub_limited(_go_regex(pattern), _str(src), lambda _m: literal, "regex_replace_all_literal")
+        return sub_limited(go_regex(pattern), _str(src), lambda _m: literal, "regex_replace_all_literal")
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]})
     def _func_regex_match(self, pattern, src):
-        return _go_regex(pattern).search(_str(src)) is not None
+        return go_regex(pattern).search(_str(src)) is not None
 
     @functions.signature({"types": ["string"]}, {"types": ["string", "number"]})
     def _func_pattern_match(self, pattern, src):
@@ -383,7 +280,7 @@ def _random_string(pattern: str) -> str:
     match = re.fullmatch(r"\[([^\]]+)\]\{(\d+)\}", pattern)
     if not match:
         raise JMESPathError(f"random: unsupported pattern {pattern!r} (expected [class]{{n}})")
-    _check_size(int(match.group(2)), "random")
+    check_size(int(match.group(2)), "random")
     chars = []
     spec = match.group(1)
     for lo, hi in re.findall(r"(.)-(.)", spec):
@@ -413,10 +310,24 @@ _OPTIONS = jmespath.Options(custom_functions=KyvernoFunctions())
 _INTERPRETER = _Interpreter(_OPTIONS)
 
 
-@lru_cache(maxsize=8192)
+# Parsed queries are kept for expressions of at most this many characters: what policies write. A longer one was
+# built from request data (a nested variable), is parsed per call and never kept, here or in jmespath's own cache.
+CACHED_QUERY_CHARS = 1024
+
+
 def compile_query(expression: str):
+    return _cached_query(expression) if len(expression) <= CACHED_QUERY_CHARS else _compile(expression, False)
+
+
+@lru_cache(maxsize=8192)
+def _cached_query(expression: str):
+    return _compile(expression, True)
+
+
+def _compile(expression: str, keep: bool):
     try:
-        parsed = jmespath.compile(expression)
+        # Parser._do_parse is what Parser.parse runs on a miss of the library's cache, without storing the result
+        parsed = jmespath.compile(expression) if keep else jmespath.parser.Parser()._do_parse(expression)
         jp_budget.check_depth(parsed.parsed, expression)
         return parsed
     except jmespath.exceptions.JMESPathError as exc:

@@ -35,7 +35,7 @@ class RequestInfo:
     groups: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     cluster_roles: tuple[str, ...] = ()
-    # rule_applies' answers for this request, by the rule's identity: a policy's matches() and its
+    # RuleSelector.applies' answers for this request, by the selector's identity: a policy's matches() and its
     # validate() ask the same rules of the same info
     applies: dict[int, tuple[Any, bool]] = field(default_factory=dict, compare=False, repr=False)
 
@@ -72,7 +72,7 @@ def _wild_any(patterns: list[str], value: str) -> bool:
     return any(wildcard_match(p, value) for p in patterns)
 
 
-def _labels_match(raw_selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def labels_match(raw_selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     selector = dict(raw_selector)
     match_labels = selector.get("matchLabels") or {}
     if any(contains_wildcard(str(k)) or contains_wildcard(str(v)) for k, v in match_labels.items()):
@@ -103,10 +103,10 @@ def _resources_match(resources: Mapping[str, Any], info: RequestInfo) -> bool:
     if annotations and not all(any(wildcard_match(str(k), ak) and wildcard_match(str(v), av)
                                    for ak, av in info.annotations.items()) for k, v in annotations.items()):
         return False
-    if resources.get("selector") is not None and not _labels_match(resources["selector"], info.labels):
+    if resources.get("selector") is not None and not labels_match(resources["selector"], info.labels):
         return False
     if resources.get("namespaceSelector") is not None and info.kind != "Namespace":
-        if info.namespace_labels is None or not _labels_match(resources["namespaceSelector"], info.namespace_labels):
+        if info.namespace_labels is None or not labels_match(resources["namespaceSelector"], info.namespace_labels):
             return False
     return True
 
@@ -153,29 +153,32 @@ def excluded(block: Mapping[str, Any] | None, info: RequestInfo) -> bool:
     return block_matches(block, info)
 
 
+@frozen_dataclass
+class RuleSelector:
+    """A rule's match and exclude blocks, with the kinds its match can select at all, worked out once at load."""
+
+    match: Mapping[str, Any] | None
+    exclude: Mapping[str, Any] | None
+    # the kinds the match block can select when its kind selectors name them without wildcards (None: any
+    # kind may): a Pod is checked against the autogen rules of every pod controller, a set lookup each
+    gate: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, rule: Mapping[str, Any]) -> "RuleSelector":
+        return cls(rule.get("match"), rule.get("exclude"), _gate_of(rule.get("match")))
+
+    def applies(self, info: RequestInfo) -> bool:
+        found = info.applies.get(id(self))
+        if found is None or found[0] is not self:  # (the entry holds the selector: its id is not reused meanwhile)
+            applies = (self.gate is None or info.kind in self.gate) and block_matches(self.match, info) \
+                and not excluded(self.exclude, info)
+            found = info.applies[id(self)] = (self, applies)
+        return found[1]
+
+
 def rule_applies(rule: Mapping[str, Any], info: RequestInfo) -> bool:
-    found = info.applies.get(id(rule))
-    if found is None or found[0] is not rule:  # (the entry holds the rule: its id is not reused meanwhile)
-        gate = _kind_gate(rule.get("match"))
-        applies = (gate is None or info.kind in gate) and block_matches(rule.get("match"), info) \
-            and not excluded(rule.get("exclude"), info)
-        found = info.applies[id(rule)] = (rule, applies)
-    return found[1]
-
-
-_GATES: dict[int, tuple[Any, frozenset[str] | None]] = {}
-
-
-def _kind_gate(block: Mapping[str, Any] | None) -> frozenset[str] | None:
-    """The kinds a match block can match at all, when its kind selectors name them without wildcards (None:
-    any kind may). A Pod is checked against the autogen rules of every pod controller: a set lookup each,
-    where the filters parsed each kind selector and wildcard-matched its group, version and kind."""
-    found = _GATES.get(id(block))
-    if found is None or found[0] is not block:  # policy documents are long-lived: once per block
-        if len(_GATES) > 4096:
-            _GATES.clear()
-        found = _GATES[id(block)] = (block, _gate_of(block))
-    return found[1]
+    """Whether a rule as written applies (tests and tools; compiled rules keep their RuleSelector)."""
+    return RuleSelector.of(rule).applies(info)
 
 
 def _gate_of(block: Any) -> frozenset[str] | None:

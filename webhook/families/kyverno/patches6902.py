@@ -10,7 +10,7 @@ from webhook.model import boundedyaml
 from webhook.model.jsoncopy import clone
 
 
-class PatchError(ValueError):
+class Json6902Error(ValueError):
     pass
 
 
@@ -18,7 +18,7 @@ def parse_patches(text: Any) -> list[dict]:
     # the text holds substituted request values: read it with the alias and nesting bounds
     operations = boundedyaml.safe_load(text) if isinstance(text, str) else text
     if not isinstance(operations, list) or not all(isinstance(op, dict) and "op" in op for op in operations):
-        raise PatchError("patchesJson6902 must be a list of operations with 'op' and 'path'")
+        raise Json6902Error("patchesJson6902 must be a list of operations with 'op' and 'path'")
     return operations
 
 
@@ -26,7 +26,7 @@ def _tokens(path: str) -> list[str]:
     if path == "":
         return []
     if not path.startswith("/"):
-        raise PatchError(f"invalid JSON pointer {path!r}")
+        raise Json6902Error(f"invalid JSON pointer {path!r}")
     return [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
 
 
@@ -36,12 +36,12 @@ def _index(container: list, token: str, allow_end: bool) -> int:
     try:
         index = int(token)
     except ValueError as exc:
-        raise PatchError(f"invalid array index {token!r}") from exc
+        raise Json6902Error(f"invalid array index {token!r}") from exc
     if index < 0:
         index += len(container)
     limit = len(container) + (1 if allow_end else 0)
     if not 0 <= index < limit:
-        raise PatchError(f"array index {token} out of range")
+        raise Json6902Error(f"array index {token} out of range")
     return index
 
 
@@ -51,7 +51,7 @@ def _parent(doc: Any, tokens: list[str], create: bool) -> Any:
         if isinstance(node, dict):
             if token not in node or node[token] is None:
                 if not create:
-                    raise PatchError(f"path /{'/'.join(tokens)} does not exist")
+                    raise Json6902Error(f"path /{'/'.join(tokens)} does not exist")
                 node[token] = _container_for(tokens[position + 1])
             node = node[token]
         elif isinstance(node, list):
@@ -61,7 +61,7 @@ def _parent(doc: Any, tokens: list[str], create: bool) -> Any:
                 continue
             node = node[_index(node, token, False)]
         else:
-            raise PatchError(f"path /{'/'.join(tokens)} does not exist")
+            raise Json6902Error(f"path /{'/'.join(tokens)} does not exist")
     return node
 
 
@@ -77,7 +77,7 @@ def _get(doc: Any, path: str) -> Any:
         elif isinstance(node, list):
             node = node[_index(node, token, False)]
         else:
-            raise PatchError(f"path {path} does not exist")
+            raise Json6902Error(f"path {path} does not exist")
     return node
 
 
@@ -94,7 +94,7 @@ def _add(doc: Any, path: str, value: Any) -> Any:
     elif isinstance(parent, dict):
         parent[tokens[-1]] = value
     else:
-        raise PatchError(f"cannot add at {path}")
+        raise Json6902Error(f"cannot add at {path}")
     return doc
 
 
@@ -107,8 +107,8 @@ def _remove(doc: Any, path: str, missing_ok: bool) -> Any:
         elif isinstance(parent, dict) and tokens[-1] in parent:
             del parent[tokens[-1]]
         elif not missing_ok:
-            raise PatchError(f"path {path} does not exist")
-    except PatchError:
+            raise Json6902Error(f"path {path} does not exist")
+    except Json6902Error:
         if not missing_ok:
             raise
     return doc
@@ -132,7 +132,7 @@ def apply_patches(document: Any, operations: list[dict]) -> Any:
             doc = _add(doc, path, value)
         elif kind == "test":
             if _get(doc, path) != op.get("value"):
-                raise PatchError(f"test operation failed at {path}")
+                raise Json6902Error(f"test operation failed at {path}")
         else:
-            raise PatchError(f"unknown patch operation {kind!r}")
+            raise Json6902Error(f"unknown patch operation {kind!r}")
     return doc

@@ -9,7 +9,7 @@ fails turns the outcome into an *error*, exactly as Kyverno reports it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from .anchors import (CONDITION, EQUALITY, EXISTENCE, GLOBAL, NEGATION, has_nested_anchors, is_kind,
                       parse_anchor)
@@ -17,6 +17,7 @@ from .gotypes import contains_wildcard, wildcard_match
 from .pattern_values import validate_value
 
 from webhook.model.quickinit import frozen_dataclass
+from webhook.model.results import Outcome
 
 _NEGATION_MSG = "negation anchor matched in resource"
 _CONDITION_MSG = "conditional anchor mismatch"
@@ -46,14 +47,25 @@ def _skip(err: _Err) -> bool:
 
 @frozen_dataclass
 class PatternResult:
-    status: str        # "pass" | "fail" | "skip" | "error"
+    status: Outcome    # PASS, FAIL, SKIP or ERROR
     message: str = ""
     path: str = ""
 
 
 @dataclass
 class _Walk:
+    plans: "PatternPlans"
     seen: dict[str, bool] = field(default_factory=dict)
+    # plans of maps this walk met that were not planned at load (substituted patterns): one list pattern is
+    # checked against every item, so each of its maps is planned once per walk
+    local: dict[int, "_Plan"] = field(default_factory=dict)
+
+    def plan(self, pattern: dict) -> "_Plan":
+        found = self.plans.known.get(id(pattern)) or self.local.get(id(pattern))
+        if found is not None and found.pattern is pattern:
+            return found
+        plan = self.local[id(pattern)] = _plan_of(pattern)
+        return plan
 
     def note_anchors(self, noted: tuple[str, ...], resource: Any) -> None:
         for key in noted:
@@ -72,18 +84,19 @@ def _has_key(resource: Any, key: str) -> bool:
     return False
 
 
-def match_pattern(resource: Any, pattern: Any) -> PatternResult:
-    walk = _Walk()
+def match_pattern(resource: Any, pattern: Any, plans: "PatternPlans | None" = None) -> PatternResult:
+    """`plans`: what the compiled rule planned of this pattern at load (none: each map is planned here)."""
+    walk = _Walk(plans or NO_PLANS)
     path, err = _element(resource, pattern, "/", walk)
     if err is None:
-        return PatternResult("pass")
+        return PatternResult(Outcome.PASS)
     if _skip(err):
-        return PatternResult("skip", err.text)
+        return PatternResult(Outcome.SKIP, err.text)
     if _is(err, NEGATION, _NEGATION_MSG):
-        return PatternResult("fail", err.text, path)
+        return PatternResult(Outcome.FAIL, err.text, path)
     if walk.keys_missing():
-        return PatternResult("error", err.text)
-    return PatternResult("fail", err.text, path) if path else PatternResult("error", err.text)
+        return PatternResult(Outcome.ERROR, err.text)
+    return PatternResult(Outcome.FAIL, err.text, path) if path else PatternResult(Outcome.ERROR, err.text)
 
 
 def _element(resource: Any, pattern: Any, path: str, walk: _Walk) -> tuple[str, _Err | None]:
@@ -121,10 +134,6 @@ class _Plan:
     has_metadata: bool        # a `metadata` key (plain or anchored): its label/annotation wildcards need the resource
 
 
-_PLANS: dict[int, _Plan] = {}
-MAX_PLANS = 20_000  # patterns substituted per request are planned too; the cache must not grow without bound
-
-
 def _plan_of(pattern: dict) -> _Plan:
     anchors = sorted(k for k in pattern if is_kind(k, CONDITION, EXISTENCE, EQUALITY, NEGATION))
     plain = {k: v for k, v in pattern.items() if k not in anchors}
@@ -133,26 +142,36 @@ def _plan_of(pattern: dict) -> _Plan:
     return _Plan(pattern, noted, tuple(anchors), tuple(_plain_order(plain)), has_metadata)
 
 
-def _plan(pattern: dict, keep: bool) -> _Plan:
-    """A policy's patterns are fixed once compiled: each map is planned once (keyed by identity; the plan
-    holds the map, so its id cannot be reused while cached). `keep` False: a per-request copy, not cached."""
-    found = _PLANS.get(id(pattern))
-    if found is not None and found.pattern is pattern:
-        return found
-    plan = _plan_of(pattern)
-    if keep:
-        if len(_PLANS) >= MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[id(pattern)] = plan
-    return plan
+@frozen_dataclass
+class PatternPlans:
+    """The plans of every map of a pattern that has no variables, made when its rule is compiled and only
+    read afterwards: that pattern is the same object on every request, its maps found by identity."""
+
+    known: Mapping[int, _Plan]
+
+    @classmethod
+    def of(cls, pattern: Any) -> "PatternPlans":
+        known: dict[int, _Plan] = {}
+        stack = [pattern]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                known[id(node)] = _plan_of(node)
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        return cls(known)
+
+
+NO_PLANS = PatternPlans({})
 
 
 def _map(resource: dict, pattern: dict, path: str, walk: _Walk) -> tuple[str, _Err | None]:
-    plan = _plan(pattern, True)
+    plan = walk.plan(pattern)
     if plan.has_metadata:
         expanded = expand_metadata_wildcards(pattern, resource)
         if expanded is not pattern:
-            plan, pattern = _plan(expanded, False), expanded
+            plan, pattern = _plan_of(expanded), expanded
     walk.note_anchors(plan.noted, resource)
     skips: list[_Err] = []
     applied = 0

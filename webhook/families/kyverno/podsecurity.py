@@ -12,7 +12,11 @@ from typing import Any, Iterator, Mapping
 
 from .gotypes import wildcard_match
 from .images import pod_spec
-from .outcome import FAIL, PASS, Outcome
+from webhook.model.results import Outcome, RuleResult
+
+from .rule_env import RuleEnv
+from .rule_types import RuleRef
+from .variables import JsonContext
 
 from webhook.model.quickinit import frozen_dataclass
 
@@ -172,15 +176,18 @@ class PodSecurityCheck:
             return True
         return False
 
-    def check(self, resource: Mapping[str, Any] | None, rule: str) -> Outcome | None:
+    def check(self, ref: RuleRef, ctx: JsonContext, env: RuleEnv,
+              resource: Mapping[str, Any] | None) -> RuleResult | None:
+        """validate.podSecurity as a rule's handler (rule_types.ValidationHandler); nothing on DELETE."""
         if resource is None:
             return None
+        rule = ref.name
         found = self.violations(resource)
         if not found:
-            return Outcome(PASS, f"validation rule '{rule}' passed.")
+            return ref.result(Outcome.PASS, f"validation rule '{rule}' passed.")
         details = "; ".join(f"{v.control} ({v.field}={v.value})" for v in found)
-        return Outcome(FAIL, f"Validation rule '{rule}' failed. It violates PodSecurity \"{self.level}:"
-                             f"{self.version}\": {details}")
+        return ref.result(Outcome.FAIL, f"Validation rule '{rule}' failed. It violates PodSecurity \"{self.level}:"
+                                        f"{self.version}\": {details}")
 
 
 def _field_matches(pattern: str, field: str) -> bool:

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, SourceRef, ValidationOutcome
 from webhook.model.policy_scope import bound_lookups
-from webhook.model.results import Action, PolicyId, RuleResult, errored, failed, passed, skipped, warned
+from webhook.model.results import Action, Outcome, PolicyId, RuleResult, errored, failed, warned
 from webhook.model.review import AdmissionRequest
 from webhook.policy.documents import Document
 
-from .compile import KyvernoPolicy, effective_action
-from .context import RequestData, Subject, base_document
-from .engine import RuleOutcome, generate_rules, mutate_rules, request_info, validate_rules
+from .compile import KyvernoPolicy, TypedRule, effective_action
+from .context import RequestData, RequestSubject, base_document
+from .engine import generate_rules, mutate_rules, request_info, validate_rules
 from .exceptions import PolicyException
-from .match import rule_applies
+from .match import parse_kind_selector
 from .offload import beside_the_loop, large
-from .outcome import RuleEnv
 from .rbac import roles_of
-from .variables import Context
+from .rule_env import RuleEnv
+from .rule_types import ValidateRule
+from .variables import JsonContext
 
 
 _SHARED_DATA = object()  # EvalContext.memo key: (request, object, RequestData) the admission's policies share
@@ -38,10 +39,9 @@ class KyvernoCompiledPolicy:
     overrides: tuple[Mapping[str, Any], ...] = ()      # spec.validationFailureActionOverrides
     uses_roles: bool = False
     error: str | None = None
-    cel: Any = field(default=None, repr=False)
     kinds: frozenset[str] = frozenset({"*"})    # bare kinds any rule names ("*": some rule uses a wildcard)
     has_foreach: bool = False  # a validate or mutate foreach: evaluated beside the event loop on large objects
-    _last: Any = field(default=None, repr=False, compare=False)
+    rules_by_name: Mapping[str, TypedRule] = field(default_factory=dict, repr=False)
     # mutate() never edits the object it is handed (the strategic merge copies on write, JSON patches copy):
     # the engine need not copy it first, which it did for every Kyverno mutate policy of every admission
     copies_input = True
@@ -51,35 +51,30 @@ class KyvernoCompiledPolicy:
         """How a PolicyException names this policy (Kyverno's key: namespace/name for a Policy)."""
         return f"{self.compiled.namespace}/{self.compiled.name}" if self.compiled.namespace else self.compiled.name
 
-    @property
-    def _rule_kinds(self) -> frozenset[str]:
-        return frozenset(rule.kind for rule in self.compiled.rules)
-
     @classmethod
     def of(cls, compiled: KyvernoPolicy, doc: Document, exceptions: tuple[PolicyException, ...]) -> "KyvernoCompiledPolicy":
-        kinds = {r.kind for r in compiled.rules}
-        phases = frozenset(([Phase.MUTATE] if "mutate" in kinds else []) +
-                           ([Phase.VALIDATE] if kinds & {"validate", "generate"} else []))
+        phases = frozenset(([Phase.MUTATE] if compiled.mutate_rules else []) +
+                           ([Phase.VALIDATE] if compiled.validate_rules or compiled.generate_rules else []))
         spec = doc.data.get("spec") or {}
         text = str(spec.get("rules"))
         return cls(
-            id=PolicyId(compiled.api_version, compiled.kind, compiled.name, compiled.namespace),
-            source=SourceRef(doc.file, doc.index), phases=phases or frozenset({Phase.VALIDATE}),
+            id=compiled.id, source=SourceRef(doc.file, doc.index), phases=phases or frozenset({Phase.VALIDATE}),
             failure_policy=FailurePolicy(compiled.failure_policy), annotations=compiled.annotations,
             background=compiled.background, compiled=compiled, exceptions=exceptions,
             overrides=tuple(spec.get("validationFailureActionOverrides") or ()),
             uses_roles="'roles'" in text or "'clusterRoles'" in text, kinds=_bare_kinds(compiled),
-            has_foreach=any(isinstance(rule.raw.get(rule.kind), dict) and bool(rule.raw[rule.kind].get("foreach"))
-                            for rule in compiled.rules))
+            has_foreach=any(rule.head.foreach for rule in compiled.rules),
+            rules_by_name={rule.head.name: rule for rule in compiled.rules})
 
     # -- matching -----------------------------------------------------------------------------------------
     def _request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
-        """Built once per (request, object, context): the dispatcher asks matches() and then validate()."""
-        last = self._last
-        if last is not None and last[0] is request and last[1] is obj and last[2] is ctx:
-            return last[3]
+        """Built once per (request, object) of a context: the dispatcher asks matches() and then validate(). Kept
+        in the request's memo under this policy, never on the policy (worker threads run other requests)."""
+        last = ctx.memo.get(self)
+        if last is not None and last[0] is request and last[1] is obj:
+            return last[2]  # type: ignore[no-any-return]
         built = self._build_request_data(request, obj, ctx)
-        self._last = (request, obj, ctx, built)
+        ctx.memo[self] = (request, obj, built)
         return built
 
     def _build_request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
@@ -97,9 +92,9 @@ class KyvernoCompiledPolicy:
         rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
         # a namespaced Policy reads (configMap, apiCall, clone sources) and generates in its own namespace only
         home = self.compiled.namespace
-        env = RuleEnv(lookups=bound_lookups(ctx.lookups, home), overrides=values, cel=self.cel,
+        env = RuleEnv(lookups=bound_lookups(ctx.lookups, home), overrides=values,
                       namespace_object=ctx.namespace, rule_values=rule_values, rule_foreach_values=rule_foreach,
-                      deadline=ctx.deadline, policy_namespace=home)
+                      deadline=ctx.deadline, policy_namespace=home, memo=ctx.memo)
         return data, env
 
     def _request_data_of(self, request: AdmissionRequest, obj: Any, ctx: EvalContext,
@@ -112,7 +107,7 @@ class KyvernoCompiledPolicy:
             operation=operation, object=None if operation == "DELETE" else obj,
             # a test that only says "request.operation: UPDATE" compares the resource with itself, as kyverno test does
             old_object=request.old_object or (obj if operation in ("UPDATE", "DELETE") else None),
-            subject=Subject(user.username, tuple(user.groups), roles, cluster_roles, user.uid, user.extra),
+            subject=RequestSubject(user.username, tuple(user.groups), roles, cluster_roles, user.uid, user.extra),
             kind={"group": kind.group, "version": kind.version, "kind": kind.kind}, namespace=request.namespace,
             name=request.name, subresource=request.sub_resource, dry_run=request.dry_run, overrides=values)
 
@@ -149,7 +144,7 @@ class KyvernoCompiledPolicy:
             return False  # cheap first: no rule names this kind
         data, env = self._request_data(request, obj if obj is not None else request.object, ctx)
         info = request_info(data, env)
-        return any(rule_applies(rule.raw, info) for rule in self.compiled.rules)
+        return any(rule.head.selector.applies(info) for rule in self.compiled.rules)
 
     # -- phases -------------------------------------------------------------------------------------------
     async def mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
@@ -164,64 +159,60 @@ class KyvernoCompiledPolicy:
 
     def _mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         data, env = self._request_data(request, obj, ctx)
-        result = mutate_rules(self.compiled.rules, data, env, self.compiled.apply_one)
-        outcomes = self._excepted(result.outcomes, data, env)
-        return MutationOutcome(object=result.resource, results=tuple(self._result(o, data, env) for o in outcomes))
+        done = mutate_rules(self.compiled.mutate_rules, data, env, self.compiled.apply_one)
+        results = self._excepted(done.results, data, env)
+        return MutationOutcome(object=done.resource, results=tuple(self._finish(r, data, env) for r in results))
 
     def _validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         data, env = self._request_data(request, obj, ctx)
-        outcomes = validate_rules(self.compiled.rules, data, env, self.compiled.apply_one)
-        generated = generate_rules(self.compiled.rules, data, env) if "generate" in self._rule_kinds else []
-        outcomes = self._excepted(outcomes + generated, data, env)
-        objects = tuple(self._label(g, o.rule) for o in outcomes if o.kind == "generate" and o.status == "pass"
-                        for g in o.generated)
-        return ValidationOutcome(results=tuple(self._result(o, data, env) for o in outcomes), generates=objects)
+        results = self._excepted(validate_rules(self.compiled.validate_rules, data, env, self.compiled.apply_one),
+                                 data, env)
+        objects: list[Mapping[str, Any]] = []
+        if self.compiled.generate_rules:
+            made = generate_rules(self.compiled.generate_rules, data, env)
+            generated = self._excepted([m.result for m in made], data, env)
+            objects = [self._label(o, m.result.rule) for m, result in zip(made, generated)
+                       if result.outcome is Outcome.PASS for o in m.objects]
+            results = results + generated
+        return ValidationOutcome(results=tuple(self._finish(r, data, env) for r in results), generates=tuple(objects))
 
-    def _excepted(self, outcomes: list[RuleOutcome], data: RequestData, env: RuleEnv) -> list[RuleOutcome]:
+    def _excepted(self, results: Iterable[RuleResult], data: RequestData, env: RuleEnv) -> list[RuleResult]:
+        """Results of rules a PolicyException lifts off this request become skips."""
         if not self.exceptions:
-            return outcomes
+            return list(results)
         info = request_info(data, env)
-        ctx = Context(base_document(data), delete=data.operation == "DELETE")
+        ctx = JsonContext(base_document(data, memo=env.memo), delete=data.operation == "DELETE")
         out = []
-        for outcome in outcomes:
-            found = next((e for e in self.exceptions if e.covers(self._exception_key, outcome.rule)
+        for result in results:
+            found = next((e for e in self.exceptions if e.covers(self._exception_key, result.rule)
                           and e.applies(info, ctx)), None)
             if found is not None:
-                outcome = RuleOutcome(outcome.rule, outcome.kind, "skip",
-                                      f"rule is skipped due to policy exception {found.namespace + '/' if found.namespace else ''}{found.name}")
-            out.append(outcome)
+                result = RuleResult(self.id, result.rule, Outcome.SKIP, "rule is skipped due to policy exception "
+                                    f"{found.namespace + '/' if found.namespace else ''}{found.name}")
+            out.append(result)
         return out
 
-    def _action(self, outcome: RuleOutcome, data: RequestData, env: RuleEnv | None) -> Action:
-        rule = next((r for r in self.compiled.rules if r.name == outcome.rule), None)
-        if rule is None:
-            return Action.ENFORCE if outcome.action == "Enforce" else Action.AUDIT
-        labels = ((env.namespace_object or {}).get("metadata") or {}).get("labels") if env else None
-        action = effective_action(rule, self.compiled.action, self.overrides, data.namespace, labels)
-        return Action.ENFORCE if action == "Enforce" else Action.AUDIT
+    def _action(self, rule: TypedRule, data: RequestData, env: RuleEnv) -> Action:
+        """A failing validate rule's action for this request; other rules' failures always count."""
+        if not isinstance(rule, ValidateRule):
+            return Action.ENFORCE
+        labels = ((env.namespace_object or {}).get("metadata") or {}).get("labels")
+        return effective_action(rule, self.compiled.action, self.overrides, data.namespace, labels)
 
-    def _result(self, outcome: RuleOutcome, data: RequestData, env: RuleEnv | None = None) -> RuleResult:
-        result = self._plain_result(outcome, data, env)
-        rule = next((r for r in self.compiled.rules if r.name == outcome.rule), None)
-        properties = (rule.raw.get("reportProperties") or {}) if rule is not None else {}
-        if not properties:
-            return result
-        return replace(result, properties=tuple((str(k), str(v)) for k, v in properties.items()))
-
-    def _plain_result(self, outcome: RuleOutcome, data: RequestData, env: RuleEnv | None) -> RuleResult:
-        if outcome.status == "pass":
-            return passed(self.id, outcome.rule, outcome.message)
-        if outcome.status == "skip":
-            return skipped(self.id, outcome.rule, outcome.message)
-        if outcome.status == "warn":
-            return warned(self.id, outcome.rule, outcome.message)
-        action = self._action(outcome, data, env) if outcome.kind == "validate" else Action.ENFORCE
-        if outcome.status == "fail":
+    def _finish(self, result: RuleResult, data: RequestData, env: RuleEnv) -> RuleResult:
+        """What a rule's result means under this policy: its action, scoring, failure policy, report properties."""
+        rule = self.rules_by_name[result.rule]
+        if result.outcome is Outcome.FAIL:
             if self.annotations.get("policies.kyverno.io/scored") == "false":
-                return warned(self.id, outcome.rule, outcome.message)  # Kyverno reports unscored failures as warn
-            return failed(self.id, outcome.rule, outcome.message, action)
-        return errored(self.id, outcome.rule, outcome.message,
-                       action if self.failure_policy is FailurePolicy.FAIL else Action.AUDIT)
+                result = warned(self.id, result.rule, result.message)  # Kyverno reports unscored failures as warn
+            else:
+                result = failed(self.id, result.rule, result.message, self._action(rule, data, env))
+        elif result.outcome is Outcome.ERROR:
+            action = self._action(rule, data, env) if self.failure_policy is FailurePolicy.FAIL else Action.AUDIT
+            result = errored(self.id, result.rule, result.message, action)
+        if not rule.head.properties:
+            return result
+        return replace(result, properties=rule.head.properties)
 
     def _label(self, obj: Mapping[str, Any], rule: str) -> Mapping[str, Any]:
         """Kyverno's ownership labels on what a rule generates."""
@@ -236,10 +227,9 @@ class KyvernoCompiledPolicy:
 
 def _bare_kinds(compiled: KyvernoPolicy) -> frozenset[str]:
     """Every kind the rules (autogen included) match, without group/version/subresource."""
-    from .match import parse_kind_selector
     kinds = set()
     for rule in compiled.rules:
-        match = rule.raw.get("match") or {}
+        match = rule.head.selector.match or {}
         filters = (match.get("any") or []) + (match.get("all") or []) + [match]
         for entry in filters:
             for kind in (entry.get("resources") or {}).get("kinds") or []:

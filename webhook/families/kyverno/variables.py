@@ -18,7 +18,8 @@ import re
 from typing import Any, Callable, Iterator, Mapping
 
 from .gotypes import to_json_text
-from .jmespath_functions import MAX_TEXT, JMESPathError, query
+from .jmespath_functions import query
+from .jp_errors import MAX_TEXT, JMESPathError
 
 from webhook.model.quickinit import frozen_dataclass
 
@@ -31,7 +32,7 @@ class SubstitutionError(ValueError):
 
 
 @frozen_dataclass
-class Context:
+class JsonContext:
     """The JSON document variables are resolved against, plus what substitution needs to know about it."""
 
     data: dict
@@ -44,13 +45,13 @@ class Context:
         return query(expression, self.data)
 
     def with_values(self, **values: Any) -> "Context":
-        return Context({**self.data, **values}, self.delete, self.at_prefix)
+        return JsonContext({**self.data, **values}, self.delete, self.at_prefix)
 
 
-Resolver = Callable[[Context, str], Any]
+Resolver = Callable[[JsonContext, str], Any]
 
 
-def default_resolver(ctx: Context, expression: str) -> Any:
+def default_resolver(ctx: JsonContext, expression: str) -> Any:
     return ctx.resolve(expression)
 
 
@@ -64,25 +65,11 @@ def has_variables(value: Any) -> bool:
     return False
 
 
-_STATIC: dict[int, tuple[Any, bool]] = {}  # id -> (document, has variables): policy documents are long-lived
-
-
-def _static(document: Any) -> bool:
-    """True when a (policy) document holds no variable at all, remembered per document object."""
-    entry = _STATIC.get(id(document))
-    if entry is None or entry[0] is not document:
-        if len(_STATIC) > 2048:
-            _STATIC.clear()
-        entry = _STATIC[id(document)] = (document, has_variables(document))
-    return not entry[1]
-
-
-def substitute_all(document: Any, ctx: Context, resolver: Resolver = default_resolver,
+def substitute_all(document: Any, ctx: JsonContext, resolver: Resolver = default_resolver,
                    path: tuple[str, ...] = ()) -> Any:
     """Return ``document`` with every variable replaced (a copy where anything changed); raises
-    SubstitutionError. Documents without variables come back as they are, without a walk."""
-    if not path and isinstance(document, (dict, list)) and _static(document):
-        return document
+    SubstitutionError. A caller holding a large document that it knows has no variable (has_variables, asked
+    once when the policy is compiled) skips the call: this walk copies every map and list."""
     if isinstance(document, dict):
         return {_substitute_key(k, ctx, resolver, path): substitute_all(v, ctx, resolver, path + (str(k),))
                 for k, v in document.items()}
@@ -93,14 +80,14 @@ def substitute_all(document: Any, ctx: Context, resolver: Resolver = default_res
     return document
 
 
-def _substitute_key(key: Any, ctx: Context, resolver: Resolver, path: tuple[str, ...]) -> Any:
+def _substitute_key(key: Any, ctx: JsonContext, resolver: Resolver, path: tuple[str, ...]) -> Any:
     if not isinstance(key, str) or "{{" not in key:
         return key
     value = substitute_string(key, ctx, resolver, path)
     return value if isinstance(value, str) else to_json_text(value)
 
 
-def substitute_string(value: str, ctx: Context, resolver: Resolver = default_resolver,
+def substitute_string(value: str, ctx: JsonContext, resolver: Resolver = default_resolver,
                       path: tuple[str, ...] = ()) -> Any:
     if "{{" not in value:
         return value
@@ -141,7 +128,7 @@ def _expression(token: str) -> tuple[str, bool]:
     return expression, False
 
 
-def _resolve(resolver: Resolver, ctx: Context, expression: str, path: tuple[str, ...]) -> Any:
+def _resolve(resolver: Resolver, ctx: JsonContext, expression: str, path: tuple[str, ...]) -> Any:
     try:
         return resolver(ctx, expression)
     except JMESPathError as exc:
@@ -152,7 +139,7 @@ def _where(path: tuple[str, ...]) -> str:
     return "/" + "/".join(path) if path else "/"
 
 
-def _at_path(ctx: Context, path: tuple[str, ...]) -> str:
+def _at_path(ctx: JsonContext, path: tuple[str, ...]) -> str:
     """``{{@}}`` is the resource value at the same place as the pattern key being substituted."""
     parts = ctx.at_prefix.split(".")
     for part in path:
@@ -182,15 +169,9 @@ def written_queries(document: Any, path: tuple[str, ...] = ()) -> Iterator[tuple
                 yield _where(path), expression
 
 
-def lenient_resolver(ctx: Context, expression: str) -> Any:
+def lenient_resolver(ctx: JsonContext, expression: str) -> Any:
     """Resolver that turns unknown keys into null (used where Kyverno tolerates missing data, e.g. messages)."""
     try:
         return ctx.resolve(expression)
     except JMESPathError:
         return None
-
-
-def substitute_patches(spec: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
-    """The patch fields of a mutate rule or foreach entry, substituted one by one (so each stays memoized)."""
-    from .references import check   # a $(...) that did not resolve at compile time fails here, as in Kyverno
-    return {key: substitute_all(check(spec.get(key)), ctx) for key in ("patchStrategicMerge", "patchesJson6902")}
