@@ -29,9 +29,8 @@ changes nothing; a member whose turn never comes (the engine stops asking) only 
 ValidatingPolicies without exceptions whose matching reads only the request's resource and operation
 (`static_match`), so which members a request matches is fixed per (resource, operation, background
 scan): a `Plan`, built once, over joined programs compiled once per set of members (those of a request
-matching them all are compiled with the group, at load). The runtime's comprehension budget covers the joined program as a whole:
-a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
-their own way.
+matching them all are compiled with the group, at load). The runtime's comprehension budget covers the
+joined program as a whole: when it fails (the budget, an error of one member) every member goes its own way.
 
 Dispatch: the family builds the group when it plans the policy set (webhook.families.cel.plan), and each
 member's route names the group and the member's slot. The engine asks policies one at a time; the group keeps
@@ -63,15 +62,14 @@ from webhook.cel.source import canonical, tokenize
 from webhook.cel.to_python import PythonProgram, Refused, compile_tree
 from webhook.families.cel import fused
 from webhook.families.cel.base import NO_EXCEPTIONS, Variant, request_key, shared_activation
+from webhook.families.cel.tiers import FastPaths
 from webhook.model.policy import EvalContext, ValidationOutcome
 from webhook.model.review import AdmissionRequest
 
 MAX_PLANS = 64     # (resource, operation, scan) combinations remembered
-GIVE_UP = 8        # failing evaluations in a row after which a plan rests ...
-REST = 256         # ... for this many requests
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Part:
     """Members decided by one joined program (one runtime call)."""
 
@@ -79,15 +77,13 @@ class Part:
     slots: tuple[int, ...]  # per member: its place in the group (FusedGroup.members)
     program: Any  # CelProgram of the joined list
     python: PythonProgram | None = None  # the same tree as Python (webhook.cel.to_python), when it compiles there
-    failures: int = 0
-    resting: int = 0
 
 
 # members (slot, program), their joined program, and its Python form
 Joined = tuple[tuple[tuple[int, fused.Fused], ...], Any, "PythonProgram | None"]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Plan:
     """What a (resource, operation, scan) key's requests evaluate: usually one Part (the runtime's parser
     limits nesting: a set of members too deep for one program is split, see FusedGroup._parts)."""
@@ -181,12 +177,13 @@ def joined_text(members: Sequence[fused.Fused]) -> str:
 
 
 class FusedGroup:
-    def __init__(self, members: Sequence[Member], cel: CelCompiler) -> None:
+    def __init__(self, members: Sequence[Member], cel: CelCompiler, tiers: FastPaths = FastPaths()) -> None:
         self.members = tuple(members)
         self.cel = cel
+        self.tiers = tiers
         self._plans: dict[tuple[Any, ...], Plan] = {}
-        # the joined programs of a set of members, compiled once for every plan that has them (each plan has
-        # Parts of its own: their failures and rests stay its own); by (slot, id of the member's program)
+        # the joined programs of a set of members, compiled once for every plan that has them; by (slot, id of
+        # the member's program)
         self._joined: dict[tuple[tuple[int, int], ...], list[Joined]] = {}
         # what the first requests would compile: the joined programs over the members' first variants (those a
         # request matching them all, a Pod for the pod-security policies, evaluates)
@@ -203,9 +200,11 @@ class FusedGroup:
 
     def entry(self, request: AdmissionRequest, ctx: EvalContext) -> Entry:
         """The group on this request: found (or made) once per request, whichever member asks first."""
-        found = ctx.memo.get(self)
+        found = ctx.memo.get(self) if self.tiers.memo else None
         if found is None or found.request is not request:
-            found = ctx.memo[self] = Entry(request, self._plan(request, ctx))
+            found = Entry(request, self._plan(request, ctx))
+            if self.tiers.memo:
+                ctx.memo[self] = found
         return found
 
     def outcome(self, slot: int, request: AdmissionRequest, ctx: EvalContext) -> Any:
@@ -235,15 +234,12 @@ class FusedGroup:
         decided: dict[int, Any] = {}
         for part in plan.parts:
             codes = None
-            if part.python is not None:  # (cheap enough to try even while the runtime's program rests)
+            if part.python is not None:
                 try:
                     codes = fused.run_python(part.python, values, plan.budget)
                 except Refused:  # what the Python form does not model: the runtime tells
                     codes = None
             if codes is None:
-                if part.resting:
-                    part.resting -= 1
-                    continue
                 if shared is None:
                     # trimmed; or, trimming nothing, the request's shared activation (its conversion then serves
                     # any fallback too)
@@ -252,11 +248,7 @@ class FusedGroup:
                 try:
                     codes = fused.run(part.program, shared, plan.budget)
                 except Exception:  # one member's error (or the budget): each member of the part goes its own way
-                    part.failures += 1
-                    if part.failures >= GIVE_UP:
-                        part.failures, part.resting = 0, REST
                     continue
-                part.failures = 0
             if type(codes) is not list or len(codes) != len(part.tables):
                 continue
             if set(map(type, codes)) <= _INTS:
@@ -292,7 +284,8 @@ class FusedGroup:
                 budget = min(budget, member.timeout)
         parts = tuple(part for joined in _by_python_form(members) for part in self._parts(joined))
         programs = [part.program for part in parts]
-        return Plan(parts, budget, fused.trims(programs), reads_request=fused.reads_request(programs))
+        return Plan(parts, budget, fused.trims(programs) if self.tiers.trim else {},
+                    reads_request=fused.reads_request(programs))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """The Parts deciding `members`, fresh for each plan over programs compiled once (see _joined_programs)."""
@@ -310,7 +303,8 @@ class FusedGroup:
             program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
                                              strict=True)
             if program is not None:
-                found = [(tuple(members), program, compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True))]
+                python = compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True) if self.tiers.python else None
+                found = [(tuple(members), program, python)]
             else:
                 half = len(members) // 2
                 found = self._joined_programs(members[:half]) + self._joined_programs(members[half:])

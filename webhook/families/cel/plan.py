@@ -17,6 +17,7 @@ from webhook.families.cel.base import CelPolicy
 from webhook.families.cel.fused import Fused
 from webhook.families.cel.fusedgroup import FusedGroup, Member
 from webhook.families.cel.route import CelRoute, Route
+from webhook.families.cel.tiers import FastPaths
 from webhook.families.cel.validating import ValidatingPolicy
 from webhook.model.policy import CompiledPolicy
 from webhook.policy.family import CelEvaluation
@@ -28,30 +29,32 @@ def plan(policies: Sequence[CompiledPolicy], cel: CelCompiler, evaluation: CelEv
     """The set's policies, each CEL one rebuilt with its route (the others as they are)."""
     if evaluation is CelEvaluation.REFERENCE:
         return tuple(replace(p, route=FORCED) if isinstance(p, CelPolicy) else p for p in policies)
+    tiers = FastPaths.from_environment()
     routes: dict[int, CelRoute] = {}
     grouped: list[tuple[int, ValidatingPolicy, tuple[Fused | None, ...]]] = []
     for index, policy in enumerate(policies):
         if not isinstance(policy, CelPolicy):
             continue
-        route = own_route(policy)
+        route = own_route(policy, tiers)
         routes[index] = route
         if route.route is Route.FUSED and isinstance(policy, ValidatingPolicy) and not _outside_group(policy):
             grouped.append((index, policy, route.programs))
-    if len(grouped) >= 2:
+    if len(grouped) >= 2 and tiers.group:
         group = FusedGroup([Member(slot, p.variants, programs, p.background, p.timeout)
-                            for slot, (_, p, programs) in enumerate(grouped)], cel)
+                            for slot, (_, p, programs) in enumerate(grouped)], cel, tiers)
         for slot, (index, _, programs) in enumerate(grouped):
             why = (f"member {slot + 1} of {len(grouped)} of the set's fused group (one program for the members a "
-                   f"request matches, {_form(programs, trimmed=True)}); what the group cannot decide goes to its own fused program, "
+                   f"request matches, {_form(programs, trimmed=tiers.trim)}); what the group cannot decide goes to its own fused program, "
                    "then to the reference route")
             routes[index] = CelRoute(Route.GROUP, why, programs, group, slot)
     elif grouped:
-        index = grouped[0][0]
-        routes[index] = replace(routes[index], why=routes[index].why + "; no other policy of the set can join it in a group")
+        alone = "the group is switched off" if not tiers.group else "no other policy of the set can join it in a group"
+        for index, _, _ in grouped:
+            routes[index] = replace(routes[index], why=f"{routes[index].why}; {alone}")
     return tuple(replace(p, route=routes[i]) if i in routes else p for i, p in enumerate(policies))
 
 
-def own_route(policy: CelPolicy) -> CelRoute:
+def own_route(policy: CelPolicy, tiers: FastPaths = FastPaths()) -> CelRoute:
     """The policy's route on its own: fused where a variant has a fused program that compiles, else reference."""
     if policy.error is not None:
         return CelRoute(Route.REFERENCE, "it does not compile: its failure policy answers every request it matches")
@@ -72,7 +75,7 @@ def own_route(policy: CelPolicy) -> CelRoute:
             programs.append(None)
             reasons.append("its fused program does not compile in the plain form")
         else:
-            programs.append(found)
+            programs.append(found if tiers.python else replace(found, _python=None))
     if not any(programs):
         return CelRoute(Route.REFERENCE, f"no fused program: {reasons[0] if reasons else 'no variants'}")
     fused = tuple(programs)
