@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import CelError
 from webhook.model.errors import PolicyLoadError
-from webhook.model.policy import (EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef,
+from webhook.model.policy import (EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, PolicyTraits, SourceRef,
                                   ValidationOutcome)
 from webhook.model.results import failed, passed, warned
 from webhook.model.review import AdmissionRequest
@@ -39,6 +39,7 @@ class Gate:
     background: bool = True
     phases: frozenset[Phase] = frozenset({Phase.VALIDATE})
     seen: list[Any] = field(default_factory=list, compare=False)  # what matches() was given, for the tests
+    traits: PolicyTraits = PolicyTraits()
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
         self.seen.append(ctx.activation(obj))

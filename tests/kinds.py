@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from webhook.model.errors import PolicyCompileError
-from webhook.model.policy import EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, SourceRef, ValidationOutcome
+from webhook.model.policy import (EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyId, PolicyTraits, SourceRef,
+                                  ValidationOutcome)
 from webhook.model.results import failed, passed
 from webhook.model.review import AdmissionRequest
 from webhook.policy.common import MatchSpec, SpecMatched, action, compile_match, document_schema, failure_policy
@@ -20,6 +21,7 @@ API = "quartermaster.dev/v1alpha1"
 class TestPolicy(SpecMatched):
     error = None
     background = True
+    traits = PolicyTraits()
 
     @property
     def name(self) -> str:

@@ -22,7 +22,7 @@ from webhook.model.quickinit import frozen_dataclass
 from webhook.observability.tracing import Tracing
 from webhook.platform import platform_family
 from webhook.platform.quota.backstop import QuotaPolicyLimits
-from webhook.policy.family import FamilyRegistry, LazyFamily, PolicyFamily
+from webhook.policy.family import CelEvaluation, FamilyRegistry, LazyFamily, PolicyFamily
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
@@ -57,6 +57,7 @@ class Settings:
     limits: ServerLimits = field(default_factory=ServerLimits)
     force_audit: bool = False  # every policy takes its audit action (the chart's auditOnly)
     exception_namespaces: tuple[str, ...] = ()  # PolicyExceptions honoured from these ("*": any); none by default
+    cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT  # reference: no CEL fast path (--cel-evaluation)
 
 
 class PolicyLoadFailed(Exception):
@@ -121,7 +122,8 @@ class Quartermaster:
         store = PolicyStore()
         ledgers = ledgers if ledgers is not None else ReservationLedgers()
         registry = registry if registry is not None else build_registry(ledgers)
-        loader = PolicyLoader(registry, CelCompiler(), ExceptionTrust(frozenset(settings.exception_namespaces)))
+        loader = PolicyLoader(registry, CelCompiler(), ExceptionTrust(frozenset(settings.exception_namespaces)),
+                              settings.cel_evaluation)
         live = None
         if settings.live is not None and state is None:
             from webhook.kube.runtime import LiveRuntime  # standalone never loads the kubernetes client
@@ -181,7 +183,6 @@ class Quartermaster:
         from webhook.server.listener import Listener
 
         metrics = self._served_metrics()
-        self.source.warm = True  # every load, this one and each reload, publishes its programs built
         self.load_policies()
         # what was loaded so far (the --state seed, compiled policies, imported modules) lives as long as the
         # process: out of the collector's sight, a full collection no longer walks every stored object
@@ -201,7 +202,7 @@ class Quartermaster:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         # what arrives later (the informers' first list, admitted objects) is frozen by the keeper
-        keeper = CollectorKeeper(synced=lambda: bool(getattr(self.state, "synced", True)))
+        keeper = CollectorKeeper(synced=lambda: self.state.synced)
         tasks = [asyncio.create_task(self.source.watch(self.settings.policy_poll_seconds), name="policy-watch"),
                  asyncio.create_task(reloader.watch(self.settings.cert_poll_seconds), name="cert-watch"),
                  asyncio.create_task(keeper.watch(), name="collector-keeper")]

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from webhook import __version__
-from webhook.commandline import (add_command, add_exception_namespace, configure_cli_logging, existing_path, port,
-                                 seconds)
+from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, configure_cli_logging,
+                                 existing_path, port, seconds)
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -45,6 +45,7 @@ def _add_serve(commands: Any, summary: str) -> None:
     serve.add_argument("--state", type=existing_path, default=None, metavar="DIR",
                        help="standalone: manifests (YAML) that seed the in-memory cluster state")
     add_exception_namespace(serve, "default: none is honoured")
+    add_cel_evaluation(serve)
     serve.add_argument("--cert-dir", type=Path, default=Path("certs"), metavar="DIR",
                        help="tls.crt and tls.key, generated with ca.crt if absent (default: certs)")
     serve.add_argument("--host", default="127.0.0.1",
@@ -95,6 +96,7 @@ def _add_apply(commands: Any, summary: str) -> None:
                         help="read the cluster state once from this kubeconfig's cluster (nothing is written there)")
     source.add_argument("--in-cluster", action="store_true", help="read the cluster state with the pod's service account")
     add_exception_namespace(apply, "default: none is honoured, as in serve")
+    add_cel_evaluation(apply)
     apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
     apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
                        help="format of standard output: yaml documents (default) or one json List")
@@ -116,11 +118,15 @@ def _add_validate(commands: Any, summary: str) -> None:
         "references between documents. One line per problem (file:line: document N field F: what is wrong) on\n"
         "standard output, then a summary on standard error. Exit 0 when every PATH loads, 2 on any problem.",
         ["quartermaster validate policies",
-         "quartermaster validate policies/profile-quota.yaml team-policies/"],
+         "quartermaster validate policies/profile-quota.yaml team-policies/",
+         "quartermaster validate --explain policies/   # each policy's evaluation route, and why"],
         _validate)
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="policy directory or file")
     validate.add_argument("--allow-empty", action="store_true", help="a PATH without policies is no warning")
     add_exception_namespace(validate, "as serve will be given it (default: none)")
+    add_cel_evaluation(validate)
+    validate.add_argument("--explain", action="store_true",
+                          help="also print each policy's evaluation route and why (file#document: kind/name: route: why)")
 
 
 def _add_report(commands: Any, summary: str) -> None:
@@ -154,6 +160,7 @@ def _add_test(commands: Any, summary: str) -> None:
     test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")
     add_exception_namespace(test, "default: a suite's own exceptions are honoured for any resource, as the "
                                   "Kyverno CLI does")
+    add_cel_evaluation(test)
     test.add_argument("--detailed-results", action="store_true", help="add the message of each result")
     test.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format (default: table)")
 
@@ -162,8 +169,11 @@ def _test(args: argparse.Namespace) -> int:
     from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
     from webhook.testsuite.command import run_test_command  # loads the engine only for `test`
 
+    from webhook.policy.family import CelEvaluation
+
     given = args.exception_namespaces  # given: serve's rules; else the suites' exceptions as written
-    return run_test_command(args, exceptions=ExceptionTrust(frozenset(given)) if given else HONOUR_GIVEN)
+    return run_test_command(args, exceptions=ExceptionTrust(frozenset(given)) if given else HONOUR_GIVEN,
+                            cel_evaluation=CelEvaluation(args.cel_evaluation))
 
 
 def _add_convert(commands: Any, summary: str) -> None:
@@ -222,6 +232,7 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook.kube.settings import LiveSetupError, live_settings
     from webhook.observability.logs import configure_logging
     from webhook.server.eventloop import LoopUnavailable, loop_factory, run
+    from webhook.policy.family import CelEvaluation
     from webhook.state.memory import StateSeedError
 
     if not args.policies.exists():  # the default (policies) is not checked by argparse
@@ -239,9 +250,12 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(policies=args.policies, state=args.state, cert_dir=args.cert_dir, host=args.host, port=args.port,
                         force_audit=args.force_audit, client_ca=args.client_ca,
                         exception_namespaces=tuple(args.exception_namespaces or ()),
+                        cel_evaluation=CelEvaluation(args.cel_evaluation),
                         **({"namespace": args.namespace} if args.namespace else {}))
     if args.force_audit:
         log.warning("--force-audit: every policy warns and reports, none blocks")
+    if settings.cel_evaluation is CelEvaluation.REFERENCE:
+        log.warning("--cel-evaluation=reference: every CEL policy takes the reference route (no fast path)")
     if not args.allow_empty and _holds_no_policy_file(args.policies):
         log.warning("no policy file in %s: every request is admitted unchanged (--allow-empty to silence)", args.policies)
     try:
@@ -275,13 +289,15 @@ def _apply(args: argparse.Namespace) -> int:
     from webhook.engine.offline import OFFLINE_USER
     from webhook.model.review import UserInfo
     from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
+    from webhook.policy.family import CelEvaluation
     from webhook.state.memory import StateSeedError
 
     configure_cli_logging("quartermaster apply")
     try:
         resources = read_resources(args.files)
         qm = Quartermaster.build(Settings(policies=args.policies, state=args.state,
-                                          exception_namespaces=tuple(args.exception_namespaces or ())),
+                                          exception_namespaces=tuple(args.exception_namespaces or ()),
+                                          cel_evaluation=CelEvaluation(args.cel_evaluation)),
                                  state=_cluster_state(args),
                                  with_metrics=False)
         loaded = qm.load_policies()
@@ -346,7 +362,10 @@ def _validate(args: argparse.Namespace) -> int:
     from webhook.validate_command import run_validate
 
     configure_cli_logging("quartermaster validate")
-    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr, tuple(args.exception_namespaces or ()))
+    from webhook.policy.family import CelEvaluation
+
+    return run_validate(args.paths, args.allow_empty, sys.stdout, sys.stderr, tuple(args.exception_namespaces or ()),
+                        CelEvaluation(args.cel_evaluation), args.explain)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -119,6 +120,27 @@ def exception_namespace(text: str) -> str:
     if text != "*" and not re.fullmatch(_DNS_LABEL, text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (RFC 1123 label) nor '*'")
     return text
+
+
+CEL_EVALUATION_ENV = "QUARTERMASTER_CEL_EVALUATION"
+CEL_EVALUATIONS = ("default", "reference")  # webhook.policy.family.CelEvaluation
+
+
+def cel_evaluation(text: str) -> str:
+    if text not in CEL_EVALUATIONS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(CEL_EVALUATIONS)} (the option, or else "
+                                         f"the environment variable {CEL_EVALUATION_ENV})")
+    return text
+
+
+def add_cel_evaluation(parser: argparse.ArgumentParser) -> None:
+    """`--cel-evaluation default|reference`, as serve, apply, test and validate take it; the environment variable
+    QUARTERMASTER_CEL_EVALUATION gives the default (checked like the option: argparse types a string default)."""
+    parser.add_argument("--cel-evaluation", type=cel_evaluation, default=os.environ.get(CEL_EVALUATION_ENV, "default"),
+                        metavar="{default,reference}",
+                        help="reference: every CEL policy takes the reference route (each expression in turn, no fast "
+                             f"path), for comparing when a fast path is suspected; default: the planned routes "
+                             f"(`validate --explain` shows them). Default from {CEL_EVALUATION_ENV}, else default")
 
 
 def add_exception_namespace(parser: argparse.ArgumentParser, default_rule: str) -> None:

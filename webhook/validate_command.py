@@ -3,6 +3,9 @@
 Each PATH is one policy set (as one `--policies` directory: bindings, params and exceptions join the
 policies of the same set). Problems go to standard output, one per line, with the path as the user
 wrote it; the summary goes to standard error. Exit 0 when every set loads, 2 on any problem.
+
+`--explain` adds one line per loaded policy: how its family evaluates it on the request path, and why
+(`file#document: kind/name: route: why`), as `serve` with the same options would.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from typing import TextIO
 
 from webhook.app import Quartermaster, Settings
 from webhook.model.quickinit import frozen_dataclass
+from webhook.model.policy import CompiledPolicy
 from webhook.policy.broken import broken_policies
+from webhook.policy.family import CelEvaluation
 from webhook.policy.loader import LoadResult
 from webhook.policy.testfiles import skipped_notice
 
@@ -26,18 +31,28 @@ class Checked:
     policies: int
     problems: tuple[str, ...]
     notice: str = ""  # what was left out as Kyverno CLI test material
+    routes: tuple[str, ...] = ()  # per policy: its route and why (`--explain`)
 
 
-def check(path: Path, exception_namespaces: tuple[str, ...] = ()) -> Checked:
+def check(path: Path, exception_namespaces: tuple[str, ...] = (),
+          cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT) -> Checked:
     if not path.exists():
         return Checked(path, 0, 0, (f"{path}: no such file or directory",))
-    qm = Quartermaster.build(Settings(policies=path, exception_namespaces=exception_namespaces), with_metrics=False)
+    settings = Settings(policies=path, exception_namespaces=exception_namespaces, cel_evaluation=cel_evaluation)
+    qm = Quartermaster.build(settings, with_metrics=False)
     result = qm.source.reload()
     base = path if path.is_dir() else path.parent
     problems = tuple(str(error).replace(error.file, str(base / error.file), 1) if error.file else str(error)
                      for error in result.errors)
     return Checked(path, len(result.files), len(result.policies), problems + _kept_broken(result, base),
-                   skipped_notice(result.skipped) if result.skipped else "")
+                   skipped_notice(result.skipped) if result.skipped else "",
+                   tuple(_route(policy, base) for policy in result.policies))
+
+
+def _route(policy: CompiledPolicy, base: Path) -> str:
+    traits = policy.traits
+    where = f"{base / policy.source.file}#{policy.source.document}"
+    return f"{where}: {policy.id}: {traits.route}" + (f": {traits.why}" if traits.why else "")
 
 
 def _kept_broken(result: LoadResult, base: Path) -> tuple[str, ...]:
@@ -48,12 +63,16 @@ def _kept_broken(result: LoadResult, base: Path) -> tuple[str, ...]:
 
 
 def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO,
-                 exception_namespaces: tuple[str, ...] = ()) -> int:
-    """`exception_namespaces`: as `serve --exception-namespace` will be given (exceptions of others are errors)."""
-    checked = [check(path, exception_namespaces) for path in paths]
+                 exception_namespaces: tuple[str, ...] = (), cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT,
+                 explain: bool = False) -> int:
+    """`exception_namespaces`: as `serve --exception-namespace` will be given (exceptions of others are errors).
+    `explain`: print each policy's route too (`--explain`)."""
+    checked = [check(path, exception_namespaces, cel_evaluation) for path in paths]
     for item in checked:
         for problem in item.problems:
             out.write(problem + "\n")
+        for route in item.routes if explain else ():
+            out.write(route + "\n")
         if item.notice:
             err.write(f"quartermaster validate: note: {item.path}: {item.notice}\n")
         if not item.problems and not item.policies and not allow_empty:

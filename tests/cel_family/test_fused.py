@@ -18,7 +18,7 @@ from webhook.families.cel import fused
 from webhook.families.cel.family import CelFamily
 from webhook.policy.documents import Document
 from webhook.model.exception_trust import HONOUR_GIVEN
-from webhook.policy.family import CompileEnv
+from webhook.policy.family import CelEvaluation, CompileEnv
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.state.memory import InMemoryClusterState
 
@@ -28,9 +28,9 @@ CORPUS = next((parent / "shared" / "conformance" / "kyverno-policies" for parent
 NAMESPACES = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"env": "prod"}}}]
 
 
-def engine(text: str, objects=()) -> AdmissionEngine:
+def engine(text: str, objects=(), evaluation=CelEvaluation.DEFAULT) -> AdmissionEngine:
     docs = [Document("p.yaml", i, d, None) for i, d in enumerate(yaml.safe_load_all(textwrap.dedent(text))) if d]
-    result = CelFamily().compile(docs, CompileEnv(CEL, HONOUR_GIVEN))
+    result = CelFamily().compile(docs, CompileEnv(CEL, HONOUR_GIVEN, evaluation))
     assert not result.errors, result.errors
     store = PolicyStore()
     store.publish(PolicySnapshot.of(result.policies, 1))

@@ -13,6 +13,7 @@ from tests.cel_family.test_fused import CEL, CORPUS, NAMESPACES, VALIDATIONS, na
 from tests.support import shared_yaml
 from webhook.engine import AdmissionEngine
 from webhook.engine.offline import admit_offline
+from webhook.families.cel.base import CelPolicy
 from webhook.families.cel.family import CelFamily
 from webhook.policy.documents import Document
 from webhook.policy.family import CompileEnv
@@ -77,8 +78,8 @@ async def test_all_corpus_validating_policies_together_agree_on_every_corpus_res
             await admit_offline(eng, resource, dry_run=True, background=True)
     shadow = fast_path_agrees_with_reference
     assert not shadow.mismatches, shadow.mismatches[:3]
-    grouped = [p for p in result.policies if getattr(p, "batch", None) is not None]
-    parts = [part for plan in grouped[0].batch._plans.values() for part in plan.parts]
+    grouped = [p for p in result.policies if isinstance(p, CelPolicy) and p.route.group is not None]
+    parts = [part for plan in grouped[0].route.group._plans.values() for part in plan.parts]
     print("compared", shadow.compared, "decided", shadow.decided, "by joined programs", sum(by_group),
           "grouped", len(grouped), "joined programs",
           len(parts), "members", sorted(len(part.tables) for part in parts), "trimmed", trims_checked)

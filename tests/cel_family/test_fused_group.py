@@ -48,14 +48,14 @@ class Calls:
 
 
 def _plan(eng):
-    [plan] = eng.store.snapshot.policies[0].batch._plans.values()
+    [plan] = eng.store.snapshot.policies[0].route.group._plans.values()
     return plan
 
 
 async def test_a_group_decides_its_members_in_one_program(fast_path_agrees_with_reference, monkeypatch):
     eng = engine(GROUP)
     calls = Calls(monkeypatch)
-    group = eng.store.snapshot.policies[0].batch
+    group = eng.store.snapshot.policies[0].route.group
     assert group is not None and len(group.members) == 4
     ok = await admit_offline(eng, pod(labels={"team": "a"}))
     assert results(ok) == [("pass", "success")] * 4
@@ -78,29 +78,26 @@ async def _admit_unlabelled(eng, times):
 async def test_one_members_error_leaves_the_others_told_by_the_python_form(fast_path_agrees_with_reference, monkeypatch):
     eng = engine(GROUP)
     calls = Calls(monkeypatch)
-    await _admit_unlabelled(eng, fusedgroup.GIVE_UP)
+    await _admit_unlabelled(eng, 3)
     [part] = _plan(eng).parts
-    assert part.python is not None and part.resting == 0  # the runtime's joined program never ran
-    assert calls.tiers[0] == "python" and calls.values[0] == [0, to_python.NOT_TOLD, 0, 0]
+    assert part.python is not None and calls.tiers == ["python"] * 3  # the runtime's joined program never ran
+    assert calls.values[0] == [0, to_python.NOT_TOLD, 0, 0]
     shadow = fast_path_agrees_with_reference
-    assert shadow.decided == shadow.compared - fusedgroup.GIVE_UP  # the erring one by its own way, every time
+    assert shadow.decided == shadow.compared - 3  # the erring one by its own way, every time
 
 
 async def test_one_members_error_sends_every_member_its_own_way_on_the_runtime(fast_path_agrees_with_reference,
                                                                                monkeypatch):
     """Where the Python form cannot tell (here: made to refuse), the runtime's joined program is one value: one
-    member's error is the list's, and a part that keeps failing rests."""
+    member's error is the list's, and every member goes its own way for that request."""
     def refused(*_):
         raise to_python.Refused
     monkeypatch.setattr(fused, "run_python", refused)
     eng = engine(GROUP)
-    await _admit_unlabelled(eng, fusedgroup.GIVE_UP)
-    [part] = _plan(eng).parts
-    assert part.resting == fusedgroup.REST  # it kept failing: members go their own way for a while
+    await _admit_unlabelled(eng, 3)
     assert results(await admit_offline(eng, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
-    assert part.resting == fusedgroup.REST - 1
     shadow = fast_path_agrees_with_reference
-    assert shadow.decided == shadow.compared - fusedgroup.GIVE_UP  # the others still by their own programs
+    assert shadow.decided == shadow.compared - 3  # the others still by their own programs
 
 
 async def test_a_background_scan_plans_without_the_policies_it_does_not_run(fast_path_agrees_with_reference):
@@ -127,9 +124,11 @@ spec:
              named("excepted", policy(VALIDATIONS)), exception]
     docs = [Document("p.yaml", i, yaml.safe_load(t), None) for i, t in enumerate(texts)]
     compiled = {p.name: p for p in CelFamily().compile(docs, CompileEnv(CEL, HONOUR_GIVEN)).policies}
-    assert compiled["a"].batch is compiled["b"].batch is not None
-    assert [p.name for p in compiled["a"].batch.members] == ["a", "b"]
-    assert compiled["selector"].batch is None and compiled["excepted"].batch is None
+    assert compiled["a"].route.group is compiled["b"].route.group is not None
+    assert [m.slot for m in compiled["a"].route.group.members] == [compiled["a"].route.slot, compiled["b"].route.slot]
+    assert compiled["selector"].route.group is None and compiled["excepted"].route.group is None
+    assert compiled["selector"].traits.route == "fused" and "selectors" in compiled["selector"].traits.why
+    assert compiled["excepted"].traits.route == "reference" and "PolicyExceptions" in compiled["excepted"].traits.why
 
 
 async def test_a_member_that_compiles_only_in_its_faithful_form_stays_out_of_the_joined_program(
@@ -281,29 +280,23 @@ class Compiles:
         monkeypatch.setattr(CelCompiler, "compile_bound", counted)
 
 
-async def test_a_warmed_group_compiles_nothing_on_its_first_pod(fast_path_agrees_with_reference, monkeypatch):
-    """`serve` warms each group before publishing its snapshot: the first Pod then finds every member's fast path
-    and the joined program built (the event loop compiled them on that request before, ~250 ms for the 16
-    pod-security policies); what the group decides is the same."""
+async def test_a_planned_group_compiles_nothing_on_its_first_pod(fast_path_agrees_with_reference, monkeypatch):
+    """The family plans the set at load (webhook.families.cel.plan): the first Pod finds every member's fast path
+    and the joined program built, so no request compiles on the event loop."""
     compiles = Compiles(monkeypatch)
-    cold = engine(GROUP)
-    assert results(await admit_offline(cold, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
-    assert compiles.count > 1  # built on the request: the members' programs and the joined one
-
-    warmed = engine(GROUP)
-    warmed.store.snapshot.policies[0].batch.warm()
+    eng = engine(GROUP)
+    assert compiles.count > 1  # at load: the members' programs and the joined one
     compiles.count = 0
     calls = Calls(monkeypatch)
-    assert results(await admit_offline(warmed, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
+    assert results(await admit_offline(eng, pod(labels={"team": "a"}))) == [("pass", "success")] * 4
     assert compiles.count == 0
-    [part] = _plan(warmed).parts
-    assert len(part.tables) == 4 and calls.values == [[0, 0, 0, 0]]  # decided in one joined program, as cold
+    [part] = _plan(eng).parts
+    assert len(part.tables) == 4 and calls.values == [[0, 0, 0, 0]]  # decided in one joined program
 
 
-async def test_warming_builds_the_halves_of_members_too_deep_for_one_program(monkeypatch):
+async def test_planning_builds_the_halves_of_members_too_deep_for_one_program(monkeypatch):
     # (not beside the reference path's shadow, fast_path_agrees_with_reference: its own programs compile as it runs)
     eng = _too_deep_for_one_program()
-    eng.store.snapshot.policies[0].batch.warm()
     compiles = Compiles(monkeypatch)
     assert results(await admit_offline(eng, pod())) == [("pass", "success")] * 20
     assert compiles.count == 0
@@ -311,15 +304,12 @@ async def test_warming_builds_the_halves_of_members_too_deep_for_one_program(mon
     assert len(parts) >= 2 and sum(len(part.tables) for part in parts) == 20
 
 
-async def test_plans_with_the_same_members_share_programs_not_their_health(fast_path_agrees_with_reference):
-    """A CREATE and an UPDATE of a Pod have plans of their own (their keys differ) over one compiled program;
-    each plan's failures and rests stay its own."""
+async def test_plans_with_the_same_members_share_programs(fast_path_agrees_with_reference):
+    """A CREATE and an UPDATE of a Pod have plans of their own (their keys differ) over one compiled program."""
     eng = engine(GROUP.replace("operations: [CREATE]", "operations: [CREATE, UPDATE]"))
     created = await admit_offline(eng, pod(labels={"team": "a"}))
     updated = await admit_offline(eng, pod(labels={"team": "a"}), operation="UPDATE", old=pod(labels={"team": "a"}))
     assert results(created) == results(updated) == [("pass", "success")] * 4
-    create, update = eng.store.snapshot.policies[0].batch._plans.values()
+    create, update = eng.store.snapshot.policies[0].route.group._plans.values()
     [first], [second] = create.parts, update.parts
     assert first.program is second.program and first is not second
-    first.failures = fusedgroup.GIVE_UP - 1
-    assert second.failures == 0

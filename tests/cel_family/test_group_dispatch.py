@@ -1,6 +1,5 @@
-"""A group member's matches() and validate() on a request answer from the group's one memo entry (fusedgroup.Entry):
-the plan's `matched` must be each member's own matching, the outcome the prebuilt one the joined program
-decided, and the joined program's activation (trimmed, without `request` unless its text names it) must give
+"""A group member's validate() on a request answers from the group's one memo entry (fusedgroup.Entry): the
+outcome the prebuilt one the joined program decided, and the joined program's activation (trimmed, without `request` unless its text names it) must give
 the whole activation's value. Every evaluation here is shadowed and trim-checked too (conftest.py)."""
 
 import pytest
@@ -26,14 +25,14 @@ def _members(texts):
     if CORPUS is not None:
         docs += [Document(str(path), i, d, None) for path, i, d in _corpus_documents()[0]]
     policies = CelFamily().compile(docs, CompileEnv(CEL)).policies
-    return [p for p in policies if getattr(p, "batch", None) is not None]
+    return [p for p in policies if isinstance(p, CelPolicy) and p.route.group is not None]
 
 
 def test_a_members_matches_from_its_group_are_its_own_matches():
     texts = [named(f"p{i}", policy(VALIDATIONS).replace("operations: [CREATE]", f"operations: [{op}]"))
              for i, op in enumerate(["CREATE", "UPDATE", "'*'", "DELETE"])]
     members = _members(texts)
-    assert len(members) >= 4 and len({id(p.batch) for p in members}) == 1
+    assert len(members) >= 4 and len({id(p.route.group) for p in members}) == 1
     state = InMemoryClusterState(NAMESPACES)
     shared = EvalContext(state, NAMESPACES[0], False, request=None)  # one context asked about many requests
     for _ in range(2):  # the second round from the plans the first one built
@@ -74,8 +73,8 @@ async def test_a_plan_that_cannot_be_built_leaves_each_member_its_own_way(fast_p
     checked = await admit_offline(eng, pod(labels={"team": "a"}, hostNetwork=True))
     assert results(checked) == [("fail", "no host network"), ("pass", "success"), ("pass", "success"),
                                 ("pass", "success")]
-    [plan] = eng.store.snapshot.policies[0].batch._plans.values()
-    assert plan.parts == () and plan.matched == ()
+    [plan] = eng.store.snapshot.policies[0].route.group._plans.values()
+    assert plan.parts == ()
     shadow = fast_path_agrees_with_reference
     assert shadow.decided == shadow.compared == 4  # by the members' own programs
 
@@ -87,12 +86,12 @@ async def test_the_request_variable_is_there_when_the_joined_program_names_it(fa
                                                                                trims_checked):
     without = engine(GROUP)
     await admit_offline(without, pod(labels={"team": "a"}))
-    [plan] = without.store.snapshot.policies[0].batch._plans.values()
+    [plan] = without.store.snapshot.policies[0].route.group._plans.values()
     assert plan.trims and not plan.reads_request
     with_request = engine("---\n".join([GROUP, REQUEST]))
     checked = await admit_offline(with_request, pod(labels={"team": "a"}))
     assert results(checked)[-1] == ("pass", "success")
-    [plan] = with_request.store.snapshot.policies[0].batch._plans.values()
+    [plan] = with_request.store.snapshot.policies[0].route.group._plans.values()
     assert plan.reads_request and len(plan.parts[0].tables) == 5
     shadow = fast_path_agrees_with_reference
     assert shadow.decided == shadow.compared == 9

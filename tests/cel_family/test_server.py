@@ -6,6 +6,7 @@ import json
 from tests.cel_family.test_fused_group import Compiles
 from tests.support import apply_patch, assert_valid_k8s, decode_patch, eventually, review, running_server
 from webhook.app import Quartermaster, Settings
+from webhook.families.cel.base import CelPolicy
 from webhook.model.review import parse_review
 from webhook.reports.sink import MemoryResultSink
 from webhook.state.memory import InMemoryClusterState
@@ -95,6 +96,11 @@ async def test_a_standalone_process_keeps_no_history_of_results(tmp_path):
     assert await admissions(1000) - settled < 100  # with the buffer: ~5,000 more
 
 
+def _groups(qm):
+    return list({id(p.route.group): p.route.group for p in qm.store.snapshot.policies
+                 if isinstance(p, CelPolicy) and p.route.group is not None}.values())
+
+
 async def test_served_policies_are_compiled_before_their_first_request(tmp_path, monkeypatch):
     """`serve` builds the CEL family's joined programs (and every member's) when it loads policies, at start
     and on each reload, in the loading thread: the first pod after either compiles nothing on the event loop."""
@@ -104,7 +110,9 @@ async def test_served_policies_are_compiled_before_their_first_request(tmp_path,
                                                                           "name: second-opinion")])
     policies = _write(tmp_path, "policies", both)
     async with running_server(policies, tmp_path) as server:
-        assert len(server.qm.store.snapshot.batches) == 1
+        assert [len(group.members) for group in _groups(server.qm)] == [2]
+        status, text = await server.get("/readyz")  # the routes, counted
+        assert status == 200 and json.loads(text)["policyRoutes"] == {"fused-group": 2}
         compiles.count = 0
         assert (await server.admit("/validate", review(_pod("plain", False))))["allowed"] is True
         assert not (await server.admit("/validate", review(_pod("root", True))))["allowed"]
@@ -113,7 +121,7 @@ async def test_served_policies_are_compiled_before_their_first_request(tmp_path,
         (policies / "policy.yaml").write_text(both + "---\n" + PRIVILEGED_POLICY.format(action="Audit").replace(
             "name: disallow-privileged-containers", "name: third-opinion"))
         await eventually(lambda: server.qm.store.snapshot.generation > generation)
-        assert [len(batch.members) for batch in server.qm.store.snapshot.batches] == [3]
+        assert [len(group.members) for group in _groups(server.qm)] == [3]
         compiles.count = 0
         assert (await server.admit("/validate", review(_pod("plain", False))))["allowed"] is True
         assert not (await server.admit("/validate", review(_pod("root", True))))["allowed"]

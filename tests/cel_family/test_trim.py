@@ -48,7 +48,7 @@ def _pod_security_engine():
 
 
 def _plan(eng):
-    [plan] = eng.store.snapshot.policies[0].batch._plans.values()
+    [plan] = eng.store.snapshot.policies[0].route.group._plans.values()
     return plan
 
 

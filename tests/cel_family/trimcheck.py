@@ -144,7 +144,7 @@ def trim_checked() -> Iterator[TrimCheck]:
         for part in plan.parts:
             if part.python is not None:
                 members = [self.members[slot] for slot in part.slots]
-                own = [m.fast_path(m.variant_for(request, request.object, ctx)).program for m in members]
+                own = [m.programs[m.variant(request, ctx)].program for m in members]
                 parts[id(part.python)] = (part.python, part.program, plan.trims, own)
         return plan
 

@@ -19,13 +19,13 @@ from webhook.model import patch as jsonpatch
 from webhook.model.cluster import ClusterState, ObjectKey, StateRefused
 from webhook.model.deadline import answering_by
 from webhook.model.jsoncopy import clone
-from webhook.model.lookups import NO_LOOKUPS, Lookups
-from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, PolicyBatch, ValidationOutcome
+from webhook.model.lookups import Lookups
+from webhook.model.policy import CompiledPolicy, EvalContext, FailurePolicy, Phase, ValidationOutcome
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, errored
 from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
-from webhook.policy.snapshot import PolicyStore, batch_may_answer
+from webhook.policy.snapshot import PolicyStore
 from webhook.reports.sink import ResultSink
 
 log = logging.getLogger(__name__)
@@ -117,21 +117,6 @@ def _resume(running: Coroutine[Any, Any, Any], waiting_on: Any) -> Generator[Any
                 return done.value
 
 
-_ASK = object()  # a batch gave no answer for the policy: it is asked itself
-
-
-def _answered(batches: Sequence[PolicyBatch], request: AdmissionRequest,
-              ctx: EvalContext) -> dict[CompiledPolicy, ValidationOutcome | None]:
-    """What the snapshot's batches answer for the request, by member (hashed by identity)."""
-    answered: dict[CompiledPolicy, ValidationOutcome | None] = {}
-    for batch in batches:
-        try:
-            answered.update(batch.answers(request, ctx))
-        except Exception:  # never expected (answers() does not raise): its members are asked one by one
-            log.exception("policy batch failed")
-    return answered
-
-
 def _collect(outcome: ValidationOutcome, out: _Collected) -> None:
     out.results.extend(outcome.results)
     if outcome.warnings or outcome.rollbacks or outcome.generates:
@@ -151,7 +136,7 @@ class AdmissionEngine:
         self.on_result = on_result
         # told of every admitted DELETE: quota reservations for the object end there (see ReservationLedgers)
         self.on_deleted = on_deleted
-        self.lookups = lookups if lookups is not None else getattr(state, "lookups", NO_LOOKUPS)
+        self.lookups = lookups if lookups is not None else state.lookups
 
     def _context(self, request: AdmissionRequest, background: bool = False,
                  budget: float = DEFAULT_BUDGET, offline: bool = False) -> EvalContext:
@@ -188,7 +173,7 @@ class AdmissionEngine:
         if request.object is None or not policies:
             return MutateResult(_ALLOWED, request.object)
         ctx = self._context(request, budget=budget)
-        synced = bool(getattr(self.state, "synced", True))
+        synced = self.state.synced
         # request.object is never changed: a policy that edits in place gets its own copy (and a failure
         # half-way leaves `obj` as it was); one that says `copies_input` builds a new object itself
         obj: dict[str, Any] = dict(request.object)
@@ -206,7 +191,7 @@ class AdmissionEngine:
             # output a later policy changed
             nonlocal obj
             policy, after = ran
-            if getattr(policy, "reinvoke", False) and after != obj and self._applies(policy, request, obj, ctx, out):
+            if policy.traits.reinvoke and after != obj and self._applies(policy, request, obj, ctx, out):
                 obj = await self._mutate_with(policy, request, obj, ctx, out)
 
         def timed_out(policy: CompiledPolicy, exc: BaseException) -> None:
@@ -215,7 +200,7 @@ class AdmissionEngine:
         await each_within(deadline, policies, step, timed_out)
         if not applied and not out.results:
             return MutateResult(_ALLOWED, request.object)  # nothing applied: nothing to report, patch or create
-        if any(getattr(p, "reinvoke", False) for p, _ in applied):
+        if any(p.traits.reinvoke for p, _ in applied):
             await each_within(deadline, list(applied), again, lambda ran, exc: timed_out(ran[0], exc))
         verdict = self._verdict(request, out)
         if not verdict.allowed:
@@ -230,7 +215,7 @@ class AdmissionEngine:
                            ctx: EvalContext, out: _Collected) -> dict[str, Any]:
         """One mutating policy on the object so far; a failure is a result and leaves the object as it was."""
         try:
-            given = obj if getattr(policy, "copies_input", False) else clone(obj)
+            given = obj if policy.traits.copies_input else clone(obj)
             outcome = await policy.mutate(request, given, ctx)
         except Exception as exc:
             self._failed(policy, "mutate", request, exc, out)
@@ -274,11 +259,10 @@ class AdmissionEngine:
     async def _validate(self, request: AdmissionRequest, budget: float, background: bool, offline: bool) -> Verdict:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
-        snapshot = self.store.snapshot
-        policies = snapshot.policies_for(Phase.VALIDATE)
+        policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
         ctx = self._context(request, background, budget, offline)
-        synced = background or bool(getattr(self.state, "synced", True))  # a scan runs on what the cache holds
+        synced = background or self.state.synced  # a scan runs on what the cache holds
         out = _Collected()
         todo = [p for p in policies if p.background] if background else policies
         subject = obj or {}
@@ -297,18 +281,7 @@ class AdmissionEngine:
         def timed_out(policy: CompiledPolicy, exc: BaseException) -> None:
             self._failed(policy, "validate", request, exc, out)  # the deadline passing is one more way to fail
 
-        answered = _answered(snapshot.batches, request, ctx) if synced and snapshot.batches else None
-        if answered:
-            # in load order as ever: a member its batch answered for costs a lookup, the others their turn
-            members = tuple(map(batch_may_answer, todo)) if background else snapshot.answerable
-            for policy, member in zip(todo, members):
-                answer = answered.get(policy, _ASK) if member else _ASK
-                if answer is _ASK:
-                    await each_within(deadline, (policy,), step, timed_out)
-                elif answer is not None:
-                    _collect(answer, out)
-        else:
-            await each_within(deadline, todo, step, timed_out)
+        await each_within(deadline, todo, step, timed_out)
         try:
             verdict = self._verdict(request, out)
             if not verdict.allowed:

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from webhook.engine.dispatch import AdmissionEngine
 from webhook.engine.offline import admit_offline
-from webhook.model.cluster import CLUSTER_SCOPED, TRACKED_KINDS, ClusterState
+from webhook.model.cluster import CLUSTER_SCOPED, ClusterState
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome
 from webhook.model.review import UserInfo
@@ -38,8 +38,7 @@ async def scan(store: PolicyStore, state: ClusterState, sink: ResultSink, kinds:
     never mutates anything."""
     engine = AdmissionEngine(store, state, sink)
     if kinds is None:
-        held = getattr(state, "kinds", None)
-        kinds = held() if callable(held) else TRACKED_KINDS
+        kinds = state.kinds()
     resources = results = failures = 0
     for kind in kinds:
         if kind in CLUSTER_SCOPED and namespace:

@@ -72,5 +72,10 @@ class ClusterState(Protocol):
         """A DELETE /validate admitted, with its DeleteOptions: the standalone store carries it out as the API
         server would (finalizers and pods' grace periods keep the object), the live one waits for its informer."""
 
+    def kinds(self) -> list[str]:
+        """Every kind it holds (a background scan and `report` look at each)."""
+
     @property
-    def synced(self) -> bool: ...
+    def synced(self) -> bool:
+        """Whether it reflects the cluster (live: the informers' first lists arrived and none lost its watch);
+        a policy that reads it cannot decide before. The standalone store always is."""

@@ -18,7 +18,7 @@ from webhook.model.results import PolicyId, RuleResult
 from webhook.model.review import AdmissionRequest
 
 __all__ = ["PolicyId", "Phase", "FailurePolicy", "SourceRef", "Condition", "EvalContext", "MutationOutcome",
-           "ValidationOutcome", "CompiledPolicy", "PolicyBatch"]
+           "ValidationOutcome", "PolicyTraits", "CompiledPolicy"]
 
 
 class Phase(str, Enum):
@@ -100,6 +100,22 @@ class ValidationOutcome:
     generates: tuple[Mapping[str, Any], ...] = ()
 
 
+@frozen_dataclass
+class PolicyTraits:
+    """What the engine and the tools read of a policy besides its identity, fixed when the policy is built."""
+
+    # reinvocationPolicy IfNeeded: the engine runs the policy once more if a later mutation changed the object
+    reinvoke: bool = False
+    # mutate() never edits the object it is handed: the engine need not copy it first
+    copies_input: bool = False
+    # how the Kyverno CLI reports a resource the policy does not match: skip (reason Excluded), or not at all
+    # (`test` compares so: webhook.testsuite.check)
+    excluded_when_unmatched: bool = True
+    # how its family evaluates it, and why (`validate --explain`); families with one way say so
+    route: str = "reference"
+    why: str = ""
+
+
 class CompiledPolicy(Protocol):
     id: PolicyId
     source: SourceRef
@@ -111,6 +127,9 @@ class CompiledPolicy(Protocol):
     annotations: Mapping[str, str]  # metadata.annotations (reports read severity, category)
     background: bool  # evaluated by background scans and `report`
 
+    @property
+    def traits(self) -> PolicyTraits: ...
+
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
         """The family's own matcher; may raise, which is an `error` result under failure_policy."""
 
@@ -119,17 +138,3 @@ class CompiledPolicy(Protocol):
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
         """Called only if Phase.VALIDATE is in phases."""
-
-
-class PolicyBatch(Protocol):
-    """Validating policies of one family that answer for a request together, in one call (a family that
-    evaluates several policies in one program). A member names its batch in an attribute `batch`; the
-    engine asks each batch of a phase once per request, before any policy's turn, and a member it answered
-    for then costs the engine one lookup instead of a matches() and a validate() call. A batch may also have
-    a `warm()` method, which `serve` calls before publishing a snapshot (policy.snapshot.warm_batches) to
-    build what its first requests would otherwise build on the request path."""
-
-    def answers(self, request: AdmissionRequest, ctx: EvalContext) -> Mapping[CompiledPolicy, ValidationOutcome | None]:
-        """member -> what its validate() would return, or None where its matches() would say no. A member
-        left out is asked itself (matches, then validate) in its turn. Never raises: nothing answered is {}.
-        Only pure members belong in one: answering early must change nothing another policy could see."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping as MappingABC
-from typing import Any, Mapping, TypeGuard
+from typing import Any, ClassVar, Mapping, TypeGuard
 
+from webhook.model.policy import PolicyTraits
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.common import SpecMatched
 from webhook.policy.common import document_schema as _document_schema
@@ -36,7 +37,8 @@ class Battery(SpecMatched):
 
     error: str | None = None  # batteries refuse the set on compile errors, so a loaded one never has one
     background: bool = True  # background scans and `report` evaluate the validating batteries
-    copies_input: bool = True  # mutate() never edits the object it is handed: the engine need not copy it
+    # mutate() never edits the object it is handed: the engine need not copy it
+    traits: ClassVar[PolicyTraits] = PolicyTraits(copies_input=True, why="a platform battery, evaluated in Python")
 
     @property
     def name(self) -> str:

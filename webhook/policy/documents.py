@@ -31,7 +31,7 @@ class Document:
         for step in path:
             child = None
             if isinstance(node, yaml.MappingNode):
-                child = next((v for k, v in node.value if getattr(k, "value", None) == step), None)
+                child = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == step), None)
             elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
                 child = node.value[step]
             if child is None:
@@ -65,7 +65,7 @@ def _check_characters(name: str, text: str) -> None:
 # explicit keys, only documents at most _FAST_DEPTH deep, and on any error gives way to
 # the reference reader, which then says what users have always seen. tests/policy/test_fast_yaml.py compares
 # the two readers over every YAML file of the repository and the conformance corpus, and over mutations.
-_FAST_LOADER = getattr(yaml, "CSafeLoader", None)
+_FAST_LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else None
 # a "? " anywhere, not only at a line's start: inside a flow collection libyaml reads `{a: b? c}` as a plain scalar
 # where PyYAML refuses it
 _UNUSUAL = re.compile(r"[\t\r\x85\u2028\u2029\ufeff]|[|>][-+0-9]*#|^%|\?(?:\s|$)", re.MULTILINE)
@@ -124,8 +124,9 @@ def read_documents(path: Path, display: str | None = None) -> Iterator[Document]
                     yield Document(name, index, data, node)
             index += 1
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
+        marked = isinstance(exc, yaml.MarkedYAMLError)
+        mark = exc.problem_mark if marked else None
+        problem = (exc.problem if marked else None) or str(exc)
         raise DocumentError(name, index, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from None
     except RecursionError:
         raise DocumentError(name, index, None, "invalid YAML: nested too deeply") from None

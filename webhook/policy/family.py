@@ -8,6 +8,7 @@ documents at once, so bindings, params and exceptions can join their policies. T
 from __future__ import annotations
 
 import threading
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from webhook.cel import CelCompiler
@@ -36,10 +37,18 @@ class PolicyKind:
         return (self.api_version, self.kind)
 
 
+class CelEvaluation(str, Enum):
+    """How CEL policies are evaluated (`--cel-evaluation`, QUARTERMASTER_CEL_EVALUATION)."""
+
+    DEFAULT = "default"  # each policy on the route its family planned for it (`validate --explain` shows it)
+    REFERENCE = "reference"  # every policy on the reference route: each expression in turn, no fast path
+
+
 @frozen_dataclass
 class CompileEnv:
     cel: CelCompiler
     exceptions: ExceptionTrust = HONOUR_NONE  # which PolicyExceptions join their policies (model/exception_trust.py)
+    cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT
 
 
 @frozen_dataclass

@@ -23,7 +23,7 @@ from webhook.model.policy import CompiledPolicy, PolicyId
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
 from webhook.policy.errors import schema_error
-from webhook.policy.family import CompileEnv, FamilyRegistry, PolicyFamily
+from webhook.policy.family import CelEvaluation, CompileEnv, FamilyRegistry, PolicyFamily
 from webhook.policy.testfiles import in_test_folder, is_cli_document, named_files
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,10 @@ class _Gathered:
 
 
 class PolicyLoader:
-    def __init__(self, registry: FamilyRegistry, cel: CelCompiler, exceptions: ExceptionTrust = HONOUR_NONE) -> None:
+    def __init__(self, registry: FamilyRegistry, cel: CelCompiler, exceptions: ExceptionTrust = HONOUR_NONE,
+                 cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT) -> None:
         self.registry = registry
-        self.env = CompileEnv(cel=cel, exceptions=exceptions)
+        self.env = CompileEnv(cel=cel, exceptions=exceptions, cel_evaluation=cel_evaluation)
 
     def load(self, root: Path, extra: Sequence[Document] = ()) -> LoadResult:
         """`extra`: documents from elsewhere (policy objects of the cluster), loaded after the files."""

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from webhook.model.errors import PolicyLoadError
-from webhook.model.policy import CompiledPolicy, Phase, PolicyBatch, PolicyId
+from webhook.model.policy import CompiledPolicy, Phase, PolicyId
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.broken import BrokenPolicy
-
-log = logging.getLogger(__name__)
 
 
 @frozen_dataclass
@@ -20,18 +17,11 @@ class PolicySnapshot:
     generation: int = 0
     fingerprint: str = ""
     _by_phase: Mapping[Phase, tuple[CompiledPolicy, ...]] = field(default_factory=dict, repr=False)
-    # the distinct batches (model.policy.PolicyBatch) of the validating policies, in load order
-    batches: tuple[PolicyBatch, ...] = ()
-    # per validating policy, in the order of policies_for(Phase.VALIDATE): may its batch answer for it?
-    answerable: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, policies: Sequence[CompiledPolicy], generation: int, fingerprint: str = "") -> "PolicySnapshot":
         by_phase = {phase: tuple(p for p in policies if phase in p.phases) for phase in Phase}
-        validating = by_phase[Phase.VALIDATE]
-        batches = {id(b): b for p in validating if (b := getattr(p, "batch", None)) is not None}
-        return cls(tuple(policies), generation, fingerprint, by_phase, tuple(batches.values()),
-                   tuple(map(batch_may_answer, validating)))
+        return cls(tuple(policies), generation, fingerprint, by_phase)
 
     def policies_for(self, phase: Phase) -> tuple[CompiledPolicy, ...]:
         """The policies taking part in `phase`, in load order (a policy in both phases is in both)."""
@@ -49,25 +39,6 @@ class PolicySnapshot:
     def annotations(self) -> Mapping[PolicyId, Mapping[str, str]]:
         """metadata.annotations by full policy identity (reports read severity, category, events)."""
         return {p.id: p.annotations for p in self.policies}
-
-
-def warm_batches(snapshot: PolicySnapshot) -> None:
-    """Have each batch that can (a `warm()` method) build what its first requests would otherwise build on
-    the request path. A failure only leaves that to the requests."""
-    for batch in snapshot.batches:
-        warm = getattr(batch, "warm", None)
-        if warm is None:
-            continue
-        try:
-            warm()
-        except Exception:  # never expected; the first requests build what is missing, as without warming
-            log.exception("building a policy batch's programs ahead failed; its first requests will")
-
-
-def batch_may_answer(policy: CompiledPolicy) -> bool:
-    """May a batch answer for this policy: a member of one (`batch`) that compiled? A policy that did not is
-    asked itself, and reports its compile error, whatever its batch's answers name."""
-    return getattr(policy, "batch", None) is not None and policy.error is None
 
 
 @frozen_dataclass

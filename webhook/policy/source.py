@@ -27,7 +27,7 @@ from webhook.model.errors import PolicyLoadError
 from webhook.policy.broken import broken_policies
 from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
-from webhook.policy.snapshot import PolicySnapshot, PolicyStore, warm_batches
+from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.policy.testfiles import skipped_notice
 
 if TYPE_CHECKING:  # prometheus_client is imported by those who serve metrics only
@@ -57,9 +57,6 @@ class DirectoryPolicySource:
         self._fingerprint: str | None = None
         self._generation = 0
         self._serving_files: frozenset[str] = frozenset()  # files the snapshot in service has policies from
-        # build each batch's programs before a snapshot is published (`serve`: its first requests find them
-        # built); the one-shot commands leave them to be built as their few admissions need them
-        self.warm = False
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -115,10 +112,7 @@ class DirectoryPolicySource:
         if self.metrics:  # before the store: whoever sees the new status must find the metrics agreeing
             self.metrics.policy_load(len(result.errors), self._generation, len(broken))
         if result.ok:
-            snapshot = PolicySnapshot.of(result.policies, self._generation, fingerprint)
-            if self.warm:
-                warm_batches(snapshot)
-            self.store.publish(snapshot, broken)
+            self.store.publish(PolicySnapshot.of(result.policies, self._generation, fingerprint), broken)
             # served as they are (each answers with its failure policy); said once, not again on every reload of
             # a set that still holds it (policy objects a tenant may write reload whenever any object changes)
             for policy in sorted(set(broken) - set(before), key=broken.index):

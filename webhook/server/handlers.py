@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
 from typing import Awaitable, Callable
 
 import orjson
@@ -175,6 +176,8 @@ def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awa
             # served, but each answers every request it matches with its failure policy (Fail: a denial)
             "brokenPolicies": [policy.describe() for policy in status.broken[:MAX_LISTED]],
             "brokenPolicyCount": len(status.broken),
+            # how many policies take each evaluation route (`quartermaster validate --explain` says which and why)
+            "policyRoutes": dict(Counter(p.traits.route for p in services.store.snapshot.policies)),
         }
         details = getattr(services.state, "sync_details", None)  # live mode: per-kind informer state
         if callable(details):

@@ -10,6 +10,7 @@ import sys
 from typing import TextIO
 
 from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
+from webhook.policy.family import CelEvaluation
 from webhook.testsuite.harness import build_world
 from webhook.testsuite.load import Unreadable, discover, read_suites
 from webhook.testsuite.output import summary_line, write_json, write_tables
@@ -19,8 +20,10 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None,
-                     exceptions: ExceptionTrust = HONOUR_GIVEN) -> int:
-    """`exceptions`: which PolicyExceptions the suites' admissions honour (`--exception-namespace`)."""
+                     exceptions: ExceptionTrust = HONOUR_GIVEN,
+                     cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT) -> int:
+    """`exceptions`: which PolicyExceptions the suites' admissions honour (`--exception-namespace`);
+    `cel_evaluation`: the routes of the CEL policies (`--cel-evaluation`)."""
     out = out if out is not None else sys.stdout  # looked up per call: tests swap sys.stdout
     err = err if err is not None else sys.stderr
     logging.basicConfig(level=logging.ERROR, stream=err)
@@ -33,7 +36,7 @@ def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: T
     if not suites:
         print(f"quartermaster test: no kyverno-test.yaml below {', '.join(args.paths)}", file=err)
         return EXIT_BAD_INPUT
-    world = functools.partial(build_world, exceptions=exceptions)
+    world = functools.partial(build_world, exceptions=exceptions, cel_evaluation=cel_evaluation)
     reports = asyncio.run(run_suites(suites, RunOptions(build_world=world)))
     if args.output == "json":
         write_json(reports, out, args.detailed_results)

@@ -22,6 +22,7 @@ from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
 from webhook.model.lookups import LookupRefused
 from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
 from webhook.policy.documents import Document, DocumentError, read_documents
+from webhook.policy.family import CelEvaluation
 from webhook.policy.loader import PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.state.memory import InMemoryClusterState
@@ -204,16 +205,17 @@ def _as_subresource(request: AdmissionRequest, subresources: Sequence[Subresourc
 
 
 class SuiteWorld:
-    def __init__(self, suite: Suite, resources: list[dict[str, Any]], exceptions: ExceptionTrust = HONOUR_GIVEN) -> None:
+    def __init__(self, suite: Suite, resources: list[dict[str, Any]], exceptions: ExceptionTrust = HONOUR_GIVEN,
+                 cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT) -> None:
         """`exceptions`: the suite's own exceptions are honoured as written, as the Kyverno CLI honours those it
-        is handed (`test --exception-namespace` asks for serve's rules instead)."""
+        is handed (`test --exception-namespace` asks for serve's rules instead). `cel_evaluation`: as serve's."""
         registry = build_registry()
-        loader = PolicyLoader(registry, _compiler(), exceptions)
+        loader = PolicyLoader(registry, _compiler(), exceptions, cel_evaluation)
         exceptions = _documents(suite, suite.exceptions)
         documents = _documents(suite, suite.policies) + exceptions
         compiled, errors = loader.compile_documents(documents)
         refused = _refused(suite, documents, {(d.file, d.index) for d in exceptions}, errors)
-        self.policies = [PolicyInfo(p.id.kind, p.id.name, bool(getattr(p, "excluded_when_unmatched", True)))
+        self.policies = [PolicyInfo(p.id.kind, p.id.name, p.traits.excluded_when_unmatched)
                          for p in compiled] + refused
         compiled = as_kyverno_cli(compiled)
         store = PolicyStore()
@@ -246,5 +248,6 @@ class SuiteWorld:
 
 
 async def build_world(suite: Suite, resources: list[dict[str, Any]],
-                      exceptions: ExceptionTrust = HONOUR_GIVEN) -> SuiteWorld:
-    return SuiteWorld(suite, resources, exceptions)
+                      exceptions: ExceptionTrust = HONOUR_GIVEN,
+                      cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT) -> SuiteWorld:
+    return SuiteWorld(suite, resources, exceptions, cel_evaluation)

@@ -8,10 +8,11 @@ from typing import Any, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler, CelError
 from webhook.families.cel.match import MatchResources, MatchSpecError, static_key
+from webhook.families.cel.route import UNPLANNED, CelRoute
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
 from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
-from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef
+from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, PolicyTraits, SourceRef
 from webhook.model.policy_scope import bound_lookups
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import AdmissionRequest
@@ -117,9 +118,11 @@ class Variant:
     autogen: str = ""  # "", "defaults", "cronjobs"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class CelPolicy:
-    """The compiled-policy shape the engine dispatches to; kinds differ in `phases` and what they run."""
+    """The compiled-policy shape the engine dispatches to; kinds differ in `phases` and what they run.
+    Frozen: the family builds each one complete, its route included (webhook.families.cel.plan); what
+    changes afterwards are bounded caches of decisions that depend on the request alone."""
 
     id: PolicyId
     source: SourceRef
@@ -132,12 +135,23 @@ class CelPolicy:
     timeout: float = DEFAULT_TIMEOUT
     variants: tuple[Variant, ...] = ()
     exceptions: tuple[Exception_, ...] = ()
+    route: CelRoute = UNPLANNED  # how the request path evaluates it, and why (webhook.families.cel.route)
+    traits: PolicyTraits = field(default=PolicyTraits(), init=False, repr=False)
     # when every variant matches on the request's static_key alone: that key -> the variant (or None)
     _static: bool = field(default=False, init=False, repr=False)
     _by_key: dict[tuple[Any, ...], "Variant | None"] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._static = all(v.match.static for v in self.variants)
+        # derived once from the fields (frozen: set through object.__setattr__, as dataclasses do)
+        object.__setattr__(self, "_static", all(v.match.static for v in self.variants))
+        object.__setattr__(self, "traits", PolicyTraits(
+            reinvoke=self._reinvokes(),
+            excluded_when_unmatched=any(not v.match.plain for v in self.variants),
+            route=self.route.route.value, why=self.route.why))
+
+    def _reinvokes(self) -> bool:
+        """reinvocationPolicy IfNeeded (the mutating kinds say)."""
+        return False
 
     @property
     def name(self) -> str:
@@ -151,16 +165,6 @@ class CelPolicy:
     @property
     def kind(self) -> str:
         return self.id.kind
-
-    @property
-    def reinvoke(self) -> bool:
-        """reinvocationPolicy: IfNeeded (mutating kinds): run again if a later policy changed the object."""
-        return any(getattr(v.body, "reinvoke", False) for v in self.variants)
-
-    @property
-    def excluded_when_unmatched(self) -> bool:
-        """How the Kyverno CLI reports a resource this policy does not match (see testsuite.check)."""
-        return any(not v.match.plain for v in self.variants)
 
     def variant_for(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> Variant | None:
         """Remembered for the request: the dispatcher asks matches(), then validate() asks again. A policy

@@ -9,7 +9,7 @@ from typing import Sequence
 from webhook.families.cel.admission import compile_binding, compile_map, compile_vap
 from webhook.families.cel.base import Exception_
 from webhook.families.cel.compile import KYVERNO_GROUP, compile_exception, compile_kyverno
-from webhook.families.cel.fusedgroup import attach
+from webhook.families.cel.plan import plan
 from webhook.families.cel.scope import MALFORMED, as_failure
 from webhook.families.cel.validating import Binding
 from webhook.model.errors import PolicyLoadError
@@ -78,5 +78,5 @@ class CelFamily:
             elif kind != "PolicyException" and not kind.endswith("Binding"):
                 joined = exceptions.get((kind, name), []) + exceptions.get(("", name), [])
                 policies.append(compile_kyverno(doc, env.cel, joined))
-        attach(policies, env.cel)  # the request path evaluates their fast paths together (fusedgroup)
-        return FamilyResult(tuple(policies), tuple(errors))
+        # each policy's route on the request path, decided once for the set (webhook.families.cel.plan)
+        return FamilyResult(plan(policies, env.cel, env.cel_evaluation), tuple(errors))

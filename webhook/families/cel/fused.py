@@ -120,15 +120,28 @@ def hazards(text: str) -> bool:
 def program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
                  or_value_compat: bool) -> tuple[str, list[tuple[str, str]]] | None:
     """(the decision expression, the variables to bind around it) or None when it cannot be fused."""
+    found = _program_text(conditions, validations, variables, or_value_compat)
+    return None if isinstance(found, str) else found
+
+
+def _program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
+                  or_value_compat: bool) -> tuple[str, list[tuple[str, str]]] | str:
+    """program_text, or why there is none."""
     pieces = [*conditions, *validations]
-    if not validations or any(ALL in e.refs or not pure(e.text) or hazards(e.text) for e in pieces):
-        return None
+    if not validations:
+        return "no validations"
+    if any(ALL in e.refs for e in pieces):
+        return "an expression reads `variables` as a whole"
+    if any(not pure(e.text) for e in pieces):
+        return "an expression calls a lookup or an effectful function (it must run once, in the reference path)"
+    if any(hazards(e.text) for e in pieces):
+        return "an expression has a cel.bind of its own or a `qm__` identifier"
     # every variable bound around the whole program (cel.bind is lazy: one the conditions do not need is
     # computed only if a validation reads it). Never a bind after the conditions: cel-expr-python would
     # read a slot that a comprehension of the conditions left filled (see the module docstring)
     everything = variables.needed(frozenset().union(*(e.refs for e in pieces)))
     if any(not pure(variables.exprs[n].text) or hazards(variables.exprs[n].text) for n in everything):
-        return None
+        return "a variable it reads calls a lookup or has a cel.bind of its own"
     chain = " : ".join(f"!{_wrap(v.text)} ? {i}" for i, v in enumerate(validations, 1)) + " : 0"
     if conditions:
         chain = f"({' && '.join(_wrap(c.text) for c in conditions)}) ? ({chain}) : {SKIP}"
@@ -138,17 +151,25 @@ def program_text(conditions: Sequence[Expr], validations: Sequence[Expr], variab
 def compile_fused(cel: CelCompiler, conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
                   outcome: Callable[[int], ValidationOutcome | None]) -> Fused | None:
     """None when the variant has no fast path (then the reference path is the only one)."""
-    if cel.backend != "cel-expr-python" or not validations:
-        return None
+    found = fuse(cel, conditions, validations, variables, outcome)
+    return found if isinstance(found, Fused) else None
+
+
+def fuse(cel: CelCompiler, conditions: Sequence[Expr], validations: Sequence[Expr], variables: Variables,
+         outcome: Callable[[int], ValidationOutcome | None]) -> Fused | str:
+    """The variant's fused program (its text; compiled on first use), or why it has none."""
+    if cel.backend != "cel-expr-python":
+        return f"the {cel.backend} backend has no cel.bind"
+    if not validations:
+        return "no validations"
     env = validations[0].program.env
     if any(e.program.env != env for e in (*conditions, *validations)):
-        return None
+        return "its expressions compile in different environments"
     from webhook.cel.envs import env_spec
 
-    compat = env_spec(env).or_value_compat
-    found = program_text(conditions, validations, variables, compat)
-    if found is None:
-        return None
+    found = _program_text(conditions, validations, variables, env_spec(env).or_value_compat)
+    if isinstance(found, str):
+        return found
     body, bound = found
     return Fused(body, tuple(bound), env, {code: outcome(code) for code in range(SKIP, len(validations) + 1)}, cel)
 

@@ -28,19 +28,14 @@ every member takes its own path (its own fused program, then the reference). Eva
 changes nothing; a member whose turn never comes (the engine stops asking) only costs time. Members:
 ValidatingPolicies without exceptions whose matching reads only the request's resource and operation
 (`static_match`), so which members a request matches is fixed per (resource, operation, background
-scan): a `Plan`, built once, over joined programs compiled once per set of members (`serve` compiles the
-members' programs, and the joined programs of a request matching them all, before it publishes the policies:
-FusedGroup.warm). The runtime's comprehension budget covers the joined program as a whole:
-a plan whose program keeps failing (budget, errors of one member) rests for a while and its members go
-their own way.
+scan): a `Plan`, built once, over joined programs compiled once per set of members (those of a request
+matching them all are compiled with the group, at load). The runtime's comprehension budget covers the
+joined program as a whole: when it fails (the budget, an error of one member) every member goes its own way.
 
-Dispatch: the group is the engine's batch for its members (model.policy.PolicyBatch): before any policy's
-turn the engine asks `answers` once per request, and a member answered for costs the engine a dict lookup.
-The group keeps one Entry per request in the EvalContext memo (under the group itself): the plan for the
-request's key, which also holds every member's own matches() answer for that key (`Plan.matched`, computed
-with CelPolicy.matches when the plan is built), and the decisions by member slot once taken. A member asked
-itself (one the group did not decide; a background scan; anyone calling matches() and validate() directly)
-reads the same Entry: one memo lookup per call, and a prebuilt outcome where the group decided.
+Dispatch: the family builds the group when it plans the policy set (webhook.families.cel.plan), and each
+member's route names the group and the member's slot. The engine asks policies one at a time; the group keeps
+one Entry per request in the EvalContext memo (under the group itself): the plan for the request's key, and
+the decisions by member slot, taken when the first member asks. The others read them: one memo lookup each.
 
 Python: a part whose members' programs all compile to Python (webhook.cel.to_python; the members that do are
 joined apart from those that do not) is first evaluated as Python on the request's objects as they are: each
@@ -65,18 +60,16 @@ from webhook.cel import CelCompiler
 from webhook.cel.inline import PREFIX
 from webhook.cel.source import canonical, tokenize
 from webhook.cel.to_python import PythonProgram, Refused, compile_tree
-from webhook.families.cel import fused, validating
-from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, request_key, shared_activation
-from webhook.families.cel.validating import ValidatingPolicy
+from webhook.families.cel import fused
+from webhook.families.cel.base import NO_EXCEPTIONS, Variant, request_key, shared_activation
+from webhook.families.cel.tiers import FastPaths
 from webhook.model.policy import EvalContext, ValidationOutcome
 from webhook.model.review import AdmissionRequest
 
 MAX_PLANS = 64     # (resource, operation, scan) combinations remembered
-GIVE_UP = 8        # failing evaluations in a row after which a plan rests ...
-REST = 256         # ... for this many requests
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Part:
     """Members decided by one joined program (one runtime call)."""
 
@@ -84,15 +77,13 @@ class Part:
     slots: tuple[int, ...]  # per member: its place in the group (FusedGroup.members)
     program: Any  # CelProgram of the joined list
     python: PythonProgram | None = None  # the same tree as Python (webhook.cel.to_python), when it compiles there
-    failures: int = 0
-    resting: int = 0
 
 
 # members (slot, program), their joined program, and its Python form
 Joined = tuple[tuple[tuple[int, fused.Fused], ...], Any, "PythonProgram | None"]
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, eq=False)
 class Plan:
     """What a (resource, operation, scan) key's requests evaluate: usually one Part (the runtime's parser
     limits nesting: a set of members too deep for one program is split, see FusedGroup._parts)."""
@@ -100,17 +91,28 @@ class Plan:
     parts: tuple[Part, ...]
     budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
     trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
-    # per member (its slot): CelPolicy.matches for the key's requests; () when unknown (each member asks itself)
-    matched: tuple[bool, ...] = ()
-    # the same, for `answers`: what it says of the members that do not match, and the (member, slot) that do
-    unmatched: Mapping[ValidatingPolicy, None] = field(default_factory=dict)
-    matching: tuple[tuple[ValidatingPolicy, int], ...] = ()
     reads_request: bool = True  # whether the parts may read the `request` variable (fused.reads_request)
+
+
+@dataclass(frozen=True, eq=False)
+class Member:
+    """What the group reads of a member policy (it never holds the policy: the policy holds the group)."""
+
+    slot: int  # its place in the group
+    variants: tuple[Variant, ...]
+    programs: tuple[fused.Fused | None, ...]  # per variant: its fused program
+    background: bool
+    timeout: float
+
+    def variant(self, request: AdmissionRequest, ctx: EvalContext) -> int | None:
+        """The index of the variant the request matches (a member matches on resource and operation alone)."""
+        return next((i for i, v in enumerate(self.variants) if v.match.matches(request, request.object, ctx.namespace)),
+                    None)
 
 
 class Entry:
     """The group on one request (in its EvalContext memo): the plan, found once for all the members'
-    matches() and validate(), and the joined programs' decisions (slot -> outcome), taken on first need."""
+    validate(), and the joined programs' decisions (slot -> outcome), taken on first need."""
 
     __slots__ = ("request", "plan", "decided")
 
@@ -175,57 +177,46 @@ def joined_text(members: Sequence[fused.Fused]) -> str:
 
 
 class FusedGroup:
-    def __init__(self, members: Sequence[ValidatingPolicy], cel: CelCompiler) -> None:
+    def __init__(self, members: Sequence[Member], cel: CelCompiler, tiers: FastPaths = FastPaths()) -> None:
         self.members = tuple(members)
         self.cel = cel
+        self.tiers = tiers
         self._plans: dict[tuple[Any, ...], Plan] = {}
-        # the joined programs of a set of members, compiled once for every plan that has them (each plan has
-        # Parts of its own: their failures and rests stay its own); by (slot, id of the member's program)
+        # the joined programs of a set of members, compiled once for every plan that has them; by (slot, id of
+        # the member's program)
         self._joined: dict[tuple[tuple[int, int], ...], list[Joined]] = {}
+        # what the first requests would compile: the joined programs over the members' first variants (those a
+        # request matching them all, a Pod for the pod-security policies, evaluates)
+        first: list[tuple[int, fused.Fused]] = []
+        for member in self.members:
+            fast = member.programs[0] if member.programs else None
+            if fast is not None and _joins(first, fast):
+                first.append((member.slot, fast))
+        for joined in _by_python_form(first):
+            self._joined_programs(joined)
 
     # The group itself is its key in a request's EvalContext memo (an Entry): one lookup per member and
     # request, hashed by identity.
 
     def entry(self, request: AdmissionRequest, ctx: EvalContext) -> Entry:
         """The group on this request: found (or made) once per request, whichever member asks first."""
-        found = ctx.memo.get(self)
+        found = ctx.memo.get(self) if self.tiers.memo else None
         if found is None or found.request is not request:
-            found = ctx.memo[self] = Entry(request, self._plan(request, ctx))
+            found = Entry(request, self._plan(request, ctx))
+            if self.tiers.memo:
+                ctx.memo[self] = found
         return found
 
-    def outcome(self, policy: ValidatingPolicy, request: AdmissionRequest, ctx: EvalContext) -> Any:
-        """The policy's outcome as the group decided it, fused.REFERENCE, or None (not decided here)."""
+    def outcome(self, slot: int, request: AdmissionRequest, ctx: EvalContext) -> Any:
+        """The member's outcome as the group decided it, fused.REFERENCE, or None (not decided here)."""
         try:
             found = self.entry(request, ctx)
-        except Exception:  # nothing decided here: a member's own path (and the reference) will tell
+            decided = found.decided
+            if decided is None:
+                decided = found.decided = self.decide(found.plan, request, ctx)
+            return decided.get(slot)
+        except Exception:  # nothing decided here: a member's own routes will tell
             return None
-        decided = found.decided
-        if decided is None:
-            decided = found.decided = self.decide(found.plan, request, ctx)
-        return decided.get(policy.slot)
-
-    def answers(self, request: AdmissionRequest, ctx: EvalContext) -> dict[ValidatingPolicy, ValidationOutcome | None]:
-        """The group as the engine's batch (model.policy.PolicyBatch): None for each member the request does
-        not match, the outcome of each one the joined programs decided; the others are asked one by one."""
-        if not validating.FAST_PATH:
-            return {}
-        try:
-            found = self.entry(request, ctx)
-            plan = found.plan
-            if not plan.matched:
-                return {}
-            answers: dict[ValidatingPolicy, ValidationOutcome | None] = dict(plan.unmatched)
-            if plan.matching:
-                decided = found.decided
-                if decided is None:
-                    decided = found.decided = self.decide(plan, request, ctx)
-                for policy, slot in plan.matching:
-                    outcome = decided.get(slot)
-                    if outcome is not None and outcome is not fused.REFERENCE:
-                        answers[policy] = outcome
-            return answers
-        except Exception:  # nothing answered: each member's own path (and the reference) will tell
-            return {}
 
     def decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         """slot -> outcome of the members the joined programs decided ({} when none, or on any error)."""
@@ -243,15 +234,12 @@ class FusedGroup:
         decided: dict[int, Any] = {}
         for part in plan.parts:
             codes = None
-            if part.python is not None:  # (cheap enough to try even while the runtime's program rests)
+            if part.python is not None:
                 try:
                     codes = fused.run_python(part.python, values, plan.budget)
                 except Refused:  # what the Python form does not model: the runtime tells
                     codes = None
             if codes is None:
-                if part.resting:
-                    part.resting -= 1
-                    continue
                 if shared is None:
                     # trimmed; or, trimming nothing, the request's shared activation (its conversion then serves
                     # any fallback too)
@@ -260,11 +248,7 @@ class FusedGroup:
                 try:
                     codes = fused.run(part.program, shared, plan.budget)
                 except Exception:  # one member's error (or the budget): each member of the part goes its own way
-                    part.failures += 1
-                    if part.failures >= GIVE_UP:
-                        part.failures, part.resting = 0, REST
                     continue
-                part.failures = 0
             if type(codes) is not list or len(codes) != len(part.tables):
                 continue
             if set(map(type, codes)) <= _INTS:
@@ -290,22 +274,18 @@ class FusedGroup:
     def _build(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
         members: list[tuple[int, fused.Fused]] = []
         budget = float("inf")
-        # what each member's own matches() answers: the key decides it (members match statically)
-        matched = tuple(CelPolicy.matches(policy, request, request.object, ctx) for policy in self.members)
-        for slot, policy in enumerate(self.members):
-            if ctx.background and not policy.background:
+        for member in self.members:
+            if ctx.background and not member.background:
                 continue  # a background scan does not run it
-            variant = policy.variant_for(request, request.object, ctx)
-            fast = policy.fast_path(variant) if variant is not None else None
-            if _joins(members, fast):
-                members.append((slot, fast))
-                budget = min(budget, policy.timeout)
+            index = member.variant(request, ctx)
+            fast = member.programs[index] if index is not None else None
+            if fast is not None and _joins(members, fast):
+                members.append((member.slot, fast))
+                budget = min(budget, member.timeout)
         parts = tuple(part for joined in _by_python_form(members) for part in self._parts(joined))
         programs = [part.program for part in parts]
-        return Plan(parts, budget, fused.trims(programs), matched, reads_request=fused.reads_request(programs),
-                    unmatched={policy: None for policy, hit in zip(self.members, matched) if not hit},
-                    matching=tuple((policy, slot) for slot, (policy, hit) in enumerate(zip(self.members, matched))
-                                   if hit))
+        return Plan(parts, budget, fused.trims(programs) if self.tiers.trim else {},
+                    reads_request=fused.reads_request(programs))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """The Parts deciding `members`, fresh for each plan over programs compiled once (see _joined_programs)."""
@@ -323,7 +303,8 @@ class FusedGroup:
             program = self.cel.compile_bound(joined_text([fast for _, fast in members]), [], members[0][1].env,
                                              strict=True)
             if program is not None:
-                found = [(tuple(members), program, compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True))]
+                python = compile_tree(program.tree(), fused.PROGRAM_VARIABLES, joined=True) if self.tiers.python else None
+                found = [(tuple(members), program, python)]
             else:
                 half = len(members) // 2
                 found = self._joined_programs(members[:half]) + self._joined_programs(members[half:])
@@ -331,22 +312,6 @@ class FusedGroup:
                 self._joined.clear()
             self._joined[key] = found
         return found
-
-    def warm(self) -> None:
-        """Compile ahead what the first requests would: every member's programs (ValidatingPolicy.warm), and
-        the joined programs over the members' first variants (those a request matching them all, a Pod
-        for the pod-security policies, evaluates). `serve` calls it in the loading thread before it publishes
-        the snapshot; else the first request of each shape compiled them on the event loop (~250 ms for the
-        16 pod-security policies, every other request waiting)."""
-        members: list[tuple[int, fused.Fused]] = []
-        for slot, policy in enumerate(self.members):
-            policy.warm()
-            first = policy.fast_path(policy.variants[0]) if policy.variants else None
-            if _joins(members, first):
-                members.append((slot, first))
-        for joined in _by_python_form(members):
-            self._joined_programs(joined)
-
 
 def _joins(members: Sequence[tuple[int, fused.Fused]], fast: fused.Fused | None) -> bool:
     """May a member's fast path join the others' program: it compiled (one that compiles only in its faithful
@@ -360,15 +325,3 @@ def _by_python_form(members: Sequence[tuple[int, fused.Fused]]) -> tuple[list[tu
     the others hold. (Each member's own Python form, compiled once, also serves it when it goes its own way:
     fused.decide.)"""
     return ([m for m in members if m[1].python is not None], [m for m in members if m[1].python is None])
-
-
-def attach(policies: Sequence[Any], cel: CelCompiler) -> FusedGroup | None:
-    """Join the eligible ValidatingPolicies of one compiled set into a group (each learns its group)."""
-    members = [p for p in policies if isinstance(p, ValidatingPolicy) and p.error is None and p.admission
-               and not p.exceptions and not p.id.namespace and p.static_match]
-    if len(members) < 2:
-        return None
-    group = FusedGroup(members, cel)
-    for slot, policy in enumerate(members):
-        policy.batch, policy.slot = group, slot
-    return group

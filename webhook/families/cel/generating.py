@@ -45,7 +45,7 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any]) -> GenerateBody:
     return GenerateBody(tuple(generators))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class GeneratingPolicy(CelPolicy):
     synchronize: bool = False
 

@@ -58,9 +58,12 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> MutateB
     return MutateBody(tuple(mutations), reinvocation == "IfNeeded")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class MutatingPolicy(CelPolicy):
     """Kyverno's MutatingPolicy / NamespacedMutatingPolicy; also the core of MutatingAdmissionPolicy."""
+
+    def _reinvokes(self) -> bool:
+        return any(variant.body.reinvoke for variant in self.variants)
 
     def _result(self, outcome: Outcome, message: str, rule: str = "") -> RuleResult:
         fatal = outcome is Outcome.ERROR and self.failure_policy is FailurePolicy.FAIL
@@ -100,7 +103,7 @@ class MutatingPolicy(CelPolicy):
         return MutationOutcome(current, (self._result(Outcome.PASS, "success", rule),))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class MutatingAdmissionPolicy(MutatingPolicy):
     """Kubernetes' MutatingAdmissionPolicy: applied once per binding that selects the request."""
 

@@ -10,12 +10,13 @@ warning and a report entry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.families.cel import fused
 from webhook.families.cel.base import NO_EXCEPTIONS, CelPolicy, Variant, exception_message, shared_activation
+from webhook.families.cel.route import Route
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, compile_expr
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
@@ -74,9 +75,7 @@ def parse_actions(raw: Any, field: str, default: tuple[str, ...] = ("Deny",)) ->
     return frozenset(raw)
 
 
-FAST_PATH = True  # tests turn it off to compare with the reference path
 NOTHING = ValidationOutcome()
-_UNBUILT: Any = object()
 
 
 @frozen_dataclass
@@ -134,58 +133,36 @@ def action_for(actions: frozenset[str], outcome: Outcome, failure: FailurePolicy
     return Action.ENFORCE if "Deny" in actions else Action.AUDIT
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class ValidatingPolicy(CelPolicy):
-    """Kyverno's ValidatingPolicy / NamespacedValidatingPolicy."""
+    """Kyverno's ValidatingPolicy / NamespacedValidatingPolicy. Its route (webhook.families.cel.route) says
+    which of the fast routes it tries before the reference one; each falls through to the next on anything
+    it cannot decide, so every route gives the reference route's result."""
 
     actions: frozenset[str] = frozenset({"Deny"})
-    # id(variant) -> its fast path (webhook.families.cel.fused) or None; built on first use, kept
-    _fused: dict[int, fused.Fused | None] = field(default_factory=dict, init=False, repr=False)
-    # the FusedGroup it belongs to (fusedgroup), if any: the engine asks it first (model.policy.PolicyBatch)
-    batch: Any = field(default=None, init=False, repr=False)
-    slot: int = field(default=-1, init=False, repr=False)  # its place among the group's members
-
-    # A group member's matches() and validate() on a request read one entry of the request's memo (the
-    # group's Entry): matching is the group's plan for the request's key, the outcome a prebuilt one.
-
-    def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
-        group = self.batch
-        if group is not None:
-            try:
-                found = ctx.memo.get(group)
-                if found is None or found.request is not request:
-                    found = group.entry(request, ctx)
-                matched = found.plan.matched
-                if matched:
-                    return matched[self.slot]
-            except Exception:  # never expected: the policy's own matching tells (and raises what it raises)
-                pass
-        return super().matches(request, obj, ctx)
 
     async def validate(self, request: AdmissionRequest, obj: Mapping[str, Any], ctx: EvalContext) -> ValidationOutcome:
-        group = self.batch
-        if group is not None and FAST_PATH:  # a member (no exceptions) whose group already decided (in `_fast`
-            found = ctx.memo.get(group)      # of the member asked first): its prebuilt outcome, if final
-            if found is not None and found.request is request and found.decided is not None:
-                outcome = found.decided.get(self.slot)
-                if outcome is not None and outcome is not fused.REFERENCE:
-                    return outcome
-        if FAST_PATH and not self.exceptions and ctx.request is not None:
+        if self.route.route is not Route.REFERENCE and ctx.request is not None:
             try:
                 outcome = self._fast(request, ctx)
-            except Exception:  # the fast path never adds a way to fail: the reference path decides
+            except Exception:  # the fast routes never add a way to fail: the reference route decides
                 outcome = None
             if outcome is not None and outcome is not fused.REFERENCE:
                 return outcome
+        return self.reference(request, ctx)
+
+    def reference(self, request: AdmissionRequest, ctx: EvalContext) -> ValidationOutcome:
+        """The reference route's outcome: what every other route's must equal."""
         variant = self.variant_for(request, request.object, ctx)
         if variant is None:
             return NOTHING
         return ValidationOutcome(results=(self._evaluate(request, ctx, variant),))
 
     def _fast(self, request: AdmissionRequest, ctx: EvalContext) -> Any:
-        """The outcome from the fused program(s); fused.REFERENCE or None: the reference path decides."""
-        if self.batch is not None:
-            outcome = self.batch.outcome(self, request, ctx)  # decided only for a policy the request matches
+        """The outcome from the fused program(s); fused.REFERENCE or None: the reference route decides."""
+        route = self.route
+        if route.group is not None:
+            outcome = route.group.outcome(route.slot, request, ctx)  # decided only where the request matches
             if outcome is not None:
                 return outcome
         variant = self.variant_for(request, request.object, ctx)
@@ -197,29 +174,21 @@ class ValidatingPolicy(CelPolicy):
         shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
         return fused.decide(program, shared, self.timeout)
 
-    def warm(self) -> None:
-        """Compile ahead what its first requests would (FusedGroup.warm, which `serve` has called before it
-        publishes the policies): each variant's fast path, and the folded expressions of its reference path,
-        which a failing request runs for its message."""
-        for variant in self.variants:
-            self.fast_path(variant)
-            body: ValidateBody = variant.body
-            exprs = [v.expr for v in body.validations] + [e for _, e in body.audit_annotations]
-            exprs += [v.message_expr for v in body.validations if v.message_expr is not None]
-            for expr in exprs:
-                variant.variables.folded(expr)
-
     def fast_path(self, variant: Variant) -> fused.Fused | None:
-        program = self._fused.get(id(variant), _UNBUILT)
-        if program is _UNBUILT:
-            program = self._fused[id(variant)] = self._fuse(variant)
-        return program
+        """The variant's fused program, as its route holds it (None on the reference route)."""
+        for index, candidate in enumerate(self.variants):
+            if candidate is variant:
+                return self.route.program(index)
+        return None
 
-    def _fuse(self, variant: Variant) -> fused.Fused | None:
+    def fuse(self, variant: Variant) -> fused.Fused | str:
+        """The variant's fused program (text only: compiled on first use), or why it has none."""
         body: ValidateBody = variant.body
         cel = variant.variables.cel
-        if cel is None or body.audit_annotations:
-            return None
+        if cel is None:
+            return "no CEL compiler"
+        if body.audit_annotations:
+            return "it has auditAnnotations (evaluated per request)"
 
         def outcome(code: int) -> ValidationOutcome | None:
             if code == fused.SKIP:
@@ -228,12 +197,22 @@ class ValidatingPolicy(CelPolicy):
                 return ValidationOutcome(results=(self._result(Outcome.PASS, "success"),))
             validation = body.validations[code - 1]
             if validation.message_expr is not None:
-                return None  # evaluated per request: the reference path
+                return None  # evaluated per request: the reference route
             message = validation.message or f"CEL expression validation failed at index {code - 1}"
             return ValidationOutcome(results=(self._result(Outcome.FAIL, message),))
 
-        return fused.compile_fused(cel, variant.conditions.exprs, [v.expr for v in body.validations],
-                                   variant.variables, outcome)
+        return fused.fuse(cel, variant.conditions.exprs, [v.expr for v in body.validations], variant.variables,
+                          outcome)
+
+    def fold_reference(self) -> None:
+        """Fold ahead the expressions of its reference route, which a failing request runs for its message
+        (the family does it when it plans the set, so that no request pays it)."""
+        for variant in self.variants:
+            body: ValidateBody = variant.body
+            exprs = [v.expr for v in body.validations] + [e for _, e in body.audit_annotations]
+            exprs += [v.message_expr for v in body.validations if v.message_expr is not None]
+            for expr in exprs:
+                variant.variables.folded(expr)
 
     def _result(self, outcome: Outcome, message: str, rule: str = "") -> RuleResult:
         return RuleResult(self.id, rule, outcome, message, action_for(self.actions, outcome, self.failure_policy))
@@ -269,7 +248,7 @@ class Binding:
     params_list: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class ValidatingAdmissionPolicy(CelPolicy):
     """Kubernetes' ValidatingAdmissionPolicy, evaluated once per binding that selects the request."""
 
