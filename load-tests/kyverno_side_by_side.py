@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Quartermaster and Kyverno side by side, on the same control plane and the same policies, in one run.
+
+    load-tests/kyverno/build && tests/cluster/build            # once: both binaries
+    python load-tests/kyverno_side_by_side.py                  # both policy sets, 10 s per load step
+    python load-tests/kyverno_side_by_side.py --sets vpol --seconds 5 --creates 100 --json /tmp/sbs.json
+
+Policy sets: `vpol`, the 16 pod-security ValidatingPolicies of the shared corpus (`pod-security-vpol`); `cpol`,
+the 19 pod-security ClusterPolicies (`pod-security/{baseline,restricted,subrule}`). They ship in Audit; both
+sides get them switched to Enforce / Deny, because Kyverno evaluates Audit policies after it has answered
+(off the request path) and a comparison of the answered request would then measure no policy at all.
+
+For each set, each side in turn (alone registered, so a pod create goes through one of them):
+- Kyverno: its install manifest and the set applied to the API server, `kyverno` started out of cluster
+  (kyverno_peer.py); the direct reviews go to the path it registered for pods.
+- Quartermaster: installed as the cluster tests install it (chart CRDs, RBAC, one live replica
+  `serve --kubeconfig --policies SET`, the chart's webhook configurations); direct reviews to `/validate`.
+Measured: a compliant pod's review at saturation (wrk, 32 connections) and at a fixed rate (paced open loop),
+the server's CPU per review over both, its RSS after; then `--creates` pod creates through the API server,
+one at a time, whose latency is compared with the same creates with no webhook registered.
+Before measuring, a privileged pod's review must be denied by each side (the policies are loaded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(HERE), str(REPO)]
+
+import kyverno_peer  # noqa: E402
+from drivers import free_port, percentile, wrk  # noqa: E402
+from kyverno_differential import default_corpus  # noqa: E402
+from paced import Paced  # noqa: E402
+from workload import review  # noqa: E402
+
+NAMESPACE = "bench"
+RESTRICTED = {"runAsNonRoot": True, "runAsUser": 1000, "allowPrivilegeEscalation": False,
+              "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def pod(name: str, privileged: bool = False) -> dict:
+    security = {"privileged": True} if privileged else RESTRICTED
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "web"}},
+            "spec": {"hostNetwork": privileged, "containers": [{"name": "web", "image": "registry.example.org/web:1.4.2",
+                                                                "securityContext": security}]}}
+
+
+def enforced(doc: dict) -> dict:
+    if doc.get("kind") == "ValidatingPolicy":
+        doc["spec"]["validationActions"] = ["Deny"]
+    elif doc.get("kind") in ("ClusterPolicy", "Policy"):
+        doc["spec"]["validationFailureAction"] = "Enforce"
+        for rule in doc["spec"].get("rules") or []:
+            if "failureAction" in (rule.get("validate") or {}):
+                rule["validate"]["failureAction"] = "Enforce"
+    return doc
+
+
+def write_set(corpus: Path, name: str, target: Path) -> int:
+    if name == "vpol":
+        sources = [p for p in sorted((corpus / "pod-security-vpol").rglob("*.yaml")) if ".kyverno-test" not in p.parts]
+    else:
+        sources = [p for level in ("baseline", "restricted", "subrule")
+                   for p in sorted((corpus / "pod-security" / level).glob("*/*.yaml"))]
+    target.mkdir(parents=True)
+    count = 0
+    for source in sources:
+        docs = [enforced(d) for d in yaml.safe_load_all(source.read_text())
+                if isinstance(d, dict) and d.get("kind") in ("ValidatingPolicy", "ClusterPolicy")]
+        if docs:
+            (target / f"{source.parent.parent.name}-{source.name}").write_text(yaml.safe_dump_all(docs))
+            count += len(docs)
+    return count
+
+
+def post(base: str, ca: Path, path: str, body: dict) -> dict:
+    import ssl
+    import urllib.request
+
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=str(ca)), timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def check_loaded(base: str, ca: Path, path: str, who: str) -> None:
+    bad = post(base, ca, path, review(pod("privileged", privileged=True)))["response"]
+    good = post(base, ca, path, review(pod("compliant")))["response"]
+    if bad.get("allowed") or not good.get("allowed"):
+        raise SystemExit(f"{who} {path}: the privileged pod was {'allowed' if bad.get('allowed') else 'denied'}, the "
+                         f"compliant pod {'allowed' if good.get('allowed') else 'denied'} ({good.get('status')})")
+
+
+def direct(base: str, ca: Path, path: str, cpu: Callable[[], float], args: argparse.Namespace, tmp: Path) -> dict:
+    body = tmp / "review.json"
+    body.write_text(json.dumps(review(pod("compliant"))))
+    before = cpu()
+    sat = wrk("saturation", base + path, body, args.seconds, connections=32)
+    from webhook.server import eventloop
+
+    endpoint = path.lstrip("/")
+    measured = eventloop.run(Paced(base, ca, [(endpoint, body.read_bytes())]).run(args.rate, args.seconds),
+                             eventloop.loop_factory("auto"))
+    paced = measured.by_endpoint[endpoint]
+    spent = cpu() - before
+    answered = sat.requests + len(paced)
+    return {"saturation_rps": round(sat.rps), "saturation_p50_ms": sat.p50_ms, "saturation_p99_ms": sat.p99_ms,
+            "saturation_errors": sat.errors, f"paced_{args.rate}_p50_ms": round(percentile(paced, 0.5), 2),
+            f"paced_{args.rate}_p99_ms": round(percentile(paced, 0.99), 2), "paced_errors": measured.errors,
+            "cpu_us_per_review": round(spent / answered * 1e6) if answered else None}
+
+
+def creates(core, label: str, count: int) -> dict:
+    """`count` pod creates through the API server, one at a time; each pod deleted again after the run."""
+    from kubernetes.client.rest import ApiException
+
+    times, denied = [], 0
+    for i in range(count):
+        started = time.perf_counter()
+        try:
+            core.create_namespaced_pod(NAMESPACE, pod(f"{label}-{i}"))
+        except ApiException:
+            denied += 1
+        times.append((time.perf_counter() - started) * 1000)
+    core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+    return {"create_p50_ms": round(percentile(times, 0.5), 2), "create_p99_ms": round(percentile(times, 0.99), 2),
+            "create_mean_ms": round(sum(times) / len(times), 2), "create_denied": denied}
+
+
+def run_kyverno(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) -> dict:
+    kubectl = ctx["kubectl"]
+    subprocess.run([*kubectl, "apply", "-f", str(policies)], check=True, capture_output=True, text=True)
+    peer = kyverno_peer.start(ctx["kyverno"] / "kyverno", ctx["kubeconfig"], kubectl, free_port(), tmp)
+    try:
+        peer.wait_ready()
+        deadline = time.monotonic() + 120
+        while not (paths := [p for p in peer.webhook_paths() if "/validate" in p or "/vpol" in p]):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"kyverno registered no validating webhook for pods; log {peer.log}")
+            time.sleep(1)
+        path = paths[0]
+        check_loaded(peer.base, peer.ca, path, "kyverno")
+        pid = peer.process.pid
+        result = {"path": path, **direct(peer.base, peer.ca, path, lambda: kyverno_peer.cpu_seconds(pid), args, tmp)}
+        result["rss_mb"] = round(kyverno_peer.rss_mb(pid))
+        result.update(creates(ctx["core"], "kyverno", args.creates))
+        return result
+    finally:
+        peer.stop()
+        subprocess.run([*kubectl, "delete", "-f", str(policies), "--ignore-not-found"], capture_output=True, text=True)
+
+
+def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) -> dict:
+    installation = ctx["installation"]
+    installation.policies = policies
+    replica = installation.start_replica(f"replica-{policies.name}")
+    try:
+        installation.url = f"https://127.0.0.1:{replica.port}"
+        installation.register()
+        ca = installation.cert_dir / "ca.crt"
+        check_loaded(installation.url, ca, "/validate", "quartermaster")
+        pid = replica.process.pid
+        result = {"path": "/validate",
+                  **direct(installation.url, ca, "/validate", lambda: kyverno_peer.cpu_seconds(pid), args, tmp)}
+        result["rss_mb"] = round(kyverno_peer.rss_mb(pid))
+        result.update(creates(ctx["core"], "quartermaster", args.creates))
+        return result
+    finally:
+        installation.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=default_corpus())
+    parser.add_argument("--sets", default="vpol,cpol", help="comma-separated: vpol, cpol")
+    parser.add_argument("--seconds", type=float, default=10.0, help="each load step")
+    parser.add_argument("--rate", type=int, default=250, help="the fixed rate, reviews a second")
+    parser.add_argument("--creates", type=int, default=200, help="pod creates through the API server per side")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    sets = [s for s in args.sets.split(",") if s]
+    if not set(sets) <= {"vpol", "cpol"}:
+        parser.error(f"--sets {args.sets}: each must be vpol or cpol")
+    from kubernetes import client, config
+
+    from tests.cluster.control import binary, down, up
+    from tests.cluster.kube import Kube
+    from tests.cluster.quartermaster import install
+
+    kyverno = kyverno_peer.binaries()
+    results: dict = {"command": " ".join(["python", "load-tests/kyverno_side_by_side.py", *sys.argv[1:]])}
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        record = up(tmp / "cluster")
+        try:
+            kubectl = [str(binary()), "kubectl", f"--kubeconfig={record.admin_kubeconfig}"]
+            core = client.CoreV1Api(config.new_client_from_config(config_file=str(record.admin_kubeconfig)))
+            core.create_namespace({"metadata": {"name": NAMESPACE}})
+            subprocess.run([*kubectl, "-n", NAMESPACE, "wait", "--for=create", "serviceaccount/default",
+                            "--timeout=60s"], check=True, capture_output=True)
+            results["no webhook"] = creates(core, "none", args.creates)
+            kyverno_peer.install_manifest(kubectl, tmp)
+            admin = Kube(record, record.admin_kubeconfig, binary())
+            ctx = {"kubectl": kubectl, "kubeconfig": record.admin_kubeconfig, "core": core, "kyverno": kyverno,
+                   "installation": install(admin, record, tmp / "quartermaster")}
+            for name_ in sets:
+                policies = tmp / name_
+                count = write_set(args.corpus, name_, policies)
+                results[f"{name_} ({count} policies) kyverno"] = run_kyverno(ctx, policies, args, tmp)
+                print(json.dumps(results), flush=True)
+                results[f"{name_} ({count} policies) quartermaster"] = run_quartermaster(ctx, policies, args, tmp)
+                print(json.dumps(results), flush=True)
+        finally:
+            down(tmp / "cluster")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
