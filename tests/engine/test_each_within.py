@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import asyncio
 
-from webhook.engine.dispatch import each_within
+import pytest
+
+from webhook.engine import dispatch
 
 
-async def test_a_timeout_fails_the_running_item_and_the_later_ones_still_run():
+@pytest.fixture(params=["stepped", "awaited"])
+def each_within(request, monkeypatch):
+    """Both routes, the hand-stepped one and the plain reference (QUARTERMASTER_STEPPED_POLICIES=0), behave alike."""
+    monkeypatch.setattr(dispatch, "STEPPED", request.param == "stepped")
+    return dispatch.each_within
+
+
+async def test_a_timeout_fails_the_running_item_and_the_later_ones_still_run(each_within):
     ran, timed_out = [], []
 
     async def step(item: str) -> None:
@@ -24,7 +33,7 @@ async def test_a_timeout_fails_the_running_item_and_the_later_ones_still_run():
     assert timed_out == [("slow", "TimeoutError"), ("waits", "TimeoutError")]
 
 
-async def test_without_a_timeout_every_item_runs_once_in_order():
+async def test_without_a_timeout_every_item_runs_once_in_order(each_within):
     ran = []
 
     async def step(item: int) -> None:
@@ -35,7 +44,7 @@ async def test_without_a_timeout_every_item_runs_once_in_order():
     assert ran == list(range(20))
 
 
-async def test_an_error_of_the_step_itself_is_not_a_timeout():
+async def test_an_error_of_the_step_itself_is_not_a_timeout(each_within):
     async def step(item: int) -> None:
         raise TimeoutError("the policy's own")  # e.g. a lookup that gave up: the step's caller handles it
 
@@ -47,7 +56,7 @@ async def test_an_error_of_the_step_itself_is_not_a_timeout():
         raise AssertionError("the step's own error must reach the caller")
 
 
-async def test_a_step_that_waits_gets_what_it_waited_for_and_its_own_errors():
+async def test_a_step_that_waits_gets_what_it_waited_for_and_its_own_errors(each_within):
     got = []
 
     async def step(item: int) -> None:
@@ -65,7 +74,7 @@ async def test_a_step_that_waits_gets_what_it_waited_for_and_its_own_errors():
     assert got == [10, 20, 30]
 
 
-async def test_cancelling_the_request_cancels_the_waiting_step_and_is_not_a_timeout():
+async def test_cancelling_the_request_cancels_the_waiting_step_and_is_not_a_timeout(each_within):
     state = []
 
     async def step(item: int) -> None:
@@ -86,7 +95,7 @@ async def test_cancelling_the_request_cancels_the_waiting_step_and_is_not_a_time
     assert state == ["cancelled inside", "cancelled outside"]
 
 
-async def test_a_step_after_the_deadline_that_never_waits_still_finishes():
+async def test_a_step_after_the_deadline_that_never_waits_still_finishes(each_within):
     ran = []
 
     async def step(item: int) -> None:

@@ -187,3 +187,26 @@ def test_the_package_makes_its_frozen_classes_with_it():
     from webhook.platform.notebook.config import NotebookSpec, RefresherSpec
     for cls in (NotebookSpec, RefresherSpec):  # compiled once, read by every review: values kept inline
         assert "d" not in cls.__init__.__code__.co_varnames, cls
+
+
+def test_the_switch_makes_every_class_with_dataclasses_and_apply_says_the_same():
+    """QUARTERMASTER_QUICK_DATACLASSES=0, the reference route: the package's classes come from dataclasses itself,
+    and `apply` of the notebook pod prints the same objects and results."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support import REPO
+
+    argv = [sys.executable, "-m", "webhook", "apply", "--policies", "policies", "--state", "examples/state", "--user",
+            "system:serviceaccount:kube-system:statefulset-controller", "examples/notebook-pod.yaml"]
+    probe = [sys.executable, "-c", "from webhook.model import results; print(results.RuleResult.__init__.__code__.co_filename)"]
+    runs = {}
+    for value in ("1", "0"):
+        env = {**os.environ, "QUARTERMASTER_QUICK_DATACLASSES": value}
+        runs[value] = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        made_by = subprocess.run(probe, cwd=REPO, env=env, capture_output=True, text=True, timeout=60).stdout.strip()
+        assert made_by == ("<frozen_dataclass RuleResult>" if value == "1" else "<string>"), made_by
+    assert runs["1"].returncode == runs["0"].returncode == 0
+    assert runs["1"].stdout == runs["0"].stdout and runs["1"].stdout
+    assert runs["1"].stderr == runs["0"].stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import types
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,8 @@ T = TypeVar("T")
 _ALLOWED = Verdict(allowed=True)
 DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default timeout is 10s)
 CREATE_TIMEOUT = 3.0
+# each_within's switch, read once at import (docs/fast-paths.md)
+STEPPED = os.environ.get("QUARTERMASTER_STEPPED_POLICIES", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 @frozen_dataclass(dict_init=True)
@@ -78,7 +81,11 @@ async def each_within(deadline: float, items: Sequence[T], step: Callable[[T], C
     """`step` each item in order, each bounded by the deadline (loop time): a step that waits past it
     fails with a timeout, and the later ones still get their turn. A step that finishes without waiting
     (every CEL policy, most batteries) has nothing a deadline could cut short, so the timeout context,
-    which cost more than most policies do, is only set up once a step actually waits."""
+    which cost more than most policies do, is only set up once a step actually waits.
+    `QUARTERMASTER_STEPPED_POLICIES=0` sets it up for every step (`_each_within_awaited`, the reference)."""
+    if not STEPPED:
+        await _each_within_awaited(deadline, items, step, timed_out)
+        return
     for item in items:
         running = step(item)
         try:
@@ -91,6 +98,20 @@ async def each_within(deadline: float, items: Sequence[T], step: Callable[[T], C
                 await _resume(running, waiting_on)
         except TimeoutError as exc:
             if not within.expired():  # the step's own error, not the deadline
+                raise
+            timed_out(item, exc)
+
+
+async def _each_within_awaited(deadline: float, items: Sequence[T], step: Callable[[T], Coroutine[Any, Any, None]],
+                               timed_out: Callable[[T, BaseException], None]) -> None:
+    """each_within as plain asyncio says it: every step awaited inside its own timeout context."""
+    for item in items:
+        within = asyncio.timeout_at(deadline)
+        try:
+            async with within:
+                await step(item)
+        except TimeoutError as exc:
+            if not within.expired():
                 raise
             timed_out(item, exc)
 

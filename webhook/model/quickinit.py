@@ -12,16 +12,23 @@
   CPython keep a dict per instance rather than its values inline, so each later read of a field costs a little
   more: right for what a review builds and reads a few times, wrong for what a policy compiles once and every
   review reads (measured: the notebook pod's /mutate took 3.5 % more instructions with every class so made).
+
+`QUARTERMASTER_QUICK_DATACLASSES=0` makes every class with `dataclasses.dataclass(frozen=True)` itself (the
+reference route, for an operator or a test that suspects this module; docs/fast-paths.md says what it costs).
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import typing
 from dataclasses import MISSING, FrozenInstanceError
 from typing import Any, Callable, TypeVar, overload
 
 T = TypeVar("T")
+SWITCH = "QUARTERMASTER_QUICK_DATACLASSES"
+# read once, at import: every class of the package is made the same way
+QUICK = os.environ.get(SWITCH, "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 class _Factory:
@@ -101,6 +108,9 @@ def _init_for(cls: type, dict_init: bool) -> Callable[..., None]:
 
 
 def _make(cls: type[T], options: dict[str, Any]) -> type[T]:
+    if not QUICK:  # the reference: what the decorator stands for
+        options.pop("dict_init", None)
+        return dataclasses.dataclass(cls, frozen=True, **options)
     if "__slots__" in vars(cls) or options.get("slots"):
         raise TypeError(f"{cls.__name__}: frozen_dataclass writes __dict__; use @dataclass(frozen=True, slots=True)")
     init = options.pop("init", True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Callable
+from functools import cached_property
 
 from webhook.model.quickinit import frozen_dataclass
 
@@ -45,27 +45,6 @@ _FAILED = frozenset({Outcome.FAIL, Outcome.ERROR})
 _FLAGGED = frozenset({Outcome.FAIL, Outcome.ERROR, Outcome.WARN})
 
 
-class _once:
-    """functools.cached_property without its lock: on Python 3.11 that takes a lock on every first access, and
-    most results are made per admission, so for them every access that counts is a first one (3.12 dropped
-    the lock). Computed on first access, kept in the instance's __dict__, where later reads find it without
-    calling here; frozen dataclasses allow that as they allow cached_property."""
-
-    def __init__(self, compute: Callable[[Any], Any]) -> None:
-        self.compute = compute
-        self.name = compute.__name__
-        self.__doc__ = compute.__doc__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        if instance is None:
-            return self
-        value = instance.__dict__[self.name] = self.compute(instance)
-        return value
-
-
 @frozen_dataclass(dict_init=True)
 class RuleResult:
     policy: PolicyId
@@ -82,11 +61,11 @@ class RuleResult:
 
     # computed once per result (the fields are frozen): the verdict, the log, the metrics and the reports
     # each ask, for every result of every admission
-    @_once
+    @cached_property
     def blocks(self) -> bool:
         return self.outcome in _FAILED and self.action is Action.ENFORCE
 
-    @_once
+    @cached_property
     def reported(self) -> bool:
         """A failure that is let through: the user gets a warning, the platform team a report entry."""
         return self.outcome in _FLAGGED and not self.blocks
@@ -101,19 +80,19 @@ class RuleResult:
 
     # a policy's prebuilt results come back with every admission it fails: their warning and annotation
     # key are cleaned once, not per admission
-    @_once
+    @cached_property
     def warning_text(self) -> str:
         """`warning` as kubectl gets it (verdict.clean_warning)."""
         from webhook.model.verdict import clean_warning
 
         return clean_warning(self.warning)
 
-    @_once
+    @cached_property
     def counted_as(self) -> tuple[str, str, str, str, str]:
         """(policy as users name it, policy kind, rule, outcome, action): what metrics count it under."""
         return (self.policy.qualified_name, self.policy.kind, self.rule, self.outcome.value, self.action.value)
 
-    @_once
+    @cached_property
     def annotation_key(self) -> str:
         """The audit annotation key this result's message goes under (verdict.annotation_key)."""
         from webhook.model.verdict import annotation_key

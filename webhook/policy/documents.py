@@ -23,21 +23,25 @@ class Document:
     node: yaml.Node | None
 
     def line_of(self, path: Sequence[str | int]) -> int | None:
-        """1-based line of the deepest node on `path` that exists (the parent when the field is missing)."""
+        """1-based line of the deepest field on `path` that exists (the parent when the field is missing): a mapping
+        field's line is its key's, where a block value (a nested mapping or list) starts on the line below."""
         node = self.node
         if node is None:
             return None
         best = node.start_mark.line + 1
         for step in path:
-            child = None
+            child, mark = None, None
             if isinstance(node, yaml.MappingNode):
-                child = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == step), None)
+                key, child = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == step),
+                                  (None, None))
+                mark = key.start_mark if key is not None else None
             elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
                 child = node.value[step]
-            if child is None:
+                mark = child.start_mark
+            if child is None or mark is None:
                 break
             node = child
-            best = node.start_mark.line + 1
+            best = mark.line + 1
         return best
 
 

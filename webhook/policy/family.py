@@ -17,9 +17,8 @@ from webhook.model.exception_trust import HONOUR_NONE, ExceptionTrust
 from webhook.model.policy import CompiledPolicy
 from webhook.model.quickinit import frozen_dataclass
 from webhook.policy.documents import Document
-from webhook.policy.schemacheck import Check, compile_check
 
-if TYPE_CHECKING:  # jsonschema is imported only to explain a violation (see schemacheck.py)
+if TYPE_CHECKING:  # jsonschema is imported when the first document with a schema is checked
     from jsonschema import Draft202012Validator
 
 
@@ -66,21 +65,14 @@ class PolicyFamily(Protocol):
 
 
 class SchemaValidator:
-    """A kind's schema, checked fast (`is_valid`) and explained by jsonschema (`validator`) when it fails."""
+    """A kind's schema and its jsonschema validator, made on first use (jsonschema is imported then)."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
-        self._check: Check | None = compile_check(schema)
         self._validator: Draft202012Validator | None = None
 
     def is_valid(self, document: Any) -> bool:
-        """True: jsonschema would find no error. False: ask `validator` (it may still find none)."""
-        if self._check is None:
-            return False
-        try:
-            return self._check(document)
-        except Exception:  # whatever jsonschema makes of this document, it says so itself
-            return False
+        return bool(self.validator.is_valid(document))
 
     @property
     def validator(self) -> "Draft202012Validator":

@@ -49,10 +49,14 @@ _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]++"
 _HEAD = re.compile(rb"POST /(mutate|validate)(?:\?([!$&'()*+,\-./0-9:;=?@A-Z_a-z~%]*+))? HTTP/1\.1"
                    rb"((?:\r\n" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*+)*+)")
 # the fields the lane reads (the head matched _HEAD, so a name ends at its colon): Host must be there once, as
-# aiohttp's parser requires; the last four change how the request is framed or answered, and the lane leaves
-# requests with them to aiohttp
-_FIELD = re.compile(rb"\r\n(content-length|connection|host|transfer-encoding|expect|content-encoding|upgrade):([^\r]*+)",
+# aiohttp's parser requires; transfer-encoding, expect, content-encoding and upgrade change how the request is
+# framed or answered, and the lane leaves requests with them to aiohttp; the last six are the rest of aiohttp's
+# singleton fields (http_parser.SINGLETON_HEADERS), which its parser refuses when repeated, so the lane does too
+_FIELD = re.compile(rb"\r\n(content-length|connection|host|transfer-encoding|expect|content-encoding|upgrade"
+                    rb"|content-type|user-agent|content-location|content-range|etag|max-forwards|server):([^\r]*+)",
                     re.IGNORECASE)
+_SINGLETONS = frozenset({b"content-type", b"user-agent", b"content-location", b"content-range", b"etag",
+                         b"max-forwards", b"server"})
 _STATUS = {status.value: b"%d %s" % (status.value, status.phrase.encode()) for status in HTTPStatus}
 _INTERNAL = json_bytes({"error": INTERNAL_ERROR})
 
@@ -102,9 +106,14 @@ def parse_head(head: bytes) -> Head | None:
     length: int | None = None
     close = False
     hosts = 0
+    seen: set[bytes] = set()
     for name, value in _FIELD.findall(fields):
         name = name.lower()
-        if name == b"host":
+        if name in _SINGLETONS:
+            if name in seen:
+                return None  # aiohttp answers it a 400
+            seen.add(name)
+        elif name == b"host":
             hosts += 1
         elif name == b"content-length":
             value = value.strip(b" \t")

@@ -4,6 +4,7 @@ The asyncio server is created here rather than through aiohttp's TCPSite, becaus
 the protocol factory and the TLS handshake needs its own deadline. Each connection starts in the fast
 lane (`fastlane.py`), which hands it to aiohttp's protocol for anything but a plain admission POST;
 aiohttp's runner owns the routes and drains its in-flight requests on shutdown, the lane drains its own.
+`QUARTERMASTER_FAST_LANE=0` leaves every connection to aiohttp (docs/fast-paths.md).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import ssl
 from typing import Any
 
@@ -25,6 +27,12 @@ from webhook.server.parse_errors import ParserRefusalLog
 log = logging.getLogger(__name__)
 
 SHUTDOWN_SECONDS = 10.0  # for reviews in flight when the listener stops
+FAST_LANE_VARIABLE = "QUARTERMASTER_FAST_LANE"
+
+
+def fast_lane_enabled() -> bool:
+    """The operator's switch: 0 (or false, off) sends every request through aiohttp's own parser."""
+    return os.environ.get(FAST_LANE_VARIABLE, "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 async def watch_loop_lag(metrics: Metrics, period: float) -> None:
@@ -55,9 +63,13 @@ class Listener:
     async def start(self) -> None:
         await self._runner.setup()
         loop = asyncio.get_running_loop()
-        self.lane = FastLane(self.app[ADMISSION], self.guard, self.app[CLIENT_CERT_REQUIRED],
-                             fallback=self._runner.server)  # type: ignore[arg-type]
-        factory = self.guard.factory(self.lane.factory())
+        inner: Any = self._runner.server  # aiohttp's protocol factory
+        if fast_lane_enabled():
+            self.lane = FastLane(self.app[ADMISSION], self.guard, self.app[CLIENT_CERT_REQUIRED], fallback=inner)
+            inner = self.lane.factory()
+        else:
+            log.info("fast lane off (%s=0): every request goes through aiohttp", FAST_LANE_VARIABLE)
+        factory = self.guard.factory(inner)
         self._server = await loop.create_server(factory, self.host, self.port, ssl=self.ssl_context, backlog=512,
                                                 ssl_handshake_timeout=self.limits.handshake_seconds)
         self._tasks = [asyncio.create_task(self.guard.watch(), name="connection-watchdog"),

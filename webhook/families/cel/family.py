@@ -16,6 +16,7 @@ from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import CompiledPolicy
 from webhook.policy.documents import Document
 from webhook.policy.family import CompileEnv, FamilyResult, PolicyKind
+from webhook.policy.published import published_schema
 
 KYVERNO_KINDS = ("ValidatingPolicy", "NamespacedValidatingPolicy", "MutatingPolicy", "NamespacedMutatingPolicy",
                  "GeneratingPolicy", "NamespacedGeneratingPolicy", "PolicyException")
@@ -23,10 +24,15 @@ ADMISSION = "admissionregistration.k8s.io"
 MAP_VERSIONS = ("v1alpha1", "v1beta1", "v1")
 
 
+def _kind(api_version: str, kind: str) -> PolicyKind:
+    # the loader holds every document to its publisher's schema (policy/published.py): unknown fields are errors
+    return PolicyKind(api_version, kind, published_schema(api_version, kind))
+
+
 def _kinds() -> tuple[PolicyKind, ...]:
-    out = [PolicyKind(f"{KYVERNO_GROUP}/{v}", k, None) for v in ("v1alpha1", "v1beta1", "v1") for k in KYVERNO_KINDS]
-    out += [PolicyKind(f"{ADMISSION}/v1", k, None) for k in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
-    out += [PolicyKind(f"{ADMISSION}/{v}", k, None) for v in MAP_VERSIONS
+    out = [_kind(f"{KYVERNO_GROUP}/{v}", k) for v in ("v1alpha1", "v1beta1", "v1") for k in KYVERNO_KINDS]
+    out += [_kind(f"{ADMISSION}/v1", k) for k in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
+    out += [_kind(f"{ADMISSION}/{v}", k) for v in MAP_VERSIONS
             for k in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")]
     return tuple(out)
 

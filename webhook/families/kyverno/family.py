@@ -12,13 +12,15 @@ from typing import Any, Sequence
 from webhook.model.errors import PolicyLoadError
 from webhook.policy.documents import Document
 from webhook.policy.family import CompileEnv, FamilyResult, PolicyKind
+from webhook.policy.published import published_schema
 
 from .compile import API_VERSIONS, POLICY_KINDS, PolicyError, compile_policy
 from .exceptions import API_VERSIONS as EXCEPTION_VERSIONS, ExceptionError, PolicyException, compile_exception
 from .policy import KyvernoCompiledPolicy
 
-KINDS = tuple(PolicyKind(v, k, None) for v in API_VERSIONS for k in POLICY_KINDS) + tuple(
-    PolicyKind(v, "PolicyException", None) for v in EXCEPTION_VERSIONS)
+# each document is held to Kyverno's published CRD schema (policy/published.py): unknown fields are errors
+KINDS = tuple(PolicyKind(v, k, published_schema(v, k)) for v in API_VERSIONS for k in POLICY_KINDS) + tuple(
+    PolicyKind(v, "PolicyException", published_schema(v, "PolicyException")) for v in EXCEPTION_VERSIONS)
 
 
 def _error(doc: Document, message: str) -> PolicyLoadError:
