@@ -8,9 +8,9 @@ How each row is built (the row data is tests/platform/bypass_table.py):
   not be created otherwise, and the DRA rewrite (profiles only) would turn the legacy pods into claim pods.
 - Pods carry a scheduling gate: no node runs them and the scheduler makes no claim of its own, so each pod stays
   in the state the row names. The exception is the pod in its grace period: an unscheduled pod has none (the API
-  server removes it at once, and the pod garbage collector marks one held by a finalizer Failed), so that pod is
-  scheduled (its GPUs through the scheduler's KEP-5004 claim), runs, and is deleted with a grace period the
-  simulated kubelet waits out. The API server assigns uids; ownerReferences that name a row's pod get its real
+  server removes it at once, and the pod garbage collector marks one held by a finalizer Failed, which frees its
+  GPUs), so that pod is bound to a node (`spec.nodeName`, written at creation, since the pool's devices may be
+  held by other tests' pods), runs, and is deleted with a grace period the simulated kubelet waits out. The API server assigns uids; ownerReferences that name a row's pod get its real
   uid, a deliberately wrong uid stays wrong.
 - `status` is written through the status subresource, as the component that owns it would: a pod's phase, and
   `extendedResourceClaimStatus` by `system:kube-scheduler` (impersonated), who also creates the claim it names.
@@ -45,6 +45,7 @@ ROWS = rows()
 GATE = "quartermaster.dev/bypass-table"
 HOLD = "quartermaster.dev/bypass-table-hold"  # a tenant's finalizer
 GRACE_SECONDS = 3600  # longer than any test run: the simulated kubelet is still stopping the pod
+GRACE_NODE = "gpu-h100-0"
 SCHEDULER = "system:kube-scheduler"
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 PROFILE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile", "quartermaster.dev/profile-class": "team"}
@@ -127,7 +128,7 @@ class RowBuilder:
         _meta(body)["namespace"] = self.built.namespace
         terminating = "deletionTimestamp" in obj["metadata"]
         if terminating:
-            body["spec"]["terminationGracePeriodSeconds"] = GRACE_SECONDS
+            body["spec"].update(terminationGracePeriodSeconds=GRACE_SECONDS, nodeName=GRACE_NODE)
             self.built.terminating.append(_meta(body)["name"])
         else:
             body["spec"]["schedulingGates"] = [{"name": GATE}]
@@ -331,4 +332,26 @@ def test_a_pod_whose_claim_is_not_generated_yet_is_charged_its_template(
         assert admin.list("resource.k8s.io/v1", "ResourceClaim", built.namespace) == [], "the state the row names"
     finally:
         start_component(record, "kube-controller-manager")
+        release(admin, built)
+
+
+
+def test_the_schedulers_claim_is_charged_once_before_the_pod_status_names_it(
+        admin: Kube, quartermaster: Installation, qmcluster_binary: Path) -> None:
+    """The table's KEP-5004 rows write the pod's status; between the scheduler's CREATE of the claim and that write,
+    only the review's userInfo (as the API server sends it) tells the scheduler's claim from the tenant's."""
+    row = next(row for row in ROWS if row.name.startswith("KEP-5004 extended-resource claim of a running pod"))
+    legacy, scheduler_claim = row.objects
+    built = Built("bypass-scheduler-create")
+    new_namespace(admin, built.namespace)
+    try:
+        builder = RowBuilder(admin, impersonating(admin, qmcluster_binary, SCHEDULER), built)
+        builder.pod(legacy)  # before the namespace is a profile, which the DRA rewrite would change it in
+        make_profile_of(admin, built.namespace)
+        assert_charged_as_documented(admin, built.namespace, Row("the pod", (), 2))
+        builder.claim(scheduler_claim, row)  # by the scheduler, admitted: the status is never written here
+        # a tenant's 1-GPU claim after it: once the replicas count that one, they have seen the scheduler's
+        create(admin, claim("later", built.namespace, device_request(1)))
+        assert_charged_as_documented(admin, built.namespace, Row("the pod, its claim, a later claim", (), 3))
+    finally:
         release(admin, built)
