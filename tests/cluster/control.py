@@ -260,9 +260,19 @@ def _write_record(record: ClusterRecord) -> None:
     (Path(record.directory) / "cluster.json").write_text(json.dumps(asdict(record), indent=2))
 
 
+def stop_component(record: ClusterRecord, name: str) -> None:
+    """Stop one component (a controller manager outage, say); `start_component` brings it back."""
+    _stop_pid(record.pids[name])
+
+
 def restart_component(record: ClusterRecord, name: str) -> ClusterRecord:
     """Stop one component and start it again with the same arguments (an API server restart, say)."""
-    _stop_pid(record.pids[name])
+    stop_component(record, name)
+    return start_component(record, name)
+
+
+def start_component(record: ClusterRecord, name: str) -> ClusterRecord:
+    """Start a stopped component again with the arguments `up` gave it; returns once it is ready."""
     logs = Path(record.directory) / "logs"
     process = _start(name, record.argv[name], logs)
     updated = ClusterRecord(record.directory, record.server, record.ports, {**record.pids, name: process.pid},
@@ -272,6 +282,13 @@ def restart_component(record: ClusterRecord, name: str) -> ClusterRecord:
         context = _tls_context(record.pki)
         _wait("kube-apiserver /readyz after a restart",
               lambda: _get(f"{record.server}/readyz", context)[0] == 200,
+              time.monotonic() + READY_SECONDS, {name: process}, logs)
+    component = name.removeprefix("kube-")
+    if component in ("controller-manager", "scheduler"):
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        url = f"https://127.0.0.1:{record.ports[component]}/healthz"
+        _wait(f"{name} /healthz after a restart", lambda: _get(url, insecure)[0] == 200,
               time.monotonic() + READY_SECONDS, {name: process}, logs)
     return updated
 
