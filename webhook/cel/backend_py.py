@@ -25,7 +25,7 @@ from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, opens_call, tokenize
-from webhook.cel.values import TAG, check_size, describe, kind_of, plain, with_name
+from webhook.cel.values import STRING_CONVERTIBLE, TAG, check_size, describe, kind_of, plain, with_name
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -223,8 +223,8 @@ def _string(value: Any, *rest: Any) -> Any:
     double prints in the shortest form, `4380` not `4380.0`, as cel-go and cel-cpp print it."""
     if isinstance(value, celpy.CELEvalError):
         return value
-    if isinstance(value, Mapping) and isinstance(value.get(TAG), str) and "text" in value:
-        return celtypes.StringType(value["text"])   # Kubernetes' string(ip), string(cidr)...
+    if isinstance(value, Mapping) and value.get(TAG) in STRING_CONVERTIBLE and "text" in value:
+        return celtypes.StringType(value["text"])   # Kubernetes' string(ip), string(cidr)
     if isinstance(value, (Mapping, list)):
         return celpy.CELEvalError(f"no matching overload for string({describe(from_cel(value))})", TypeError, ())
     if isinstance(value, celtypes.BoolType):
