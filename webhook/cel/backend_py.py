@@ -259,6 +259,22 @@ def _converted(activation: Mapping[str, Any]) -> dict[str, Any]:
     return {k: to_cel(v) for k, v in activation.items()}
 
 
+_STRING_TYPE = "__qm_string_type"
+
+
+def _string_type_names(source: str, tokens: list[Token]) -> str:
+    """`string` as a type (`type(x) == string`), not a call, names the string type: our `string()` overrides
+    cel-python's function of that name, and its identifier then resolved to the function, so the comparison
+    was false."""
+    parts, last = [], 0
+    for i, token in enumerate(tokens):
+        called = i + 1 < len(tokens) and tokens[i + 1].text == "("
+        if token.kind == "ident" and token.text == "string" and not called and not (i and tokens[i - 1].text == "."):
+            parts += [source[last:token.start], _STRING_TYPE]
+            last = token.end
+    return "".join(parts) + source[last:] if parts else source
+
+
 class PyProgram:
     __slots__ = ("_program", "_namespaces")
 
@@ -324,9 +340,10 @@ class PyBackend:
         known = spec.function_names
         _refuse_unknown_calls(tokens, known | frozenset(n.rpartition(".")[2] for n in known), namespaces)
         _refuse_undeclared(tokens, frozenset(spec.variables) | frozenset(namespaces))
+        source = _string_type_names(source, tokens)
         try:
-            ast = self._env.compile(add_iteration_ticks(source, tokens, _TICK))
+            ast = self._env.compile(add_iteration_ticks(source, tokenize(source), _TICK))
             program = self._env.program(ast, functions=functions)
         except Exception as exc:
             raise CelError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
-        return PyProgram(program, namespaces)
+        return PyProgram(program, {**namespaces, _STRING_TYPE: celtypes.StringType})

@@ -232,7 +232,7 @@ class CelCompiler:
             typed = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile(spec, text)
             if constructed == before:   # typed constructions become map literals of mixed values: not checked
                 literal_types.check(typed.serialized())
-        except literal_types.MixedTypes as exc:
+        except literal_types.RefusedLiteral as exc:
             raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
         except CelError as exc:
             raise CelError(f"does not compile: {_short(expression)}: {exc}") from None

@@ -8,22 +8,28 @@ compile. Our libraries declare those functions on `dyn` and the runtime's checke
 policy Kubernetes refuses would load here, and a map literal's keys `1` and `true` would collapse into one
 Python key. The types are the checker's own (the CheckedExpr's type map), so what is compared is exactly
 what cel-go compares; a type still holding a type parameter (an empty list's element) matches anything.
+cel-go also checks constant arguments when it compiles: a format string's argument count (ext/strings.go)
+and a regex literal (cel.ValidateRegexLiterals); here both were runtime errors, so a policy loaded.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from webhook.cel.checked import fields, one_field
+from webhook.model.regex import compile_linear
 
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _TYPED_SETS = frozenset({"sets.contains", "sets.equivalent", "sets.intersects"})
 _TYPED_LIST_MEMBERS = frozenset({"indexOf", "lastIndexOf"})
 _DYN, _PRIMITIVE, _LIST, _MAP, _TYPE_PARAM, _ERROR = 1, 3, 6, 7, 10, 12
 _PRIMITIVES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
 
 
-class MixedTypes(ValueError):
-    """The expression mixes types where Kubernetes' checker requires one; the message says where."""
+class RefusedLiteral(ValueError):
+    """Kubernetes' checker refuses the expression: a literal mixing types, a typed function given two types, a
+    format string given the wrong number of arguments, an invalid regex literal; the message says which."""
 
 
 def _type_map(checked: bytes) -> dict[int, bytes]:
@@ -126,12 +132,62 @@ def _check_homogeneous(what: str, types: dict[int, bytes], members: list[bytes])
         if first is None:
             first = found
         elif not _same(first, found):
-            raise MixedTypes(f"{what} mixes types: expected {_name(first)} but found {_name(found)} "
+            raise RefusedLiteral(f"{what} mixes types: expected {_name(first)} but found {_name(found)} "
                              "(Kubernetes requires one type in a literal)")
+
+
+def _constant_string(expr: bytes | None) -> str | None:
+    if expr is None:
+        return None
+    for kind, body in _children(expr):
+        if kind == 3:
+            text = one_field(body, 6)
+            return None if text is None else text.decode("utf-8", "replace")
+    return None
+
+
+def _list_size(expr: bytes) -> int | None:
+    for kind, body in _children(expr):
+        if kind == 7:
+            return sum(1 for n, w, _ in fields(body) if n == 1 and w == 2)
+    return None
+
+
+def _format_verbs(text: str) -> int:
+    """The arguments a format string takes: each `%` verb (its precision skipped), `%%` none."""
+    count, i = 0, 0
+    while i < len(text):
+        if text[i] == "%":
+            if text[i + 1:i + 2] == "%":
+                i += 2
+                continue
+            count += 1
+            i += 1
+            while i < len(text) and (text[i].isdigit() or text[i] == "."):
+                i += 1
+        i += 1
+    return count
+
+
+def _check_literal_arguments(function: str, target: bytes | None, args: list[bytes]) -> None:
+    """cel-go checks at compile time what a constant makes certain: a format string's argument count, a regex."""
+    if function == "format" and len(args) == 1:
+        text, size = _constant_string(target), _list_size(args[0])
+        if text is not None and size is not None and _format_verbs(text) != size:
+            raise RefusedLiteral(f"format string {text!r} takes {_format_verbs(text)} arguments, {size} supplied")
+    elif function in _REGEX_FUNCTIONS and args:
+        pattern = _constant_string(args[-1])
+        if pattern is not None:
+            try:
+                compile_linear(pattern)
+            except re.error as exc:
+                raise RefusedLiteral(f"invalid regular expression {pattern!r} in {function}: {exc}") from None
 
 
 def _check_call(body: bytes, types: dict[int, bytes]) -> None:
     function = (one_field(body, 2) or b"").decode()
+    _check_literal_arguments(function, one_field(body, 1),
+                             [value for number, wire, value in fields(body) if number == 3 and wire == 2])
     if function not in _TYPED_SETS and function not in _TYPED_LIST_MEMBERS:
         return
     target = one_field(body, 1)
@@ -139,11 +195,11 @@ def _check_call(body: bytes, types: dict[int, bytes]) -> None:
     if function in _TYPED_SETS and len(args) == 2:
         a, b = (_element(types.get(_id(arg), b"")) for arg in args)
         if _concrete(a) and _concrete(b) and a != b:
-            raise MixedTypes(f"{function} compares a list({_name(a or b'')}) with a list({_name(b or b'')})")
+            raise RefusedLiteral(f"{function} compares a list({_name(a or b'')}) with a list({_name(b or b'')})")
     elif function in _TYPED_LIST_MEMBERS and target is not None and len(args) == 1:
         element, argument = _element(types.get(_id(target), b"")), types.get(_id(args[0]))
         if _concrete(element) and _concrete(argument) and element != argument:
-            raise MixedTypes(f"{function} looks for a {_name(argument or b'')} in a list({_name(element or b'')})")
+            raise RefusedLiteral(f"{function} looks for a {_name(argument or b'')} in a list({_name(element or b'')})")
 
 
 def _optional_value(type_: bytes) -> bytes:
@@ -180,7 +236,7 @@ def _packed(buf: bytes) -> list[int]:
 
 
 def check(serialized: bytes) -> None:
-    """MixedTypes where Kubernetes' checker would refuse the program (`Expression.serialize()`'s output). Literals
+    """RefusedLiteral where Kubernetes' checker would refuse the program (`Expression.serialize()`'s output). Literals
     inside a `format` call are exempt, as cel-go's strings library exempts them (its argument list mixes types)."""
     checked = one_field(serialized, 2)
     expr = one_field(checked, 4) if checked is not None else None
