@@ -36,7 +36,8 @@ def _list(rng: random.Random, names: list[str]) -> str:
             parts.append(_comprehension(rng, names))
         if names:
             parts.append(rng.choice(names))
-    return "[" + ", ".join(parts or ["0"]) + "]"
+    # each element dyn: Kubernetes' checker takes list literals of one type only (webhook.cel.literal_types)
+    return "[" + ", ".join(f"dyn({p})" for p in parts or ["0"]) + "]"
 
 
 def _program(rng: random.Random) -> tuple[str, str]:
@@ -86,7 +87,7 @@ def test_a_bind_after_a_comprehension_at_the_same_level_is_misread():
 def _loop_reading(rng: random.Random, names: list[str]) -> str:
     """A comprehension whose body reads a variable: its lazy binding may first be computed inside a loop."""
     over, var, name = rng.choice(RANGES), rng.choice("xyz"), rng.choice(names)
-    return rng.choice([f"{over}.map({var}, [{var}, {name}])", f"{over}.exists({var}, {name}.size() > 1)",
+    return rng.choice([f"{over}.map({var}, [dyn({var}), dyn({name})])", f"{over}.exists({var}, {name}.size() > 1)",
                        f"{over}.filter({var}, {name}.size() > 0)", f"{over}.all({var}, {name} != [])"])
 
 
@@ -103,7 +104,7 @@ def _member(rng: random.Random, shared: list[str]) -> tuple[list[tuple[str, str]
     parts = [_list(rng, names)]
     if names and rng.random() < 0.6:
         parts.insert(rng.randint(0, 1), _loop_reading(rng, names))
-    return values, "[" + ", ".join(parts) + "]"
+    return values, "[" + ", ".join(f"dyn({p})" for p in parts) + "]"
 
 
 def _written(values: list[tuple[str, str]], body: str) -> str:

@@ -15,7 +15,7 @@ def test_compile_once_and_evaluate():
 
 def test_results_come_back_as_plain_python():
     cel = CelCompiler()
-    assert cel.compile("{'a': [1, 2.5, 'x', true, null]}").evaluate({}) == {"a": [1, 2.5, "x", True, None]}
+    assert cel.compile("{'a': [dyn(1), dyn(2.5), dyn('x'), dyn(true), dyn(null)]}").evaluate({}) == {"a": [1, 2.5, "x", True, None]}
     assert cel.compile("object.spec.containers.map(c, c.name)").evaluate(
         {"object": {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}}) == ["a", "b"]
 
@@ -71,10 +71,10 @@ def test_values_for_the_api_server_are_json_as_cel_go_writes_it():
     from webhook.cel.values import json_value
 
     value = CelCompiler("cel-expr-python").compile(
-        "{'wait': duration('1m30s'), 'raw': b'hi', 'at': [timestamp('2026-01-02T03:04:05Z')], 'n': 1}").evaluate({})
+        "{'wait': dyn(duration('1m30s')), 'raw': dyn(b'hi'), 'at': dyn([timestamp('2026-01-02T03:04:05Z')]), 'n': dyn(1)}").evaluate({})
     assert json_value(value) == {"wait": "90s", "raw": "aGk=", "at": ["2026-01-02T03:04:05Z"], "n": 1}
     with pytest.raises(ValueError, match=r"the value.k\[1\] is a .* value, which JSON cannot hold"):
-        json_value(CelCompiler("cel-expr-python").compile("{'k': [1, type(1)]}").evaluate({}))
+        json_value(CelCompiler("cel-expr-python").compile("{'k': [dyn(1), dyn(type(1))]}").evaluate({}))
     with pytest.raises(ValueError, match="nan, which JSON cannot hold"):
         json_value({"k": math.nan})
 

@@ -31,7 +31,7 @@ def test_jsonpatch_construction_applies(compiler):
 
 
 def test_strings_and_map_literals_are_not_rewritten(compiler):
-    expr = "{'Object{a: 1}': 'x in {y: 1}', 'k': 'a' in {'a': 1}}"
+    expr = "{'Object{a: 1}': dyn('x in {y: 1}'), 'k': dyn('a' in {'a': 1})}"
     assert compiler.compile(expr, env="mutating").evaluate({}) == {"Object{a: 1}": "x in {y: 1}", "k": True}
 
 
@@ -113,7 +113,7 @@ def test_kyverno_helpers(compiler):
 
 
 def test_generator_apply_collects_objects(compiler):
-    program = compiler.compile("generator.Apply('team-a', [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c'}}])", env="kyverno")
+    program = compiler.compile("generator.Apply('team-a', [{'apiVersion': dyn('v1'), 'kind': dyn('ConfigMap'), 'metadata': dyn({'name': 'c'})}])", env="kyverno")
     generated = []
     assert program.evaluate({}, FakeLookups(), generated=generated) is True  # Kyverno: usable inside all()
     assert generated == [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team-a"}}]
@@ -194,8 +194,8 @@ def test_shared_activation_and_time_valued_variables(compiler):
 
 def test_results_convert_to_json_like_cel_go(compiler):
     from webhook.cel import to_json
-    value = compiler.compile("{'at': timestamp('2024-05-01T10:00:00Z'), 'for': duration('90s'), 'b': b'hi', 'n': [1], "
-                             "'q': quantity('1500m'), 'ip': cidr('10.1.2.3/8').masked()}").evaluate({})
+    value = compiler.compile("{'at': dyn(timestamp('2024-05-01T10:00:00Z')), 'for': dyn(duration('90s')), 'b': dyn(b'hi'), "
+                             "'n': dyn([1]), 'q': dyn(quantity('1500m')), 'ip': dyn(cidr('10.1.2.3/8').masked())}").evaluate({})
     assert to_json(value) == {"at": "2024-05-01T10:00:00Z", "for": "90s", "b": "aGk=", "n": [1], "q": "1500m", "ip": "10.0.0.0/8"}
 
 

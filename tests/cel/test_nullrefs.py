@@ -23,8 +23,8 @@ def _drift(run, count: int) -> int:
 
 def test_results_with_nulls_keep_nones_references():
     values = {"object": {"metadata": {"creationTimestamp": None, "labels": {"a": None}}, "spec": [None, 1]}}
-    reference = CPP.compile("[null, object.metadata, object.spec, {'k': null}]")
-    strict = CPP.compile_bound("[null, object.metadata, object.spec, {'k': null}]", [], "admission", strict=True)
+    reference = CPP.compile("[dyn(null), object.metadata, object.spec, dyn({'k': null})]")
+    strict = CPP.compile_bound("[dyn(null), object.metadata, object.spec, dyn({'k': null})]", [], "admission", strict=True)
     assert reference.evaluate(values)[0] is None and strict.evaluate_strict(Activation(values))[3] == {"k": None}
     count = 5_000  # 6 nulls each: 30,000 references lost without the fix
     assert abs(_drift(lambda: reference.evaluate(values), count)) < 1_000
@@ -41,5 +41,5 @@ def test_nones_counts_every_null_of_a_result():
 def test_a_list_of_type_values_is_a_value_not_a_type_error():
     """A CEL type value's `==` refuses None: nulls are counted by identity (list.count(None) raised TypeError)."""
     assert [str(t) for t in CPP.compile("[type(1), int]").evaluate({})] == ["INT", "INT"]
-    with_null = CPP.compile("{'a': [type('s'), null]}").evaluate({})
+    with_null = CPP.compile("{'a': [dyn(type('s')), dyn(null)]}").evaluate({})
     assert str(with_null["a"][0]) == "STRING" and with_null["a"][1] is None

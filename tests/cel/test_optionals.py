@@ -46,7 +46,7 @@ def test_a_python_function_given_a_list_holding_an_optional_does_not_compile(tex
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("[?object.?a, ?object.?nothing, 2]", [1, 2]),  # `?e`: the value, if any, is the element
+    ("[?object.?a, ?object.?nothing, dyn(2)]", [1, 2]),  # `?e`: the value, if any, is the element
     ("{?'k': object.?a, ?'j': object.?nothing}", {"k": 1}),
     ("[object.?a].size()", 1),                      # optionals inside, never converted
     ("[object.?a][0].orValue(2)", 1),
@@ -56,7 +56,7 @@ def test_a_python_function_given_a_list_holding_an_optional_does_not_compile(tex
     ("[1, 2].map(x, object.?m.?x.orValue(0) + x)", [2, 3]),
     ("object.?m.optMap(m, m.x).orValue(0)", 1),
     ("object.b.filter(x, object.?a.hasValue())", [1, 2]),
-    ("[?object.?a, 3].isSorted()", True),
+    ("[?object.?a, dyn(3)].isSorted()", True),
     ("[object.b.first().orValue(0), object.b.last().value()]", [1, 2]),
 ])
 def test_optionals_used_inside_an_expression_evaluate_as_before(text, expected):

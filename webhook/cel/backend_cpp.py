@@ -28,7 +28,7 @@ from webhook.cel.nul import Unwrappable, contains_nul, result_has_nul, unwrap, w
 from webhook.cel.nul import results as nul_results
 from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_scalars, route_string_conversions,
                                 tokenize)
-from webhook.cel.values import KINDS, check_size, opaque_type, plain, with_name
+from webhook.cel.values import KINDS, STRING_CONVERTIBLE, check_size, describe, opaque_type, plain, with_name
 
 MAX_ACCUMULATED = 1000   # elements a map/filter may range over (their cost here is quadratic in it)
 TOO_LONG = "__qm_too_long"  # the guard of long map/filter ranges: every call is an error
@@ -69,8 +69,8 @@ _TIMES = (datetime.datetime, datetime.timedelta)
 
 
 def _opaque_text(value: Mapping[str, Any]) -> str:
-    if opaque_type(value) is None or "text" not in value:
-        raise ValueError("no matching overload for string(map)")
+    if opaque_type(value) not in STRING_CONVERTIBLE or "text" not in value:
+        raise ValueError(f"no matching overload for string({describe(value)})")
     return value["text"]
 
 

@@ -25,7 +25,7 @@ from webhook.cel.errors import CelError
 from webhook.cel.functions import Overload
 from webhook.cel.lib_strings import cel_equal
 from webhook.cel.source import MACROS, Token, add_iteration_ticks, opens_call, tokenize
-from webhook.cel.values import TAG, check_size, describe, kind_of, plain, with_name
+from webhook.cel.values import STRING_CONVERTIBLE, TAG, check_size, describe, kind_of, plain, with_name
 
 ITERATION_BUDGET = 10_000   # the C++ runtime's comprehension budget, mirrored
 _NS = "@namespace"
@@ -223,8 +223,8 @@ def _string(value: Any, *rest: Any) -> Any:
     double prints in the shortest form, `4380` not `4380.0`, as cel-go and cel-cpp print it."""
     if isinstance(value, celpy.CELEvalError):
         return value
-    if isinstance(value, Mapping) and isinstance(value.get(TAG), str) and "text" in value:
-        return celtypes.StringType(value["text"])   # Kubernetes' string(ip), string(cidr)...
+    if isinstance(value, Mapping) and value.get(TAG) in STRING_CONVERTIBLE and "text" in value:
+        return celtypes.StringType(value["text"])   # Kubernetes' string(ip), string(cidr)
     if isinstance(value, (Mapping, list)):
         return celpy.CELEvalError(f"no matching overload for string({describe(from_cel(value))})", TypeError, ())
     if isinstance(value, celtypes.BoolType):
@@ -257,6 +257,22 @@ def _nested_error(value: Any) -> celpy.CELEvalError | None:
 
 def _converted(activation: Mapping[str, Any]) -> dict[str, Any]:
     return {k: to_cel(v) for k, v in activation.items()}
+
+
+_STRING_TYPE = "__qm_string_type"
+
+
+def _string_type_names(source: str, tokens: list[Token]) -> str:
+    """`string` as a type (`type(x) == string`), not a call, names the string type: our `string()` overrides
+    cel-python's function of that name, and its identifier then resolved to the function, so the comparison
+    was false."""
+    parts, last = [], 0
+    for i, token in enumerate(tokens):
+        called = i + 1 < len(tokens) and tokens[i + 1].text == "("
+        if token.kind == "ident" and token.text == "string" and not called and not (i and tokens[i - 1].text == "."):
+            parts += [source[last:token.start], _STRING_TYPE]
+            last = token.end
+    return "".join(parts) + source[last:] if parts else source
 
 
 class PyProgram:
@@ -324,9 +340,10 @@ class PyBackend:
         known = spec.function_names
         _refuse_unknown_calls(tokens, known | frozenset(n.rpartition(".")[2] for n in known), namespaces)
         _refuse_undeclared(tokens, frozenset(spec.variables) | frozenset(namespaces))
+        source = _string_type_names(source, tokens)
         try:
-            ast = self._env.compile(add_iteration_ticks(source, tokens, _TICK))
+            ast = self._env.compile(add_iteration_ticks(source, tokenize(source), _TICK))
             program = self._env.program(ast, functions=functions)
         except Exception as exc:
             raise CelError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
-        return PyProgram(program, namespaces)
+        return PyProgram(program, {**namespaces, _STRING_TYPE: celtypes.StringType})

@@ -88,7 +88,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
+def fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value): ints for varints and fixed widths, bytes for length-delimited."""
     pos = 0
     while pos < len(buf):
@@ -110,9 +110,9 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
         yield number, wire, value
 
 
-def _one(buf: bytes, number: int) -> bytes | None:
+def one_field(buf: bytes, number: int) -> bytes | None:
     found = None
-    for n, wire, value in _fields(buf):
+    for n, wire, value in fields(buf):
         if n == number and wire == 2:
             found = value  # the last occurrence wins, as protobuf parses it
     return found
@@ -123,7 +123,7 @@ def _text(value: bytes) -> str:
 
 
 def _const(buf: bytes) -> Const:
-    for n, wire, value in _fields(buf):
+    for n, wire, value in fields(buf):
         if n == 1:
             return Const(None, "null")
         if n == 2:
@@ -147,7 +147,7 @@ def _expr(buf: bytes, depth: int = 0) -> Node:
     if depth > 200:
         raise ValueError("expression nested too deeply")
     kind = None
-    for n, wire, value in _fields(buf):
+    for n, wire, value in fields(buf):
         if 3 <= n <= 9 and wire == 2:
             kind = (n, value)
     if kind is None:
@@ -156,11 +156,11 @@ def _expr(buf: bytes, depth: int = 0) -> Node:
     if n == 3:
         return _const(body)
     if n == 4:
-        return Ident(_text(_one(body, 1) or b""))
+        return Ident(_text(one_field(body, 1) or b""))
     sub = (lambda b: _expr(b, depth + 1))
     if n == 5:
         operand, field, test_only = None, "", False
-        for m, wire, value in _fields(body):
+        for m, wire, value in fields(body):
             if m == 1:
                 operand = sub(value)
             elif m == 2:
@@ -172,7 +172,7 @@ def _expr(buf: bytes, depth: int = 0) -> Node:
         return Select(operand, field, test_only)
     if n == 6:
         target, function, args = None, "", []
-        for m, wire, value in _fields(body):
+        for m, wire, value in fields(body):
             if m == 1:
                 target = sub(value)
             elif m == 2:
@@ -182,14 +182,14 @@ def _expr(buf: bytes, depth: int = 0) -> Node:
         return Call(function, target, tuple(args))
     if n == 7:
         elements, optional = [], set()
-        for m, wire, value in _fields(body):
+        for m, wire, value in fields(body):
             if m == 1 and wire == 2:
                 elements.append(sub(value))
             elif m == 2:  # optional_indices: packed (length-delimited) or one varint each
                 optional.update(_packed(value) if wire == 2 else (value,))
         return ListOf(tuple(elements), frozenset(optional))
     if n == 8:
-        entries = [_entry(value, sub) for m, wire, value in _fields(body) if m == 2]
+        entries = [_entry(value, sub) for m, wire, value in fields(body) if m == 2]
         return Struct(tuple(entry for entry, _ in entries), frozenset(i for i, (_, opt) in enumerate(entries) if opt))
     return _comprehension(body, sub)
 
@@ -205,7 +205,7 @@ def _packed(buf: bytes) -> list[int]:
 def _entry(buf: bytes, sub: Any) -> tuple[tuple[Node | None, Node], bool]:
     """((key, value), whether the entry is optional)."""
     key, value, optional = None, None, False
-    for m, wire, raw in _fields(buf):
+    for m, wire, raw in fields(buf):
         if m == 3:
             key = sub(raw)
         elif m == 4:
@@ -219,7 +219,7 @@ def _entry(buf: bytes, sub: Any) -> tuple[tuple[Node | None, Node], bool]:
 
 def _comprehension(buf: bytes, sub: Any) -> Comprehension:
     parts: dict[int, Any] = {}
-    for m, wire, value in _fields(buf):
+    for m, wire, value in fields(buf):
         parts[m] = _text(value) if m in (1, 3, 8) else sub(value)
     if any(m not in parts for m in (1, 2, 3, 4, 5, 6, 7)):
         raise ValueError("incomplete comprehension")
@@ -228,10 +228,10 @@ def _comprehension(buf: bytes, sub: Any) -> Comprehension:
 
 def parse_checked(serialized: bytes) -> Node:
     """The expression tree of `Expression.serialize()`'s output; ValueError if it is not what is expected."""
-    if _text(_one(serialized, 1) or b"") != _CHECKED_EXPR:
+    if _text(one_field(serialized, 1) or b"") != _CHECKED_EXPR:
         raise ValueError("not a serialized cel.expr.CheckedExpr")
-    checked = _one(serialized, 2)
-    expr = _one(checked, 4) if checked is not None else None
+    checked = one_field(serialized, 2)
+    expr = one_field(checked, 4) if checked is not None else None
     if expr is None:
         raise ValueError("CheckedExpr without an expression")
     return _expr(expr)

@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, cost, dra, estimate, source
+from webhook.cel import checked, cost, dra, estimate, literal_types, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -223,23 +223,29 @@ class CelCompiler:
         if spec.or_value_compat:
             text = rewrite_or_value(expression, tokens)
             text_tokens = source.tokenize(text) if text != expression else tokens
-        text = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
-        text = _route_optional_results(text, spec)
+        before = text
+        constructed = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
+        text = _route_optional_results(constructed, spec)
         try:
             compiled = _backend(self.backend).compile(spec, text)
+            # the C++ checker's program: the reference backend has no type checker, so it refuses what that refuses
+            typed = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile(spec, text)
+            if constructed == before:   # typed constructions become map literals of mixed values: not checked
+                literal_types.check(typed.serialized())
+        except literal_types.RefusedLiteral as exc:
+            raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
         except CelError as exc:
             raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
         refs, whole = source.variable_refs(tokens)
         return CelProgram(expression, env, self.backend, refs, whole, spec, compiled,
-                          self._estimated(expression, spec, text, compiled))
+                          self._estimated(expression, spec, typed))
 
-    def _estimated(self, expression: str, spec: EnvSpec, text: str, compiled: Any) -> int:
+    def _estimated(self, expression: str, spec: EnvSpec, typed: Any) -> int:
         """The expression's worst-case cost; CelError past Kubernetes' limit for one expression. The tree is the C++
         runtime's (the reference backend compiles the same text there for it); without one, nothing is estimated."""
         try:
-            program = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile_plain(spec, text)
-            tree = checked.parse_checked(program.serialized())
-        except (CelError, ValueError, RuntimeError):
+            tree = checked.parse_checked(typed.serialized())
+        except (ValueError, RuntimeError):
             return 0
         found = estimate.estimate(tree, (o for lib in spec.libraries for o in lib.overloads))
         if found.cost > estimate.EXPRESSION_LIMIT:

@@ -32,14 +32,16 @@ class EnvSpec:
 
 
 _ADMISSION_VARS = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
-_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ, JSONPATCH)
+_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ)
+# jsonpatch.escapeKey comes with the patch types, declared only where MAP mutations compile (plugin/cel/compile.go)
+_MUTATING = _KUBERNETES + (JSONPATCH,)
 _DEFAULTS = (("authorizer", AUTHORIZER),)
 
 ENVS: dict[str, EnvSpec] = {
     "admission": EnvSpec("admission", _ADMISSION_VARS, _KUBERNETES, defaults=_DEFAULTS),
-    "mutating": EnvSpec("mutating", _ADMISSION_VARS, _KUBERNETES, constructions=True, defaults=_DEFAULTS),
+    "mutating": EnvSpec("mutating", _ADMISSION_VARS, _MUTATING, constructions=True, defaults=_DEFAULTS),
     # Kyverno's environment adds cel-go's regex extension to the Kubernetes libraries (pkg/cel/compiler/env.go)
-    "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _KUBERNETES + (REGEX_EXT, KYVERNO),
+    "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _MUTATING + (REGEX_EXT, KYVERNO),
                        constructions=True, defaults=_DEFAULTS, or_value_compat=True),
     "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER), typed_device=True),
 }

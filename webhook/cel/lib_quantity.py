@@ -204,7 +204,7 @@ def compare_to(a: Any, b: Any) -> int:
 QUANTITY = Library("quantity", (
     fn("quantity", ["string"], "map", quantity),
     fn("isQuantity", ["string"], "bool", _is_quantity),
-    method("sign", ["map"], "int", lambda q: _sign(_amount(q))),
+    fn("sign", ["map"], "int", lambda q: _sign(_amount(q))),   # a global function in library/quantity.go: sign(q)
     method("isInteger", ["map"], "bool", _is_integer),
     method("asInteger", ["map"], "int", _as_integer),
     method("asApproximateFloat", ["map"], "double", lambda q: float(_amount(q))),

@@ -1,7 +1,7 @@
 """CEL strings extension (cel-go `ext.Strings`, as Kubernetes enables it), written once in Python.
 
 Both backends use these implementations: cel-expr-python's own strings extension declares `indexOf`,
-`lastIndexOf` and `reverse` for strings only, and the Kubernetes lists library needs list overloads of
+`lastIndexOf` for strings only, and the Kubernetes lists library needs list overloads of
 the same names, which the C++ runtime refuses to add to an extension's declaration.
 """
 
@@ -36,27 +36,32 @@ def _offset(text: str, offset: int) -> int:
     return offset
 
 
-def _search_offset(text: str, offset: int) -> int:
-    """cel-go's indexOf/lastIndexOf: a non-empty search starts at an index of the string (not its end)."""
-    if offset < 0 or offset >= len(text):
+def _search_start(text: str, offset: int) -> int | None:
+    """cel-go's indexOf/lastIndexOf offset (ext/strings.go at the version Kubernetes 1.34 pins): a negative one is
+    an error, one at or past the end finds nothing (None) rather than failing."""
+    if offset < 0:
         raise IndexError(f"index out of range: {offset}")
-    return offset
+    return None if offset >= len(text) else offset
 
 
 def index_of(text: str, sub: str, offset: int = 0) -> int:
     if sub == "":  # cel-go answers the offset itself, unchecked
         return offset
-    return text.find(sub, _search_offset(text, offset))
+    start = _search_start(text, offset)
+    return -1 if start is None else text.find(sub, start)
 
 
 def last_index_of(text: str, sub: str, offset: int | None = None) -> int:
     if offset is None:
         if sub == "":
             return len(text)
-        offset = len(text) - 1   # an empty string has no such index: cel-go's error, not -1
+        if len(text.encode()) < len(sub.encode()):   # cel-go compares byte lengths here
+            return -1
+        offset = len(text) - 1
     if sub == "":
         return offset
-    return text.rfind(sub, 0, _search_offset(text, offset) + len(sub))
+    start = _search_start(text, offset)
+    return -1 if start is None else text.rfind(sub, 0, start + len(sub))
 
 
 def char_at(text: str, index: int) -> str:
@@ -155,7 +160,6 @@ STRINGS = Library("strings", (
     method("trim", ["string"], "string", lambda s: s.strip(_SPACE)),
     method("join", ["list"], "string", join),
     method("join", ["list", "string"], "string", join),
-    method("reverse", ["string"], "string", lambda s: s[::-1]),
     method("reverse", ["list"], "list", lambda items: list(items)[::-1]),
     method("format", ["string", "list"], "string", format_string),
     fn("strings.quote", ["string"], "string", quote),

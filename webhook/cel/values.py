@@ -15,6 +15,8 @@ import math
 from typing import Any, Mapping
 
 TAG = "@cel"
+# the opaque types Kubernetes' libraries give a string() overload (library/ip.go, cidr.go); not URL, quantity, semver
+STRING_CONVERTIBLE = frozenset({"ip", "cidr"})
 
 # Kinds name the runtime shapes an overload parameter accepts; "dyn" means any of them.
 KINDS = ("string", "int", "uint", "double", "bool", "bytes", "null", "list", "map", "timestamp", "duration")
