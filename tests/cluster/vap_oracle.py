@@ -67,7 +67,9 @@ def compare(theirs: Decision, ours: Decision) -> str:
         if theirs.code != ours.code:
             return f"status code: API server {theirs.code}, Quartermaster {ours.code}"
     if not same_warnings(theirs.warnings, ours.warnings):
-        return f"warnings: API server {theirs.warnings}, Quartermaster {ours.warnings}"[:400]
+        only_theirs = [w for w in theirs.warnings if not same_warnings([w], [o for o in ours.warnings if o[0] == w[0]][:1])]
+        only_ours = [o for o in ours.warnings if not any(same_warnings([w], [o]) for w in theirs.warnings)]
+        return f"warnings: only the API server's {only_theirs}, only Quartermaster's {only_ours}"[:600]
     return ""
 
 

@@ -296,7 +296,10 @@ class ValidatingAdmissionPolicy(CelPolicy):
         return ValidationOutcome(results=tuple(results))
 
     def _result(self, binding: Binding, outcome: Outcome, message: str) -> RuleResult:
-        return RuleResult(self.id, binding.name, outcome, message, action_for(binding.actions, outcome, self.failure_policy))
+        # the API server warns only for a Warn binding, and never for an error its failurePolicy Ignore admits
+        quiet = "Warn" not in binding.actions or (outcome is Outcome.ERROR and self.failure_policy is FailurePolicy.IGNORE)
+        return RuleResult(self.id, binding.name, outcome, message, action_for(binding.actions, outcome, self.failure_policy),
+                          quiet=quiet)
 
     def _evaluate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant, binding: Binding) -> list[RuleResult]:
         from webhook.families.cel import vap_decisions
