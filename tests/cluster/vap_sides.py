@@ -78,6 +78,8 @@ def in_tree(kube: Kube, request: Request) -> Decision:
     if 200 <= answer.status < 300:
         return Decision(True, warnings=warnings, stored=body, raw=json.dumps(body)[:300])
     message = str(body.get("message", ""))
+    if "MutatingAdmissionPolicy" in message or " with binding '" in message and "policy '" in message:
+        return Decision(False, code=answer.status, warnings=warnings, raw=message)  # a mutation that failed
     found = _DENIAL.search(message)
     if found is None:  # refused by something else than the policies (validation, another plugin)
         return Decision(False, code=answer.status, warnings=warnings, reached=False, raw=message)
