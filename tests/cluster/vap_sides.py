@@ -29,6 +29,7 @@ from tests.support import decode_patch, apply_patch, running_server
 OPT_OUT = {"quartermaster.dev/admission": "disabled"}  # the chart's webhooks leave the namespace alone
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request: (.*)\Z", re.S)
 _WARNING = re.compile(r"Validation failed for ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)': (.*)\Z", re.S)
+_MUTATION_FAILED = re.compile(r"policy '[^']+' with binding '[^']+' denied request: ")
 _OURS = re.compile(r"\[([^\]/]+)/([^\]]*)\] (.*?)(?=; \[[^\]/]+/[^\]]*\] |\Z)", re.S)
 
 
@@ -78,9 +79,9 @@ def in_tree(kube: Kube, request: Request) -> Decision:
     if 200 <= answer.status < 300:
         return Decision(True, warnings=warnings, stored=body, raw=json.dumps(body)[:300])
     message = str(body.get("message", ""))
-    if "MutatingAdmissionPolicy" in message or " with binding '" in message and "policy '" in message:
-        return Decision(False, code=answer.status, warnings=warnings, raw=message)  # a mutation that failed
     found = _DENIAL.search(message)
+    if found is None and _MUTATION_FAILED.search(message):  # a MutatingAdmissionPolicy's mutation failed
+        return Decision(False, code=answer.status, warnings=warnings, raw=message)
     if found is None:  # refused by something else than the policies (validation, another plugin)
         return Decision(False, code=answer.status, warnings=warnings, reached=False, raw=message)
     return Decision(False, ((found.group(1), found.group(2), found.group(3)),), answer.status, warnings, raw=message)
