@@ -13,6 +13,6 @@ def assert_value(compiler, expression, expected):
 
 
 def assert_error(compiler, expression, message):
-    program = compile_or_skip(compiler, expression)
+    """At run time, or at compile time where Kubernetes checks a constant argument then (format strings, regexes)."""
     with pytest.raises(CelError, match=message):
-        program.evaluate({})
+        compile_or_skip(compiler, expression).evaluate({})

@@ -19,7 +19,7 @@ from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, EvalContext
 from webhook.cel.inline import bind_variables
-from webhook.cel.orvalue import rewrite_or_value
+from webhook.cel.orvalue import rewrite_or_value, rewrite_plain_or_value
 from webhook.model.quickinit import frozen_dataclass
 
 MAX_EXPRESSION_LENGTH = 5000
@@ -182,7 +182,8 @@ class CelCompiler:
         program = None
         try:
             spec = env_spec(env)
-            text = bind_variables(expression, bindings, spec.or_value_compat)
+            plain = rewrite_plain_or_value if spec.plain_or_value else (lambda t: t)
+            text = bind_variables(plain(expression), [(n, plain(t)) for n, t in bindings], spec.or_value_compat)
             if text is not None and not spec.typed_device:
                 program = self._program(expression, text, source.tokenize(text), spec, strict)
         except (CelError, ValueError):
@@ -222,6 +223,9 @@ class CelCompiler:
         text, text_tokens = expression, tokens
         if spec.or_value_compat:
             text = rewrite_or_value(expression, tokens)
+            text_tokens = source.tokenize(text) if text != expression else tokens
+        elif spec.plain_or_value:
+            text = rewrite_plain_or_value(expression, tokens)
             text_tokens = source.tokenize(text) if text != expression else tokens
         before = text
         constructed = source.rewrite_constructions(text, text_tokens) if spec.constructions else text

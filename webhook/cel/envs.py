@@ -24,6 +24,7 @@ class EnvSpec:
     defaults: tuple[tuple[str, object], ...] = ()   # activation values supplied when the caller has none
     typed_device: bool = False           # DRA: `device` fields type-checked at compile time
     or_value_compat: bool = False        # Kyverno's x.orValue(y) on plain fields (webhook.cel.orvalue)
+    plain_or_value: bool = False         # cel-go's x.orValue(y) on a plain x: x (orvalue.rewrite_plain_or_value)
 
     @cached_property
     def function_names(self) -> frozenset[str]:
@@ -38,8 +39,9 @@ _MUTATING = _KUBERNETES + (JSONPATCH,)
 _DEFAULTS = (("authorizer", AUTHORIZER),)
 
 ENVS: dict[str, EnvSpec] = {
-    "admission": EnvSpec("admission", _ADMISSION_VARS, _KUBERNETES, defaults=_DEFAULTS),
-    "mutating": EnvSpec("mutating", _ADMISSION_VARS, _MUTATING, constructions=True, defaults=_DEFAULTS),
+    "admission": EnvSpec("admission", _ADMISSION_VARS, _KUBERNETES, defaults=_DEFAULTS, plain_or_value=True),
+    "mutating": EnvSpec("mutating", _ADMISSION_VARS, _MUTATING, constructions=True, defaults=_DEFAULTS,
+                        plain_or_value=True),
     # Kyverno's environment adds cel-go's regex extension to the Kubernetes libraries (pkg/cel/compiler/env.go)
     "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _MUTATING + (REGEX_EXT, KYVERNO),
                        constructions=True, defaults=_DEFAULTS, or_value_compat=True),

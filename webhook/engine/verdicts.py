@@ -25,7 +25,8 @@ def verdict_of(results: tuple[RuleResult, ...], warnings: Iterable[str] = ()) ->
         if r.blocks:
             blocking.append(r)
         if r.reported:
-            texts.append(r.warning_text)
+            if not r.quiet:
+                texts.append(r.warning_text)
             annotations[r.annotation_key] = r.message
         if r.audit:
             audited.append(r)

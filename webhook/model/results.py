@@ -58,6 +58,9 @@ class RuleResult:
     audit: tuple[tuple[str, str], ...] = ()
     # extra PolicyReport result properties the policy asks for (Kyverno's rule reportProperties), key -> value
     properties: tuple[tuple[str, str], ...] = ()
+    # reported (PolicyReports, audit annotation) but not warned to the user: a ValidatingAdmissionPolicy binding
+    # without Warn among its validationActions, as the API server treats it
+    quiet: bool = False
 
     # computed once per result (the fields are frozen): the verdict, the log, the metrics and the reports
     # each ask, for every result of every admission

@@ -89,6 +89,26 @@ def merge(current: Any, patch: Any, name: str = "") -> Any:
 
 
 # --- JSON Patch ------------------------------------------------------------------------------------
+def atomic_lists(config: Any, path: str = "") -> list[str]:
+    """The lists of an apply configuration that structured merge replaces whole (neither keyed nor a set), as
+    `.spec.tolerations`: Kubernetes refuses a MutatingAdmissionPolicy that sets one ("may not mutate atomic arrays,
+    maps or structs"), since the fields it leaves out of the list would silently go."""
+    found: list[str] = []
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            where = f"{path}.{key}"
+            if isinstance(value, list):
+                keyed = key in SET_LISTS or key in LIST_KEYS or (key == "ports" and _port_keys(value) is not None)
+                if not keyed or not all(isinstance(i, Mapping) for i in value) and key not in SET_LISTS:
+                    found.append(where)
+                    continue
+                for item in value:
+                    found += atomic_lists(item, where)
+            else:
+                found += atomic_lists(value, where)
+    return found
+
+
 def _tokens(path: str) -> list[str]:
     if path == "":
         return []

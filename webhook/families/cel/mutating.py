@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from webhook.cel import CelCompiler, CelError
 from webhook.cel.values import NotJson, json_value
-from webhook.families.cel.applyconfig import PatchError, apply_patch, merge
+from webhook.families.cel.applyconfig import PatchError, apply_patch, atomic_lists, merge
 from webhook.families.cel.base import CelPolicy, Variant, exception_message
 from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
 from webhook.model.lookups import LookupRefused
@@ -62,6 +62,8 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> MutateB
 class MutatingPolicy(CelPolicy):
     """Kyverno's MutatingPolicy / NamespacedMutatingPolicy; also the core of MutatingAdmissionPolicy."""
 
+    refuses_atomic = False  # an ApplyConfiguration setting an atomic list is an error (MutatingAdmissionPolicy)
+
     def _reinvokes(self) -> bool:
         return any(variant.body.reinvoke for variant in self.variants)
 
@@ -95,6 +97,10 @@ class MutatingPolicy(CelPolicy):
             try:
                 # as JSON, as cel-go converts it (a duration "1s", bytes base64); a CEL type is an error
                 value = json_value(step.evaluate(mutation.expr), "its value")
+                if mutation.patch_type == "ApplyConfiguration" and self.refuses_atomic:
+                    atomics = atomic_lists(value)
+                    if atomics:
+                        raise PatchError(f"may not mutate atomic arrays, maps or structs: {', '.join(atomics)}")
                 current = merge(current, value) if mutation.patch_type == "ApplyConfiguration" else apply_patch(current, value)
             except (CelError, PatchError, NotJson, LookupRefused) as exc:
                 return MutationOutcome(obj, (self._result(Outcome.ERROR, f"{mutation.expr.field}: {exc}", rule),))
@@ -106,6 +112,8 @@ class MutatingPolicy(CelPolicy):
 @dataclass(eq=False, frozen=True)
 class MutatingAdmissionPolicy(MutatingPolicy):
     """Kubernetes' MutatingAdmissionPolicy: applied once per binding that selects the request."""
+
+    refuses_atomic = True
 
     bindings: tuple[Any, ...] = ()  # validating.Binding (validation actions unused)
     param_kind: Mapping[str, str] | None = None

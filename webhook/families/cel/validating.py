@@ -49,8 +49,8 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> Validat
         if not isinstance(raw, Mapping):
             raise CompileFailed(where, "must be a mapping with an expression")
         message_expr = raw.get("messageExpression")
-        reason = raw.get("reason") or "Forbidden"
-        if reason not in REASONS:
+        reason = raw.get("reason") or ""  # unset: Forbidden for Kyverno's kinds, Invalid for a VAP (vap_decisions)
+        if reason and reason not in REASONS:
             raise CompileFailed(f"{where}.reason", f"must be one of {', '.join(REASONS)}")
         validations.append(Validation(
             compile_expr(cel, raw.get("expression"), f"{where}.expression", env), str(raw.get("message") or ""),
@@ -275,9 +275,13 @@ class ValidatingAdmissionPolicy(CelPolicy):
         return ValidationOutcome(results=tuple(results))
 
     def _result(self, binding: Binding, outcome: Outcome, message: str) -> RuleResult:
-        return RuleResult(self.id, binding.name, outcome, message, action_for(binding.actions, outcome, self.failure_policy))
+        # the API server warns only for a Warn binding, and never for an error its failurePolicy Ignore admits
+        quiet = "Warn" not in binding.actions or (outcome is Outcome.ERROR and self.failure_policy is FailurePolicy.IGNORE)
+        return RuleResult(self.id, binding.name, outcome, message, action_for(binding.actions, outcome, self.failure_policy),
+                          quiet=quiet)
 
     def _evaluate(self, request: AdmissionRequest, ctx: EvalContext, variant: Variant, binding: Binding) -> list[RuleResult]:
+        from webhook.families.cel import vap_decisions
         from webhook.families.cel.params import NoParams, resolve_params
 
         try:
@@ -300,10 +304,16 @@ class ValidatingAdmissionPolicy(CelPolicy):
             except CelError as exc:
                 results.append(self._result(binding, Outcome.ERROR, f"failed to evaluate match conditions: {exc}"))
                 continue
-            verdict = run(scope, variant.body)
-            result = self._result(binding, verdict.outcome, verdict.message)
-            results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else "",
-                                   audit=tuple(sorted(verdict.annotations.items()))))
+            evaluation = vap_decisions.evaluate(scope, variant.body)
+            audit = tuple(sorted(evaluation.annotations.items()))
+            if not evaluation.decisions:
+                results.append(replace(self._result(binding, Outcome.PASS, ""), audit=audit))
+            for verdict in evaluation.decisions:
+                result = self._result(binding, verdict.outcome, verdict.message)
+                results.append(replace(result, reason=verdict.reason if verdict.outcome is Outcome.FAIL else "",
+                                       audit=audit))
+        if "Warn" in binding.actions:  # Kubernetes warns once per failing validation
+            return [r for r in results if r.outcome in (Outcome.FAIL, Outcome.ERROR)] or _decisive(results)
         return _decisive(results)
 
 
