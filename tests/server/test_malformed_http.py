@@ -37,7 +37,7 @@ async def _send(server, data: bytes) -> bytes:
     writer.write(data)
     await writer.drain()
     try:
-        answer = await asyncio.wait_for(reader.read(), 5)
+        answer = await asyncio.wait_for(reader.read(), 30)
     except (ConnectionError, ssl.SSLError):
         answer = b""
     writer.close()

@@ -7,7 +7,6 @@ numbers are in docs/conformance.md.
 import argparse
 import io
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -33,9 +32,7 @@ CORPUS = _corpus()
 def test_cel_categories_pass_at_least_95_percent():
     out, err = io.StringIO(), io.StringIO()
     args = argparse.Namespace(paths=[str(CORPUS / c) for c in CATEGORIES], detailed_results=True, output="json")
-    started = time.monotonic()
     code = run_test_command(args, out, err)
-    elapsed = time.monotonic() - started
     text = out.getvalue()
     summary = text.rstrip().splitlines()[-1]
     suites = json.loads(text[: text.rstrip().rindex("\n")])
@@ -48,7 +45,7 @@ def test_cel_categories_pass_at_least_95_percent():
         category = Path(suite["path"]).relative_to(CORPUS).parts[0]
         per_category[category][0] += suite["passed"]
         per_category[category][1] += suite["failed"]
-    print({c: f"{p}/{p + f}" for c, (p, f) in per_category.items()}, f"{elapsed:.1f}s")
+    print({c: f"{p}/{p + f}" for c, (p, f) in per_category.items()})
     assert passed + failed > 1300  # every expected result was counted
     assert passed / (passed + failed) >= 0.95, [r for s in suites for r in s["results"] if r["RESULT"] == "Fail"][:20]
     assert all(p > 0 for p, _ in per_category.values())
