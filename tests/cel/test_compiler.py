@@ -82,10 +82,10 @@ def test_values_for_the_api_server_are_json_as_cel_go_writes_it():
 def test_a_generated_object_is_json_as_cel_go_writes_it():
     import datetime
 
-    from webhook.cel.functions import CURRENT, EvalContext
+    from webhook.cel.functions import CURRENT, CelCallContext
     from webhook.cel.lib_kyverno import generate
 
-    context = EvalContext(generated=[])
+    context = CelCallContext(generated=[])
     token = CURRENT.set(context)
     try:
         generate("apps", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},

@@ -22,7 +22,7 @@ from tests.support import shared_yaml
 from webhook.cel.to_python import Refused
 from webhook.cel import Activation
 from webhook.cel.reads import trim_plans
-from webhook.cel.trim import Plan, trimmed
+from webhook.cel.trim import TrimPlan, trimmed
 from webhook.engine.offline import admit_offline
 from webhook.families.cel import fused
 
@@ -203,7 +203,7 @@ def test_every_corpus_cel_expression_gets_the_same_value_on_trimmed_resources():
     assert compared > 2_000 and trimmed_count > compared // 2
 
 
-def _trim(plan: Plan):
+def _trim(plan: TrimPlan):
     from webhook.cel.trim import compile_trim
 
     return compile_trim(plan)

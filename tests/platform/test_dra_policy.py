@@ -13,7 +13,7 @@ from webhook.cel import CelCompiler
 from webhook.model.policy import Phase
 from webhook.model.results import Action
 from webhook.platform import platform_kinds
-from webhook.platform.dra.config import InitClaims, Strategy
+from webhook.platform.dra.config import InitClaims, RewriteStrategy
 from webhook.app import build_registry
 from webhook.policy.loader import PolicyLoader
 
@@ -42,7 +42,7 @@ def test_default_policy_compiles_to_the_documented_settings():
     assert policy.match.namespace_selector.matches({"app.kubernetes.io/part-of": "kubeflow-profile"})
     assert not policy.match.namespace_selector.matches({"kubernetes.io/metadata.name": "default"})
     config = policy.config
-    assert config.strategy is Strategy.CLAIMS and config.init_claims is InitClaims.REUSE
+    assert config.strategy is RewriteStrategy.CLAIMS and config.init_claims is InitClaims.REUSE
     gpu, profile = config.mapping_for("nvidia.com/gpu")
     assert (gpu.device_class, profile, gpu.user_choices) == ("gpu.nvidia.com", "", True)
     mig, profile = config.mapping_for("nvidia.com/mig-1g.10gb.me")

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings, strategies as st
 
 from webhook.platform.notebook import credentials, merge
-from webhook.platform.notebook.config import Strategy
+from webhook.platform.notebook.config import MergeStrategy
 from webhook.platform.notebook.credentials import credential_conflicts
 from webhook.platform.notebook.merge import Conflict, MergeLog, covers, merge_mount, same_path
 
@@ -55,8 +55,8 @@ _MOUNT = st.fixed_dictionaries({"name": st.sampled_from(["eos", "home", "oidc-to
 @settings(max_examples=750, deadline=None)
 @given(st.lists(_MOUNT, max_size=5), st.sampled_from(["eos", "y"]),
        st.one_of(NORMAL, PATHS.filter(lambda p: isinstance(p, str)), st.text(alphabet="/.abeos", max_size=8)),
-       st.sampled_from(list(Strategy)))
-def test_merge_mount_as_before(mounts: list[dict[str, Any]], name: str, path: str, strategy: Strategy) -> None:
+       st.sampled_from(list(MergeStrategy)))
+def test_merge_mount_as_before(mounts: list[dict[str, Any]], name: str, path: str, strategy: MergeStrategy) -> None:
     desired = {"name": name, "mountPath": path}
     containers = [{"name": "nb", "volumeMounts": copy.deepcopy(mounts)} for _ in range(2)]
     logs = [MergeLog(), MergeLog()]

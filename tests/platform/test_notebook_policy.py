@@ -15,7 +15,7 @@ from webhook.cel import CelCompiler
 from webhook.model.errors import PolicyLoadError
 from webhook.model.policy import FailurePolicy, Phase
 from webhook.model.results import Action
-from webhook.platform.notebook.config import SidecarMode, Strategy
+from webhook.platform.notebook.config import SidecarMode, MergeStrategy
 from webhook.platform.notebook.policy import NotebookInjection
 from webhook.policy.family import FamilyRegistry
 from webhook.policy.loader import PolicyLoader
@@ -68,7 +68,7 @@ def test_the_default_policy_loads_with_the_registered_kinds(tmp_path: Path) -> N
     spec = policy.spec
     assert spec.refresher and spec.refresher.mode is SidecarMode.NATIVE
     assert spec.refresher.token_path == "/run/secrets/oidc/token"
-    assert spec.merge.env is Strategy.KEEP and spec.merge.volumes is Strategy.REJECT
+    assert spec.merge.env is MergeStrategy.KEEP and spec.merge.volumes is MergeStrategy.REJECT
     assert spec.home and spec.home.workspace_path == "/home/jovyan" and spec.home.relocate_workspace_to is None
 
 

@@ -23,7 +23,7 @@ from webhook.cel.activation import Activation
 from webhook.cel.cost import CostLimitExceeded, charge_call
 from webhook.cel.envs import EnvSpec
 from webhook.cel.errors import CelError
-from webhook.cel.functions import CURRENT, EvalContext, Overload, fn
+from webhook.cel.functions import CURRENT, CelCallContext, Overload, fn
 from webhook.cel.nul import Unwrappable, contains_nul, result_has_nul, unwrap, wrap_strings
 from webhook.cel.nul import results as nul_results
 from webhook.cel.source import (guard_accumulating_ranges, presence_tests_on_scalars, route_string_conversions,
@@ -263,7 +263,7 @@ def _wrapped(activation: Mapping[str, Any]) -> Any:
         return False
 
 
-_NO_CONTEXT = EvalContext()
+_NO_CONTEXT = CelCallContext()
 
 
 def _generated() -> int:

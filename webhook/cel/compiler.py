@@ -17,7 +17,7 @@ from webhook.cel import checked, cost, dra, estimate, literal_types, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
-from webhook.cel.functions import CURRENT, EvalContext
+from webhook.cel.functions import CURRENT, CelCallContext
 from webhook.cel.inline import bind_variables
 from webhook.cel.orvalue import rewrite_or_value, rewrite_plain_or_value
 from webhook.model.quickinit import frozen_dataclass
@@ -76,7 +76,7 @@ class CelProgram:
             data = shared.cached(self._values_key, lambda: self._complete(shared.values))
         else:
             data = self._complete(activation)
-        token = CURRENT.set(EvalContext(lookups, generated))
+        token = CURRENT.set(CelCallContext(lookups, generated))
         metered = cost.start()
         try:
             result = self._program.run(data, shared)

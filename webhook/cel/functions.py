@@ -46,18 +46,18 @@ def method(name: str, params: Iterable[str], result: str, impl: Callable[..., An
 
 
 @dataclass
-class EvalContext:
+class CelCallContext:
     """What one evaluation may reach beyond its activation."""
 
     lookups: Any = None
     generated: list[Any] | None = field(default=None)
 
 
-CURRENT: contextvars.ContextVar[EvalContext] = contextvars.ContextVar("quartermaster_cel_context")
+CURRENT: contextvars.ContextVar[CelCallContext] = contextvars.ContextVar("quartermaster_cel_context")
 
 
-def current() -> EvalContext:
+def current() -> CelCallContext:
     try:
         return CURRENT.get()
     except LookupError:
-        return EvalContext()
+        return CelCallContext()

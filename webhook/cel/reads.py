@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select, Struct
-from webhook.cel.trim import Need, Plan
+from webhook.cel.trim import Need, TrimPlan
 from webhook.model.quickinit import frozen_dataclass
 
 MAX_FIXPOINT = 8    # rounds for an accumulator's places to settle; past it they are read whole
@@ -214,7 +214,7 @@ def root_reads(tree: Node, roots: frozenset[str]) -> dict[str, Need]:
     return analysis.needs
 
 
-def trim_plans(trees: Sequence[Node], roots: frozenset[str]) -> dict[str, Plan]:
+def trim_plans(trees: Sequence[Node], roots: frozenset[str]) -> dict[str, TrimPlan]:
     """Per root that some of `trees` read only in part, the plan to trim it with so that every one of
     them sees all it can read (webhook.cel.trim.trim); a root read whole by any of them, or by none, is
     absent: an empty result means trim nothing. ValueError when a tree is not understood."""

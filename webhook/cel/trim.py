@@ -53,23 +53,23 @@ class Need:
         if other.each is not None:
             self.element().merge(other.each)
 
-    def plan(self) -> "Plan | None":
+    def plan(self) -> "TrimPlan | None":
         """The frozen form; None when the value is read whole (so nothing is trimmed)."""
         if self.whole:
             return None
         each = self.each.plan() if self.each is not None else _NO_EACH
-        return Plan(tuple((name, child.plan()) for name, child in sorted(self.fields.items())), each)
+        return TrimPlan(tuple((name, child.plan()) for name, child in sorted(self.fields.items())), each)
 
     def __repr__(self) -> str:
         return describe(self.plan())
 
 
 @frozen_dataclass
-class Plan:
+class TrimPlan:
     """A frozen Need that is not `whole`; a child plan of None means that child is kept whole."""
 
-    fields: tuple[tuple[str, "Plan | None"], ...]
-    each: "Plan | None | _NoEach"
+    fields: tuple[tuple[str, "TrimPlan | None"], ...]
+    each: "TrimPlan | None | _NoEach"
 
 
 class _NoEach:
@@ -85,7 +85,7 @@ _NO_EACH = _NoEach()
 Trim = Callable[[Any], Any]
 
 
-def compile_trim(plan: Plan | None) -> Trim | None:
+def compile_trim(plan: TrimPlan | None) -> Trim | None:
     """The function that trims a value to `plan`; None when the plan keeps the value whole. Built once per
     plan: per request it walks only the plan's keys (or the value's, when it has fewer) with no lookups of
     the plan itself (a notebook pod for the pod-security policies: ~5 us)."""
@@ -122,13 +122,13 @@ def compile_trim(plan: Plan | None) -> Trim | None:
     return keys
 
 
-def trim(value: Any, plan: Plan | None) -> Any:
+def trim(value: Any, plan: TrimPlan | None) -> Any:
     """`value` keeping what `plan` reads (None: all of it); shares whatever it keeps whole."""
     trimmer = compile_trim(plan)
     return value if trimmer is None else trimmer(value)
 
 
-def describe(plan: Plan | None) -> str:
+def describe(plan: TrimPlan | None) -> str:
     """A compact text of a plan for tests and logs: `*` whole, `{a: ..., b: ...}` fields, `[...]` each."""
     if plan is None:
         return "*"

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
 from webhook.reports.policyreport import OUTCOMES
-from webhook.reports.render import ORDER, Row, rows, totals
+from webhook.reports.render import ORDER, ReportRow, rows, totals
 
 CLUSTER = "-"  # data-namespace of cluster-scoped rows (no namespace can be named "-")
 _SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
@@ -117,7 +117,7 @@ def _count_heads() -> str:
     return "".join(f'<th class="num">{_badge(o)}</th>' for o in OUTCOMES)
 
 
-def policy_summary(all_rows: Iterable[Row]) -> str:
+def policy_summary(all_rows: Iterable[ReportRow]) -> str:
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {o: 0 for o in OUTCOMES})
     meta: dict[str, tuple[str, str]] = {}
     for r in all_rows:
@@ -132,7 +132,7 @@ def policy_summary(all_rows: Iterable[Row]) -> str:
             f'<th>Category</th>{_count_heads()}</tr></thead><tbody>{"".join(lines)}</tbody></table></section>')
 
 
-def namespace_summary(all_rows: Iterable[Row]) -> str:
+def namespace_summary(all_rows: Iterable[ReportRow]) -> str:
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {o: 0 for o in OUTCOMES})
     resources: dict[str, set[str]] = defaultdict(set)
     for r in all_rows:
@@ -153,7 +153,7 @@ def _options(filter_id: str, label: str, values: Iterable[tuple[str, str]]) -> s
     return f'<label>{label}<select id="{filter_id}"><option value="">all</option>{opts}</select></label>'
 
 
-def filters(all_rows: list[Row]) -> str:
+def filters(all_rows: list[ReportRow]) -> str:
     namespaces = sorted({r.namespace for r in all_rows if r.namespace})
     ns_options = ([(CLUSTER, "(cluster-scoped)")] if any(not r.namespace for r in all_rows) else [])
     return ('<div class="filters">'
@@ -166,7 +166,7 @@ def filters(all_rows: list[Row]) -> str:
             + f'<span class="muted">showing <b id="shown">{len(all_rows)}</b> of {len(all_rows)} results</span></div>')
 
 
-def _result_row(r: Row) -> str:
+def _result_row(r: ReportRow) -> str:
     scope = "namespaced" if r.namespace else "cluster"
     ns_cell = _esc(r.namespace) if r.namespace else '<span class="muted">(cluster)</span>'
     return (f'<tr data-result="{_esc(r.result)}" data-policy="{_esc(r.policy)}" '

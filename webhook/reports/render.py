@@ -19,7 +19,7 @@ ORDER = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
 
 
 @frozen_dataclass
-class Row:
+class ReportRow:
     namespace: str  # "" for cluster-scoped resources
     kind: str
     name: str
@@ -46,13 +46,13 @@ class Row:
         return f"{self.result} (audit)" if self.audited else self.result
 
 
-def rows(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
+def rows(reports: Iterable[Mapping[str, Any]]) -> list[ReportRow]:
     out = []
     for report in reports:
         scope = report.get("scope") or {}
         namespace = str(scope.get("namespace") or (report.get("metadata") or {}).get("namespace") or "")
         for result in report.get("results") or []:
-            out.append(Row(namespace, str(scope.get("kind", "?")), str(scope.get("name", "")),
+            out.append(ReportRow(namespace, str(scope.get("kind", "?")), str(scope.get("name", "")),
                            str(result.get("policy", "")), str(result.get("rule", "")), str(result.get("result", "")),
                            str((result.get("properties") or {}).get("mode", "")),
                            " ".join(str(result.get("message", "")).split()),

@@ -31,7 +31,7 @@ from webhook.server.limits import ServerLimits
 log = logging.getLogger(__name__)
 
 
-class Phase(enum.Enum):
+class GuardPhase(enum.Enum):
     WAITING = "waiting"  # no byte of a next request yet
     HEADERS = "headers"  # bytes of a request arrived, the handler has not started
     ACTIVE = "active"  # the handler runs
@@ -40,7 +40,7 @@ class Phase(enum.Enum):
 @dataclass
 class Connection:
     transport: Any
-    phase: Phase
+    phase: GuardPhase
     since: float
     served: int = 0
 
@@ -106,13 +106,13 @@ class ConnectionGuard:
         if len(self._open) >= self.limits.max_connections and not self._evict_one():
             self.on_close("refused")
             return None
-        connection = Connection(transport, Phase.WAITING, self._now())
+        connection = Connection(transport, GuardPhase.WAITING, self._now())
         self._open[transport] = connection
         return connection
 
     def received(self, connection: Connection) -> None:
-        if connection.phase is Phase.WAITING:
-            connection.phase, connection.since = Phase.HEADERS, self._now()
+        if connection.phase is GuardPhase.WAITING:
+            connection.phase, connection.since = GuardPhase.HEADERS, self._now()
 
     def closed(self, connection: Connection) -> None:
         self._open.pop(connection.transport, None)
@@ -121,19 +121,19 @@ class ConnectionGuard:
     def request_started(self, transport: Any) -> None:
         connection = self._open.get(transport)
         if connection is not None:
-            connection.phase, connection.since = Phase.ACTIVE, self._now()
+            connection.phase, connection.since = GuardPhase.ACTIVE, self._now()
 
     def request_finished(self, transport: Any) -> None:
         connection = self._open.get(transport)
         if connection is not None:
-            connection.phase, connection.since = Phase.WAITING, self._now()
+            connection.phase, connection.since = GuardPhase.WAITING, self._now()
             connection.served += 1
 
     # --- the watchdog ------------------------------------------------------------------------------
     def _deadline(self, connection: Connection) -> tuple[float, str]:
-        if connection.phase is Phase.ACTIVE:
+        if connection.phase is GuardPhase.ACTIVE:
             return self.limits.request_seconds, "request-timeout"
-        if connection.phase is Phase.HEADERS or connection.served == 0:
+        if connection.phase is GuardPhase.HEADERS or connection.served == 0:
             return self.limits.header_seconds, "header-timeout"
         return self.limits.idle_seconds, "idle-timeout"
 
@@ -144,7 +144,7 @@ class ConnectionGuard:
 
     def _evict_one(self) -> bool:
         """At the cap: close the connection that has waited longest without a request in progress."""
-        waiting = [c for c in self._open.values() if c.phase is not Phase.ACTIVE]
+        waiting = [c for c in self._open.values() if c.phase is not GuardPhase.ACTIVE]
         if not waiting:
             return False
         self._close(min(waiting, key=lambda c: c.since), "evicted")

@@ -34,7 +34,7 @@ RULELESS_KINDS = frozenset({
 
 
 @frozen_dataclass
-class Row:
+class CheckRow:
     policy: str
     rule: str
     resource: str
@@ -105,30 +105,30 @@ class Checker:
         self.policies = list(policies)
         self.read_expected = read_expected
 
-    def check(self, expected: ExpectedResult, observed: Mapping[tuple[str, str, str, str], Observed]) -> list[Row]:
+    def check(self, expected: ExpectedResult, observed: Mapping[tuple[str, str, str, str], Observed]) -> list[CheckRow]:
         named = [p for p in self.policies if p.name == expected.policy_name]
         if named and all(p.refused for p in named):
             why = named[0].refused
             reason = f"Policy refused: {why[:120]}{'...' if len(why) > 120 else ''}"
-            return [Row(expected.policy, expected.rule, name, False, reason, why, expected.result)
+            return [CheckRow(expected.policy, expected.rule, name, False, reason, why, expected.result)
                     for name in expected.resources or ("*",)]
         keys, missing = _candidates(expected, list(observed))
-        rows = [Row(expected.policy, expected.rule, name, False, "Not found",
+        rows = [CheckRow(expected.policy, expected.rule, name, False, "Not found",
                     f"no resource {name!r} in the suite's resources", expected.result) for name in missing]
         for key in keys:
             rows.extend(self._check_resource(expected, key, observed[key]))
         return rows
 
-    def _row(self, expected: ExpectedResult, rule: str, key: tuple, ok: bool, reason: str, message: str = "") -> Row:
-        return Row(expected.policy, rule, describe(key), ok, reason, message, expected.result)
+    def _row(self, expected: ExpectedResult, rule: str, key: tuple, ok: bool, reason: str, message: str = "") -> CheckRow:
+        return CheckRow(expected.policy, rule, describe(key), ok, reason, message, expected.result)
 
-    def _check_resource(self, expected: ExpectedResult, key: tuple, obs: Observed) -> list[Row]:
+    def _check_resource(self, expected: ExpectedResult, key: tuple, obs: Observed) -> list[CheckRow]:
         if obs.error:
             return [self._row(expected, expected.rule, key, False, "Error", obs.error)]
         mine = [r for r in obs.results if r.policy.name == expected.policy_name and _rule_matches(expected, r)]
         if not mine:
             return [self._unmatched(expected, key)]
-        rows: list[Row] = []
+        rows: list[CheckRow] = []
         by_rule: dict[str, list[RuleResult]] = {}
         for result in mine:
             by_rule.setdefault(result.rule, []).append(result)
@@ -141,7 +141,7 @@ class Checker:
             rows.append(row)
         return rows
 
-    def _unmatched(self, expected: ExpectedResult, key: tuple) -> Row:
+    def _unmatched(self, expected: ExpectedResult, key: tuple) -> CheckRow:
         known = [p for p in self.policies if p.name == expected.policy_name]
         if not known:
             return self._row(expected, expected.rule, key, False, "Not found",
@@ -151,14 +151,14 @@ class Checker:
         return self._row(expected, expected.rule, key, False, "Not found",
                          f"policy {expected.policy_name} produced no result for this resource")
 
-    def _compare_outcome(self, expected: ExpectedResult, rule: str, key: tuple, results: list[RuleResult]) -> Row:
+    def _compare_outcome(self, expected: ExpectedResult, rule: str, key: tuple, results: list[RuleResult]) -> CheckRow:
         wrong = [r for r in results if r.outcome.value != expected.result]
         if wrong:
             return self._row(expected, rule, key, False, f"Want {expected.result}, got {wrong[0].outcome.value}",
                              wrong[0].message)
         return self._row(expected, rule, key, True, "Ok", results[0].message)
 
-    def _compare_resources(self, expected: ExpectedResult, rule: str, key: tuple, obs: Observed) -> Row | None:
+    def _compare_resources(self, expected: ExpectedResult, rule: str, key: tuple, obs: Observed) -> CheckRow | None:
         if expected.patched_resource:
             actual = _patched_by(expected.policy_name, obs)
             found = self._find(expected.patched_resource, actual)
@@ -174,7 +174,7 @@ class Checker:
             return self._compare_generated(expected, rule, key, obs)
         return self._row(expected, rule, key, True, "Ok")
 
-    def _compare_generated(self, expected: ExpectedResult, rule: str, key: tuple, obs: Observed) -> Row:
+    def _compare_generated(self, expected: ExpectedResult, rule: str, key: tuple, obs: Observed) -> CheckRow:
         generated = [g for g in obs.generated if _generated_by(g, expected.policy_name, expected.rule)]
         for obj in generated:
             problems = []

@@ -6,7 +6,7 @@ import json
 from typing import TextIO
 
 from webhook.model.quickinit import frozen_dataclass
-from webhook.testsuite.check import Row
+from webhook.testsuite.check import CheckRow
 
 HEADERS = ("ID", "POLICY", "RULE", "RESOURCE", "RESULT", "REASON")
 
@@ -15,7 +15,7 @@ HEADERS = ("ID", "POLICY", "RULE", "RESOURCE", "RESULT", "REASON")
 class SuiteReport:
     path: str
     name: str
-    rows: tuple[Row, ...]
+    rows: tuple[CheckRow, ...]
 
     @property
     def failed(self) -> int:
@@ -26,7 +26,7 @@ class SuiteReport:
         return sum(r.ok for r in self.rows)
 
 
-def _cells(index: int, row: Row, detailed: bool) -> list[str]:
+def _cells(index: int, row: CheckRow, detailed: bool) -> list[str]:
     cells = [str(index), row.policy, row.rule, row.resource, "Pass" if row.ok else "Fail", row.reason]
     if detailed:
         cells.append(" ".join(row.message.split()))

@@ -12,7 +12,7 @@ import logging
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from webhook.model.quickinit import frozen_dataclass
-from webhook.testsuite.check import Checker, Observed, PolicyInfo, Row, resource_key
+from webhook.testsuite.check import Checker, Observed, PolicyInfo, CheckRow, resource_key
 from webhook.testsuite.load import read_expected, read_objects
 from webhook.testsuite.model import ExpectedResult, Suite, SuiteError
 from webhook.testsuite.output import SuiteReport
@@ -36,13 +36,13 @@ class RunOptions:
     build_world: WorldFactory
 
 
-def _failed_all(suite: Suite, reason: str, message: str) -> tuple[Row, ...]:
+def _failed_all(suite: Suite, reason: str, message: str) -> tuple[CheckRow, ...]:
     rows = []
     for expected in suite.results:
         for name in expected.resources or ("*",):
-            rows.append(Row(expected.policy, expected.rule, name, False, reason, message, expected.result))
+            rows.append(CheckRow(expected.policy, expected.rule, name, False, reason, message, expected.result))
     if not rows:  # a suite with nothing to check still shows that it could not run
-        rows.append(Row("-", "", "-", False, reason, message))
+        rows.append(CheckRow("-", "", "-", False, reason, message))
     return tuple(rows)
 
 
@@ -74,7 +74,7 @@ async def run_suite(suite: Suite, options: RunOptions) -> SuiteReport:
         return SuiteReport(path, suite.name, _failed_all(suite, _short("Runner error", exc), f"{type(exc).__name__}: {exc}"))
 
 
-async def _run(suite: Suite, options: RunOptions) -> list[Row]:
+async def _run(suite: Suite, options: RunOptions) -> list[CheckRow]:
     resources = read_objects(suite, suite.resources, "resources")
     world = await options.build_world(suite, resources)
     operations = {_operation(suite)} | {_operation(suite, e) for e in suite.results}
@@ -95,7 +95,7 @@ async def _run(suite: Suite, options: RunOptions) -> list[Row]:
         return cache[name]
 
     checker = Checker(suite, world.policies, expected_objects)
-    rows: list[Row] = []
+    rows: list[CheckRow] = []
     for expected in suite.results:
         rows.extend(checker.check(expected, observed[_operation(suite, expected)]))
     return rows

@@ -34,7 +34,7 @@ TEMPLATE_PATHS = {"defaults": "spec.template", "cronjobs": "spec.jobTemplate.spe
 
 
 @frozen_dataclass
-class Variant:
+class AutogenVariant:
     """One generated copy of a policy spec: for `config` ("defaults" or "cronjobs")."""
 
     config: str
@@ -79,7 +79,7 @@ def _groups(spec: Mapping[str, Any]) -> dict[str, list[tuple]]:
     return groups
 
 
-def variants(spec: Mapping[str, Any], rewrite: Callable[[dict[str, Any], str], None]) -> list[Variant]:
+def variants(spec: Mapping[str, Any], rewrite: Callable[[dict[str, Any], str], None]) -> list[AutogenVariant]:
     match = spec.get("matchConstraints")
     if not can_autogen(match):
         return []
@@ -89,7 +89,7 @@ def variants(spec: Mapping[str, Any], rewrite: Callable[[dict[str, Any], str], N
         copy_["matchConstraints"] = _match_constraints(targets, match["resourceRules"][0].get("operations"),
                                                        match.get("namespaceSelector"))
         rewrite(copy_, config)
-        out.append(Variant(config, tuple(sorted(t[3] for t in targets)), copy_))
+        out.append(AutogenVariant(config, tuple(sorted(t[3] for t in targets)), copy_))
     return out
 
 

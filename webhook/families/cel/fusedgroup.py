@@ -28,7 +28,7 @@ every member takes its own path (its own fused program, then the reference). Eva
 changes nothing; a member whose turn never comes (the engine stops asking) only costs time. Members:
 ValidatingPolicies without exceptions whose matching reads only the request's resource and operation
 (`static_match`), so which members a request matches is fixed per (resource, operation, background
-scan): a `Plan`, built once, over joined programs compiled once per set of members (those of a request
+scan): a `GroupPlan`, built once, over joined programs compiled once per set of members (those of a request
 matching them all are compiled with the group, at load). The runtime's comprehension budget covers the
 joined program as a whole: when it fails (the budget, an error of one member) every member goes its own way.
 
@@ -84,7 +84,7 @@ Joined = tuple[tuple[tuple[int, fused.Fused], ...], Any, "PythonProgram | None"]
 
 
 @dataclass(frozen=True, eq=False)
-class Plan:
+class GroupPlan:
     """What a (resource, operation, scan) key's requests evaluate: usually one Part (the runtime's parser
     limits nesting: a set of members too deep for one program is split, see FusedGroup._parts)."""
 
@@ -116,7 +116,7 @@ class Entry:
 
     __slots__ = ("request", "plan", "decided")
 
-    def __init__(self, request: AdmissionRequest, plan: Plan) -> None:
+    def __init__(self, request: AdmissionRequest, plan: GroupPlan) -> None:
         self.request = request
         self.plan = plan
         self.decided: dict[int, Any] | None = None
@@ -181,7 +181,7 @@ class FusedGroup:
         self.members = tuple(members)
         self.cel = cel
         self.tiers = tiers
-        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._plans: dict[tuple[Any, ...], GroupPlan] = {}
         # the joined programs of a set of members, compiled once for every plan that has them; by (slot, id of
         # the member's program)
         self._joined: dict[tuple[tuple[int, int], ...], list[Joined]] = {}
@@ -218,14 +218,14 @@ class FusedGroup:
         except Exception:  # nothing decided here: a member's own routes will tell
             return None
 
-    def decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
+    def decide(self, plan: GroupPlan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         """slot -> outcome of the members the joined programs decided ({} when none, or on any error)."""
         try:
             return self._decide(plan, request, ctx)
         except Exception:  # nothing decided here: a member's own path (and the reference) will tell
             return {}
 
-    def _decide(self, plan: Plan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
+    def _decide(self, plan: GroupPlan, request: AdmissionRequest, ctx: EvalContext) -> dict[int, Any]:
         if not plan.parts:
             return {}
         # built for the parts alone: `request` only if they name it
@@ -258,7 +258,7 @@ class FusedGroup:
                                if type(code) is int)
         return decided
 
-    def _plan(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
+    def _plan(self, request: AdmissionRequest, ctx: EvalContext) -> GroupPlan:
         key = (request_key(request, ctx), ctx.background)
         plan = self._plans.get(key)
         if plan is None:
@@ -267,11 +267,11 @@ class FusedGroup:
             try:
                 plan = self._build(request, ctx)
             except Exception:  # never expected: the members go their own way for this key, built once
-                plan = Plan(())
+                plan = GroupPlan(())
             self._plans[key] = plan
         return plan
 
-    def _build(self, request: AdmissionRequest, ctx: EvalContext) -> Plan:
+    def _build(self, request: AdmissionRequest, ctx: EvalContext) -> GroupPlan:
         members: list[tuple[int, fused.Fused]] = []
         budget = float("inf")
         for member in self.members:
@@ -284,7 +284,7 @@ class FusedGroup:
                 budget = min(budget, member.timeout)
         parts = tuple(part for joined in _by_python_form(members) for part in self._parts(joined))
         programs = [part.program for part in parts]
-        return Plan(parts, budget, fused.trims(programs) if self.tiers.trim else {},
+        return GroupPlan(parts, budget, fused.trims(programs) if self.tiers.trim else {},
                     reads_request=fused.reads_request(programs))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from webhook.cel import CelCompiler, CelError
 from webhook.families.cel.base import CelPolicy, Variant, exception_message
 from webhook.families.cel.scope import CompileFailed, Expr, compile_expr
-from webhook.families.cel.template import Template
+from webhook.families.cel.template import GeneratedTemplate
 from webhook.model.lookups import LookupRefused
 from webhook.model.policy import EvalContext, FailurePolicy, ValidationOutcome
 from webhook.model.policy_scope import generation_refusal
@@ -29,14 +29,14 @@ SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "m
 
 @frozen_dataclass
 class GenerateBody:
-    generators: tuple[Expr | Template, ...]
+    generators: tuple[Expr | GeneratedTemplate, ...]
 
 
 def compile_body(cel: CelCompiler, spec: Mapping[str, Any]) -> GenerateBody:
-    generators: list[Expr | Template] = []
+    generators: list[Expr | GeneratedTemplate] = []
     for i, raw in enumerate(spec.get("generate") or []):
         if isinstance(raw, Mapping) and raw.get("template") is not None:
-            generators.append(Template.compile(cel, raw["template"], f"spec.generate[{i}].template"))
+            generators.append(GeneratedTemplate.compile(cel, raw["template"], f"spec.generate[{i}].template"))
             continue
         expression = raw.get("expression") if isinstance(raw, Mapping) else None
         generators.append(compile_expr(cel, expression, f"spec.generate[{i}].expression", "kyverno"))
@@ -84,7 +84,7 @@ class GeneratingPolicy(CelPolicy):
                 return self._result(Outcome.SKIP, "skip"), []
             created: list[Any] = []
             for generator in variant.body.generators:
-                if isinstance(generator, Template):
+                if isinstance(generator, GeneratedTemplate):
                     created.extend(generator.render(scope))
                 else:
                     scope.evaluate(generator, generated=created)

@@ -106,12 +106,12 @@ def _render(node: Any, scope: Scope) -> Any:
 
 
 @frozen_dataclass
-class Template:
+class GeneratedTemplate:
     field: str
     documents: tuple[Any, ...]
 
     @classmethod
-    def compile(cls, cel: CelCompiler, raw: Any, field: str) -> "Template":
+    def compile(cls, cel: CelCompiler, raw: Any, field: str) -> "GeneratedTemplate":
         if not isinstance(raw, Mapping) or not isinstance(raw.get("value"), str):
             raise CompileFailed(f"{field}.value", "a template needs a value: YAML documents")
         interpolate = str(raw.get("interpolate") or "none").lower()

@@ -79,7 +79,7 @@ NOTHING = ValidationOutcome()
 
 
 @frozen_dataclass
-class Verdict:
+class ValidationVerdict:
     outcome: Outcome
     message: str
     annotations: Mapping[str, str]
@@ -108,23 +108,23 @@ def _annotations(scope: Scope, body: ValidateBody) -> dict[str, str]:
     return out
 
 
-def run(scope: Scope, body: ValidateBody) -> Verdict:
+def run(scope: Scope, body: ValidateBody) -> ValidationVerdict:
     """The validations in order; the first false one decides."""
     for index, validation in enumerate(body.validations):
         try:
             ok = scope.test(validation.expr)
         except CelError as exc:
-            return Verdict(Outcome.ERROR, f"{validation.expr.field}: {exc}", {})
+            return ValidationVerdict(Outcome.ERROR, f"{validation.expr.field}: {exc}", {})
         if not ok:
             try:
                 annotations = _annotations(scope, body)
             except CelError as exc:
-                return Verdict(Outcome.ERROR, str(exc), {})
-            return Verdict(Outcome.FAIL, _message(scope, validation, index), annotations, validation.reason)
+                return ValidationVerdict(Outcome.ERROR, str(exc), {})
+            return ValidationVerdict(Outcome.FAIL, _message(scope, validation, index), annotations, validation.reason)
     try:
-        return Verdict(Outcome.PASS, "", _annotations(scope, body))
+        return ValidationVerdict(Outcome.PASS, "", _annotations(scope, body))
     except CelError as exc:
-        return Verdict(Outcome.ERROR, str(exc), {})
+        return ValidationVerdict(Outcome.ERROR, str(exc), {})
 
 
 def action_for(actions: frozenset[str], outcome: Outcome, failure: FailurePolicy) -> Action:

@@ -18,7 +18,7 @@ from typing import Mapping
 
 from webhook.cel import CelError
 from webhook.families.cel.scope import Scope
-from webhook.families.cel.validating import ValidateBody, Validation, Verdict
+from webhook.families.cel.validating import ValidateBody, Validation, ValidationVerdict
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome
 
@@ -29,7 +29,7 @@ DEFAULT_REASON = "Invalid"  # what the API server answers for a failed validatio
 @frozen_dataclass
 class VapEvaluation:
     """Every failing validation (FAIL or ERROR, in order), then the audit annotations' errors; the annotations."""
-    decisions: tuple[Verdict, ...]
+    decisions: tuple[ValidationVerdict, ...]
     annotations: Mapping[str, str]
 
 
@@ -56,21 +56,21 @@ def evaluate(scope: Scope, body: ValidateBody) -> VapEvaluation:
         try:
             ok = scope.test(validation.expr)
         except CelError as exc:
-            decisions.append(Verdict(Outcome.ERROR, _error(validation.expr.text, exc), {}))
+            decisions.append(ValidationVerdict(Outcome.ERROR, _error(validation.expr.text, exc), {}))
             continue
         if not ok:
-            decisions.append(Verdict(Outcome.FAIL, _message(scope, validation), {}, validation.reason or DEFAULT_REASON))
+            decisions.append(ValidationVerdict(Outcome.FAIL, _message(scope, validation), {}, validation.reason or DEFAULT_REASON))
     annotations: dict[str, str] = {}
     for key, expr in body.audit_annotations:
         try:
             value = scope.evaluate(expr)
         except CelError as exc:
-            decisions.append(Verdict(Outcome.ERROR, _error(expr.text, exc), {}))
+            decisions.append(ValidationVerdict(Outcome.ERROR, _error(expr.text, exc), {}))
             continue
         if value is None:
             continue
         if not isinstance(value, str):
-            decisions.append(Verdict(Outcome.ERROR, f"valueExpression '{expr.text}' resulted in unsupported return type: "
+            decisions.append(ValidationVerdict(Outcome.ERROR, f"valueExpression '{expr.text}' resulted in unsupported return type: "
                                                     f"{type(value).__name__}. Return type must be either string or null.", {}))
         elif value.strip():
             annotations[key] = value.strip()

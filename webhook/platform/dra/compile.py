@@ -11,7 +11,7 @@ from webhook.cel import CelCompiler, CelError
 from webhook.model.errors import PolicyCompileError
 from webhook.platform.base import API_VERSION, DEFAULT_PROFILE_SELECTOR
 from webhook.platform.dra.config import (MEMORY, PROFILE, DeviceMapping, DriverConfig, InitClaims, ModelOption,
-                                         RewriteConfig, Strategy, TemplateSettings, UserChoices, dns_label, fill)
+                                         RewriteConfig, RewriteStrategy, TemplateSettings, UserChoices, dns_label, fill)
 from webhook.platform.dra import nvidia
 from webhook.platform.dra.mutator import DeviceClaimRewrite
 from webhook.platform.dra.schema import KIND_NAME, SCHEMA
@@ -148,7 +148,7 @@ def _templates(spec: Mapping[str, Any]) -> TemplateSettings:
 def compile_config(spec: Mapping[str, Any], cel: CelCompiler) -> RewriteConfig:
     devices = _devices(spec, cel)
     return RewriteConfig(
-        strategy=Strategy(spec.get("strategy", Strategy.CLAIMS.value)),
+        strategy=RewriteStrategy(spec.get("strategy", RewriteStrategy.CLAIMS.value)),
         devices=devices,
         choices=_choices(spec, devices, cel),
         templates=_templates(spec),

@@ -21,7 +21,7 @@ _PROFILE_TEXT = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
 
-class Strategy(str, Enum):
+class RewriteStrategy(str, Enum):
     CLAIMS = "Claims"  # rewrite legacy limits into ResourceClaimTemplates
     PASSTHROUGH = "Passthrough"  # the DeviceClass maps the extended resource name itself (extendedResourceName)
 
@@ -150,7 +150,7 @@ class TemplateSettings:
 
 @frozen_dataclass
 class RewriteConfig:
-    strategy: Strategy
+    strategy: RewriteStrategy
     devices: tuple[DeviceMapping, ...]
     choices: UserChoices
     templates: TemplateSettings

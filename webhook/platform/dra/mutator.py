@@ -15,7 +15,7 @@ from webhook.model.results import Action, Outcome, RuleResult, failed, passed
 from webhook.model.review import AdmissionRequest
 from webhook.policy.common import MatchSpec
 from webhook.platform.dra.choices import ChoiceOutcome, asked_for, resolve_choices
-from webhook.platform.dra.config import RewriteConfig, Strategy
+from webhook.platform.dra.config import RewriteConfig, RewriteStrategy
 from webhook.platform.dra.legacy import LegacyError, LegacyUse, legacy_uses
 from webhook.platform.dra.preclaimed import unclaimed
 from webhook.platform.dra.rewrite import RewritePlan, plan_rewrite
@@ -56,7 +56,7 @@ class DeviceClaimRewrite(Battery):
         if not uses:
             return MutationOutcome(obj)
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        if self.config.strategy is Strategy.PASSTHROUGH:
+        if self.config.strategy is RewriteStrategy.PASSTHROUGH:
             return self._passthrough(obj, uses, annotations)
         choice = _NO_CHOICE
         if asked_for(annotations, self.config.choices) and any(u.devices for u in uses):

@@ -12,7 +12,7 @@ from webhook.model.errors import PolicyCompileError
 from webhook.model.quantity import parse_quantity
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.notebook.identity import IdentitySpec, compile_identity
-from webhook.platform.notebook.template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, Template, TemplateTree,
+from webhook.platform.notebook.template import (DERIVED_PLACEHOLDERS, OWNER_PLACEHOLDERS, NotebookTemplate, TemplateTree,
                                                 compile_template, compile_tree, name_pattern)
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -32,7 +32,7 @@ DEFAULT_TOKEN_DIR = "/run/secrets/oidc"
 SYMLINKED_PREFIXES = ("/var/run", "/var/lock")
 
 
-class Strategy(str, Enum):
+class MergeStrategy(str, Enum):
     """What to do when the pod already has an item of the same name with different content."""
 
     KEEP = "Keep"
@@ -60,18 +60,18 @@ class ContainerRule:
 
 @frozen_dataclass
 class MergeRules:
-    env: Strategy
-    volumes: Strategy
-    volume_mounts: Strategy
-    working_dir: Strategy
+    env: MergeStrategy
+    volumes: MergeStrategy
+    volume_mounts: MergeStrategy
+    working_dir: MergeStrategy
 
 
 @frozen_dataclass
 class HomeSpec:
     volume_name: str
     volume: TemplateTree  # the volume source, e.g. {"persistentVolumeClaim": {"claimName": ...}}
-    mount_path: Template
-    home_path: Template  # HOME and workingDir: the mount path, or a directory below it (EOS mounted at /eos)
+    mount_path: NotebookTemplate
+    home_path: NotebookTemplate  # HOME and workingDir: the mount path, or a directory below it (EOS mounted at /eos)
     mount_propagation: str | None
     read_only: bool
     home_env: str  # "" leaves HOME alone
@@ -85,12 +85,12 @@ class HomeSpec:
 @frozen_dataclass
 class EnvTemplate:
     name: str
-    value: Template
+    value: NotebookTemplate
 
 
 @frozen_dataclass
 class ProbeSpec:
-    command: tuple[Template, ...]
+    command: tuple[NotebookTemplate, ...]
     timing: Mapping[str, int]  # initialDelaySeconds, periodSeconds, timeoutSeconds, failureThreshold
 
 
@@ -100,8 +100,8 @@ class RefresherSpec:
     name: str
     image: str
     image_pull_policy: str
-    command: tuple[Template, ...]
-    args: tuple[Template, ...]
+    command: tuple[NotebookTemplate, ...]
+    args: tuple[NotebookTemplate, ...]
     env: tuple[EnvTemplate, ...]
     refresh_margin_seconds: int
     default_uid: int  # when neither the notebook container nor the pod sets runAsUser
@@ -113,12 +113,12 @@ class RefresherSpec:
     token_file: str
     token_size_limit: str
     credentials_volume: str
-    secret_name: Template
+    secret_name: NotebookTemplate
     secret_pattern: re.Pattern[str]  # every name secret_name can render to: no other pod may read these
     credentials_dir: str
     secret_default_mode: int | None
     notebook_env: tuple[EnvTemplate, ...]
-    plain_hold: tuple[Template, ...]
+    plain_hold: tuple[NotebookTemplate, ...]
     # what rendering derives from this spec alone, computed on first use (render.py): lives and dies with the policy
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -167,8 +167,8 @@ def _containers(raw: Mapping[str, Any]) -> ContainerRule:
 
 
 def _merge(raw: Mapping[str, Any]) -> MergeRules:
-    return MergeRules(Strategy(raw.get("env", "Keep")), Strategy(raw.get("volumes", "Reject")),
-                      Strategy(raw.get("volumeMounts", "Reject")), Strategy(raw.get("workingDir", "Keep")))
+    return MergeRules(MergeStrategy(raw.get("env", "Keep")), MergeStrategy(raw.get("volumes", "Reject")),
+                      MergeStrategy(raw.get("volumeMounts", "Reject")), MergeStrategy(raw.get("workingDir", "Keep")))
 
 
 def _home(raw: Mapping[str, Any]) -> HomeSpec:
@@ -260,7 +260,7 @@ def _probe(probe: Mapping[str, Any], field: str, derived: frozenset[str]) -> Pro
                                               ("timeoutSeconds", 1), ("failureThreshold", 30))})
 
 
-def _templates(items: Any, field: str, allowed: frozenset[str]) -> tuple[Template, ...]:
+def _templates(items: Any, field: str, allowed: frozenset[str]) -> tuple[NotebookTemplate, ...]:
     return tuple(compile_template(text, f"{field}[{i}]", allowed) for i, text in enumerate(items))
 
 

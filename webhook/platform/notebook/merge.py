@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import parse_quantity
 from webhook.model.quickinit import frozen_dataclass
-from webhook.platform.notebook.config import Strategy
+from webhook.platform.notebook.config import MergeStrategy
 
 _QUANTITY_PARENTS = frozenset({"requests", "limits"})  # maps of resource name to quantity
 _QUANTITY_KEYS = frozenset({"sizeLimit"})
@@ -41,11 +41,11 @@ class MergeLog:
     conflicts: list[Conflict] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
 
-    def resolve(self, strategy: Strategy, conflict: Conflict) -> bool:
+    def resolve(self, strategy: MergeStrategy, conflict: Conflict) -> bool:
         """True when the policy's item replaces the pod's."""
-        if strategy is Strategy.OVERRIDE:
+        if strategy is MergeStrategy.OVERRIDE:
             return True
-        if strategy is Strategy.KEEP:
+        if strategy is MergeStrategy.KEEP:
             self.kept.append(f"kept {describe(conflict.theirs)} ({conflict.subject}); "
                              f"the platform sets {describe(conflict.ours)}")
         else:
@@ -115,7 +115,7 @@ def _same_quantities(existing: Any, desired: Any) -> bool:
             and all(k in existing and _same_quantity(existing[k], v) for k, v in desired.items()))
 
 
-def merge_named(parent: dict[str, Any], key: str, desired: Mapping[str, Any], strategy: Strategy,
+def merge_named(parent: dict[str, Any], key: str, desired: Mapping[str, Any], strategy: MergeStrategy,
                 subject: str, setting: str, log: MergeLog) -> None:
     """parent[key] is a list of named items (env, volumes); add or reconcile `desired` by its name."""
     items = parent.get(key) or []
@@ -150,7 +150,7 @@ def same_path(a: Any, b: Any) -> bool:
     return posixpath.normpath(a) == posixpath.normpath(b)
 
 
-def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy: Strategy, setting: str,
+def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy: MergeStrategy, setting: str,
                 log: MergeLog) -> None:
     """Mounts are matched by volume name and by mount path: Kubernetes refuses two mounts at one path."""
     mounts = container.get("volumeMounts") or []
@@ -176,7 +176,7 @@ def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy:
         container["volumeMounts"] = kept
 
 
-def merge_scalar(container: dict[str, Any], key: str, desired: str, strategy: Strategy, subject: str, setting: str,
+def merge_scalar(container: dict[str, Any], key: str, desired: str, strategy: MergeStrategy, subject: str, setting: str,
                  log: MergeLog, replaceable: Iterable[str] = ()) -> None:
     """A single field (workingDir): unset or a controller default is replaced; a user's value is a conflict."""
     current = container.get(key)

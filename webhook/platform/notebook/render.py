@@ -13,7 +13,7 @@ from webhook.platform.base import ProfileInfo
 from webhook.platform.notebook.identity import Identity
 from webhook.platform.notebook.config import DNS_SUBDOMAIN, HomeSpec, NotebookSpec, RefresherSpec, SidecarMode
 from webhook.platform.notebook.merge import normal_path
-from webhook.platform.notebook.template import Template
+from webhook.platform.notebook.template import NotebookTemplate
 
 # the placeholders whose values the policy alone decides (_derived): templates using only these render
 # the same for every user
@@ -159,7 +159,7 @@ def _home_mount(home: HomeSpec, path: str) -> dict[str, Any]:
     return mount
 
 
-def _sidecar_templates(r: RefresherSpec) -> Iterator[Template]:
+def _sidecar_templates(r: RefresherSpec) -> Iterator[NotebookTemplate]:
     yield from r.command
     yield from r.args
     yield from (e.value for e in r.env)

@@ -26,7 +26,7 @@ _FORMATTER = string.Formatter()
 
 
 @frozen_dataclass
-class Template:
+class NotebookTemplate:
     text: str
     field: str  # where it came from in the policy, e.g. "spec.home.mountPath"
     names: frozenset[str]
@@ -36,7 +36,7 @@ class Template:
         return self.text.format_map(values)
 
 
-def compile_template(text: str, field: str, allowed: frozenset[str]) -> Template:
+def compile_template(text: str, field: str, allowed: frozenset[str]) -> NotebookTemplate:
     try:
         parts = list(_FORMATTER.parse(text))
     except ValueError as exc:
@@ -51,10 +51,10 @@ def compile_template(text: str, field: str, allowed: frozenset[str]) -> Template
         if spec or conversion:
             raise PolicyCompileError(field, f"placeholder {{{name}}} takes no format or conversion in {text!r}")
         names.add(name)
-    return Template(text, field, frozenset(names))
+    return NotebookTemplate(text, field, frozenset(names))
 
 
-def name_pattern(template: Template) -> re.Pattern[str]:
+def name_pattern(template: NotebookTemplate) -> re.Pattern[str]:
     """Every text the template can render to ("oidc-{user}" -> oidc-.+, for fullmatch). A template of
     placeholders only would match everything: refused, as what it names could not be told apart."""
     parts = list(_FORMATTER.parse(template.text))
@@ -113,7 +113,7 @@ def _compile(value: Any, field: str, allowed: frozenset[str]) -> Any:
 def _static(node: Any) -> bool:
     """No placeholder anywhere: rendering does not depend on the values."""
     kind = type(node)
-    if kind is Template:
+    if kind is NotebookTemplate:
         return not node.names
     if kind is MappingProxyType:
         return all(_static(v) for v in node.values())
@@ -125,7 +125,7 @@ def _static(node: Any) -> bool:
 def _render(node: Any, values: Mapping[str, str]) -> Any:
     # exact types: _compile builds only these (isinstance against the Mapping ABC costs more than the rest)
     kind = type(node)
-    if kind is Template:
+    if kind is NotebookTemplate:
         return node.text.format_map(values)
     if kind is MappingProxyType:
         return {k: _render(v, values) for k, v in node.items()}
