@@ -63,7 +63,6 @@ def request_path_steps(metrics_type: Any, whole_answer: bool = False) -> None:
     timed(handlers, "parse_review")
     timed(handlers, "log_admission")
     timed(handlers, "json_bytes", "encode")
-    timed(dispatch, "_answered")
     timed(dispatch.jsonpatch, "diff", "patch diff")
     for method in ("_verdict", "_record", "_context", "_create"):
         timed(dispatch.AdmissionEngine, method)

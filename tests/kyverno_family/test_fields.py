@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from webhook.app import PolicyLoadFailed
+
 from tests.kyverno_family.test_family import PRIVILEGED, pod
 from tests.kyverno_family.test_rules import policy
 from webhook.app import Quartermaster, Settings
@@ -101,8 +103,10 @@ async def test_override_namespace_selector_and_no_namespaces(tmp_path):
     assert await _action(tmp_path, selector, "", "other") is Action.AUDIT
     everywhere = "  validationFailureActionOverrides: [{action: enforce}]\n"
     assert await _action(tmp_path, everywhere, "", "other") is Action.ENFORCE
+    # an action outside Kyverno's enum is refused at load, as the API server refuses it through the CRD's schema
     invalid = "  validationFailureActionOverrides: [{action: Block}, {action: Enforce, namespaces: [other]}]\n"
-    assert await _action(tmp_path, invalid, "", "other") is Action.ENFORCE       # invalid actions are skipped
+    with pytest.raises(PolicyLoadFailed, match=r"validationFailureActionOverrides\[0\]\.action: 'Block'"):
+        await _action(tmp_path, invalid, "", "other")
 
 
 async def test_report_properties_reach_the_policy_report(tmp_path):
