@@ -146,25 +146,17 @@ def passthrough_namespace(admin: Kube) -> Iterator[str]:
     admin.delete("quartermaster.dev/v1alpha1", "ProfileQuota", "e2e-passthrough")
 
 
-def _create_legacy(admin: Kube, namespace: str, index: int) -> CreateOutcome:
-    try:
-        admin.core.create_namespaced_pod(namespace, pod(f"legacy-{index}", namespace, limits={"nvidia.com/gpu": "1"}))
-        return CreateOutcome(True, 201, "")
-    except ApiException as error:
-        return CreateOutcome(False, error.status, error.body or "")
-
-
 def test_concurrent_extended_resource_pods_admit_one_whose_scheduler_made_claim_is_admitted(
         admin: Kube, quartermaster: Installation, passthrough_namespace: str) -> None:
     """Of 20 concurrent legacy GPU pods one is admitted; the claim the scheduler creates for it (KEP-5004) is
     admitted too, charged to the pod already, so the pod runs with a device allocated."""
     namespace = passthrough_namespace
     with ThreadPoolExecutor(CONCURRENT) as pool:
-        outcomes = list(pool.map(lambda i: _create_legacy(admin, namespace, i), range(CONCURRENT)))
+        outcomes = list(pool.map(lambda i: _create(admin, namespace, i), range(CONCURRENT)))
     admitted = [i for i, o in enumerate(outcomes) if o.admitted]
     assert len(admitted) == 1, [o.message for o in outcomes[:1]]
     assert all("GPU" in o.message for o in outcomes if not o.admitted)
-    stored = admin.wait_pod(namespace, f"legacy-{admitted[0]}", timeout=90)
+    stored = admin.wait_pod(namespace, f"gpu-{admitted[0]}", timeout=90)
     assert not stored["spec"].get("resourceClaims"), "the rewrite leaves pods outside profiles alone"
     claim_name = (stored["status"].get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
     assert claim_name, stored["status"]

@@ -166,9 +166,13 @@ def registry(ledgers: ReservationLedgers) -> FamilyRegistry:
     return FamilyRegistry([platform_family(ledgers), PerDocumentFamily("test", [REQUIRE_LABEL])])
 
 
-def seeded_state(*objects: dict[str, Any]) -> InMemoryClusterState:
+def _seed(objects: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
     base = [namespace("jdoe"), namespace("ml-team", "team"), namespace("alice"), namespace("default", profile=False)]
-    return InMemoryClusterState(base + list(objects))
+    return base + list(objects)
+
+
+def seeded_state(*objects: dict[str, Any]) -> InMemoryClusterState:
+    return InMemoryClusterState(_seed(objects))
 
 
 def build(tmp_path: Path, *texts: str, state: InMemoryClusterState | None = None) -> Quartermaster:
@@ -213,4 +217,4 @@ class NotifiedLate(InMemoryClusterState):
 
 
 def lagging_state(*objects: dict[str, Any]) -> NotifiedLate:
-    return NotifiedLate(seeded_state(*objects).list("Namespace") + list(objects))
+    return NotifiedLate(_seed(objects))
