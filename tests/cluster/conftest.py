@@ -5,6 +5,7 @@ replicas behind a round-robin."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -15,6 +16,13 @@ from tests.cluster.devices import device_classes, resource_slices
 from tests.cluster.kube import Kube
 from tests.cluster.kubeflow import install_notebook_crd
 from tests.cluster.quartermaster import Installation, install
+from tests.support import REPO
+
+# the tests' own policies, loaded beside the default ones: each matches only namespaces its test labels
+TEST_POLICIES = Path(__file__).parent / "policies"
+# what those policies generate, beside the chart's default (the DRA rewrite's claim templates)
+GENERATE_KINDS = [{"apiGroup": "resource.k8s.io", "resources": ["resourceclaimtemplates"]},
+                  {"apiGroup": "", "resources": ["configmaps"]}]
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +56,12 @@ def admin(control_plane: ClusterRecord, qmcluster_binary: Path) -> Kube:
 def quartermaster(admin: Kube, control_plane: ClusterRecord,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
     """Two live replicas behind a round-robin, registered through the chart's webhook configurations."""
-    installation = install(admin, control_plane, tmp_path_factory.mktemp("quartermaster"))
+    workdir = tmp_path_factory.mktemp("quartermaster")
+    policies = workdir / "policies"
+    policies.mkdir()
+    for source in [*sorted((REPO / "policies").glob("*.yaml")), *sorted(TEST_POLICIES.glob("*.yaml"))]:
+        shutil.copy(source, policies / source.name)
+    installation = install(admin, control_plane, workdir, policies, {"live": {"generateKinds": GENERATE_KINDS}})
     installation.start_replica("replica-a")
     installation.start_replica("replica-b")
     installation.start_front()

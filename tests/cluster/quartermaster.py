@@ -7,6 +7,7 @@ replicas by URL on loopback instead of through the Service (nothing routes clust
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import socket
@@ -124,6 +125,22 @@ class Installation:
         eventually(ready, 60, message=f"replica {name} ready")
         return replica
 
+    def readiness(self) -> list[dict[str, Any]]:
+        """Each replica's /readyz body (its policies, their routes, the state's sync)."""
+        context = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        bodies = []
+        for replica in self.replicas:
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{replica.port}/readyz", context=context, timeout=5) as r:
+                    bodies.append(json.loads(r.read()))
+            except urllib.error.HTTPError as error:  # 503: not ready, and its body says why
+                bodies.append(json.loads(error.read()))
+        return bodies
+
+    def policy_counts(self) -> list[int]:
+        """How many policies each replica serves."""
+        return [sum(body.get("policyRoutes", {}).values()) for body in self.readiness()]
+
     def start_front(self, port: int | None = None) -> None:
         port = port or free_port()
         backends = [f"--backend=127.0.0.1:{r.port}" for r in self.replicas]
@@ -156,15 +173,17 @@ class Installation:
             self.front.wait(10)
 
 
-def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = REPO / "policies") -> Installation:
-    """The chart's CRDs, ServiceAccount and RBAC, and a kubeconfig with that ServiceAccount's token."""
+def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = REPO / "policies",
+            values: Mapping[str, Any] | None = None) -> Installation:
+    """The chart's CRDs, ServiceAccount and RBAC (rendered with `values`), and a kubeconfig with that
+    ServiceAccount's token."""
     workdir.mkdir(parents=True, exist_ok=True)
     cert_dir = workdir / "certs"
     ensure_certificates(cert_dir, service_names(RELEASE, NAMESPACE))
     ca_bundle = base64.b64encode((cert_dir / "ca.crt").read_bytes()).decode()
     if kube.get("v1", "Namespace", NAMESPACE) is None:
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    rendered = render(chart_values(ca_bundle), namespace=NAMESPACE, release=RELEASE)
+    rendered = render(chart_values(ca_bundle, values), namespace=NAMESPACE, release=RELEASE)
     crds = [o for o in rendered.objects if o["kind"] == "CustomResourceDefinition"]
     kube.apply_all(crds)
     for crd in crds:

@@ -157,6 +157,22 @@ def test_a_server_dry_run_shows_the_rewrite_and_leaves_nothing_behind(admin: Kub
     assert admin.list(RESOURCE, "ResourceClaimTemplate", name) == [], "a dry run created a claim template"
 
 
+def test_a_server_dry_run_over_the_quota_is_refused_as_the_real_create_is(admin: Kube, quartermaster: Installation,
+                                                                           tmp_path) -> None:
+    """The dry run creates no claim template; the pod is judged with it laid over all the same."""
+    namespace = make_profile(admin)  # one GPU
+    name = namespace["metadata"]["name"]
+    two = pod("two", name, limits={"nvidia.com/gpu": 2})
+    dry = admin.kubectl_create(two, extra=("--dry-run=server",), check=False)
+    assert dry.returncode != 0, dry.stdout
+    assert admin.list(RESOURCE, "ResourceClaimTemplate", name) == [], "a dry run created a claim template"
+    real = admin.kubectl_create(two, check=False)
+    assert real.returncode != 0, real.stdout
+    assert admin.get("v1", "Pod", "two", name) is None
+    reason = real.stderr.split("denied the request: ", 1)[-1].strip()
+    assert "GPU" in reason and reason in dry.stderr, (dry.stderr, real.stderr)
+
+
 def test_system_namespaces_are_not_sent_to_the_webhook(admin: Kube, quartermaster: Installation) -> None:
     system_pod = pod("system-gpu", "kube-system", limits={"nvidia.com/gpu": 1})
     dry = json.loads(admin.kubectl_create(system_pod, extra=("--dry-run=server",)).stdout)

@@ -60,7 +60,11 @@ def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: K
                   "metadata": {"name": namespace, "labels": {"quartermaster.dev/profile-class": PROFILE_CLASS}}})
     eventually(lambda: admin.get("v1", "ServiceAccount", "default", namespace), 30, message="the default SA")
     applied += ["e2e-no-gpus", "e2e-broken", "profile-quota"]
+    served = quartermaster.policy_counts()
     apply(admin, quota("e2e-no-gpus", 0))
+    # each replica serves it (the API server keeps its connections: probes alone may all reach one replica)
+    eventually(lambda: all(now > before for now, before in zip(quartermaster.policy_counts(), served)), 60,
+               interval=0.5, message="the applied ProfileQuota served by every replica")
     # both replicas load it: every create is refused, whichever replica answers
     eventually(lambda: condition(admin, "e2e-no-gpus") and condition(admin, "e2e-no-gpus")["status"] == "True",
                60, message="the object's Ready condition")

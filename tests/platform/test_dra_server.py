@@ -80,3 +80,35 @@ def test_apply_prints_only_yaml_the_pod_then_its_template():
     limits = pod["spec"]["containers"][0]["resources"]["limits"]
     assert "nvidia.com/gpu" not in limits and limits["cpu"] == "4"
     assert "device-claim-rewrite" in proc.stderr and "rewrite" in proc.stderr  # the table goes to stderr
+
+
+async def test_a_dry_run_is_refused_as_the_real_create_is_though_its_template_is_not_created(tmp_path):
+    """A dry run creates no claim template, so the validating call alone would count the rewritten pod's GPUs as
+    nothing and admit what the real create is refused: the mutating call judges it with the template laid over."""
+    async with running_server(REPO / "policies", tmp_path, state=STATE) as server:
+        body = example_review("gpu")
+        body["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 2
+        dry = copy.deepcopy(body)
+        dry["request"]["dryRun"] = True
+        refused = await server.admit("/mutate", dry)
+        assert refused["allowed"] is False, refused
+        assert server.qm.state.list("ResourceClaimTemplate", "jdoe") == []  # still nothing left behind
+        # the real create: rewritten, its template created, then refused by the validating call with the same reason
+        mutated = await server.admit("/mutate", body)
+        assert mutated["allowed"], mutated
+        real = copy.deepcopy(body)
+        real["request"]["object"] = apply_patch(body["request"]["object"], decode_patch(mutated))
+        validated = await server.admit("/validate", real)
+        assert validated["allowed"] is False
+        assert refused["status"]["message"] == validated["status"]["message"]
+        assert refused["status"]["code"] == validated["status"]["code"]
+
+
+async def test_a_dry_run_within_the_quota_is_admitted_and_rewritten(tmp_path):
+    async with running_server(REPO / "policies", tmp_path, state=STATE) as server:
+        body = example_review("gpu")
+        body["request"]["dryRun"] = True
+        response = await server.admit("/mutate", body)
+        assert response["allowed"] and response["patchType"] == "JSONPatch", response
+        assert template_refs(apply_patch(body["request"]["object"], decode_patch(response)))
+        assert server.qm.state.list("ResourceClaimTemplate", "jdoe") == []

@@ -28,6 +28,7 @@ from webhook.model.review import AdmissionRequest
 from webhook.model.verdict import Verdict, deny
 from webhook.policy.snapshot import PolicyStore
 from webhook.reports.sink import ResultSink
+from webhook.state.overlay import OverlaidState
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -160,9 +161,10 @@ class AdmissionEngine:
         self.lookups = lookups if lookups is not None else state.lookups
 
     def _context(self, request: AdmissionRequest, background: bool = False,
-                 budget: float = DEFAULT_BUDGET, offline: bool = False) -> EvalContext:
-        namespace = self.state.get("Namespace", "", request.namespace) if request.namespace else None
-        return EvalContext(state=self.state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
+                 budget: float = DEFAULT_BUDGET, offline: bool = False, state: ClusterState | None = None) -> EvalContext:
+        state = self.state if state is None else state
+        namespace = state.get("Namespace", "", request.namespace) if request.namespace else None
+        return EvalContext(state=state, namespace=namespace, dry_run=request.dry_run, lookups=self.lookups,
                            request=request, background=background, deadline=time.monotonic() + budget, offline=offline)
 
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
@@ -226,6 +228,10 @@ class AdmissionEngine:
         verdict = self._verdict(request, out)
         if not verdict.allowed:
             return MutateResult(verdict, request.object, steps=tuple(applied))
+        if request.dry_run and out.creates:
+            refused = await self._judged_as_created(request, obj, out.creates, deadline)
+            if refused is not None:
+                return MutateResult(refused, request.object, steps=tuple(applied))
         failed_create = await self._create(request, out.creates, deadline)
         if failed_create is not None:
             return MutateResult(failed_create, request.object, steps=tuple(applied))
@@ -252,6 +258,17 @@ class AdmissionEngine:
                     extra={"uid": request.uid, "policy": str(policy.id)})
         out.results.append(_failure(policy, what, exc))
 
+    async def _judged_as_created(self, request: AdmissionRequest, obj: Mapping[str, Any],
+                                 creates: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
+        """A dry run's mutated object judged now, by the validating policies, with what its mutation would have
+        created laid over the state: the validating call cannot see those objects (a dry run creates nothing), and
+        would admit what the real request is refused (a pod whose claim template counts nothing while it does not
+        exist). The refusal, or None; nothing is reported here (the validating call reports)."""
+        judged = replace(request, object=obj)
+        budget = max(0.1, deadline - asyncio.get_running_loop().time())
+        verdict = await self._validate(judged, budget, False, False, OverlaidState(self.state, creates), report=False)
+        return None if verdict.allowed else verdict
+
     async def _create(self, request: AdmissionRequest, objects: Sequence[Mapping[str, Any]], deadline: float) -> Verdict | None:
         if request.dry_run:
             return None
@@ -277,13 +294,14 @@ class AdmissionEngine:
         with answering_by(time.monotonic() + budget):
             return await self._validate(request, budget, background, offline)
 
-    async def _validate(self, request: AdmissionRequest, budget: float, background: bool, offline: bool) -> Verdict:
+    async def _validate(self, request: AdmissionRequest, budget: float, background: bool, offline: bool,
+                        state: ClusterState | None = None, report: bool = True) -> Verdict:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         policies = self.store.snapshot.policies_for(Phase.VALIDATE)
         obj = request.object if request.object is not None else request.old_object
-        ctx = self._context(request, background, budget, offline)
-        synced = background or self.state.synced  # a scan runs on what the cache holds
+        ctx = self._context(request, background, budget, offline, state)
+        synced = background or ctx.state.synced  # a scan runs on what the cache holds
         out = _Collected()
         todo = [p for p in policies if p.background] if background else policies
         subject = obj or {}
@@ -304,7 +322,7 @@ class AdmissionEngine:
 
         await each_within(deadline, todo, step, timed_out)
         try:
-            verdict = self._verdict(request, out)
+            verdict = self._verdict(request, out, report)
             if not verdict.allowed:
                 for rollback in out.rollbacks:
                     rollback()
@@ -359,11 +377,12 @@ class AdmissionEngine:
             self.state.record_admitted(obj, request.operation)
 
     # --- verdict -----------------------------------------------------------------------------------
-    def _verdict(self, request: AdmissionRequest, out: _Collected) -> Verdict:
+    def _verdict(self, request: AdmissionRequest, out: _Collected, report: bool = True) -> Verdict:
         results = tuple(out.results)
         if self.force_audit:
             results = tuple(replace(r, action=Action.AUDIT) if r.blocks else r for r in results)
-        self._report(request, results)
+        if report:
+            self._report(request, results)
         return verdict_of(results, out.warnings)
 
     def _report(self, request: AdmissionRequest, results: tuple[RuleResult, ...]) -> None:

@@ -31,6 +31,7 @@ class ObjectCache:
         self.namespaced = namespaced
         self._lock = threading.Lock()
         self._by_namespace: dict[str, dict[str, Obj]] = {}
+        self._removals = 0  # deletions and relists so far (see mark)
 
     def _where(self, obj: Obj) -> tuple[str, str]:
         meta = _meta(obj)
@@ -42,12 +43,20 @@ class ObjectCache:
         with self._lock:
             self._by_namespace.setdefault(namespace, {})[name] = obj
 
-    def put_if_absent(self, obj: Obj) -> bool:
+    def mark(self) -> int:
+        """Where the cache's removals stand, taken before reading an object from the API: `put_hint` keeps what
+        the read found only if nothing was removed since (the removal may be of that very object)."""
+        with self._lock:
+            return self._removals
+
+    def put_hint(self, obj: Obj, mark: int) -> bool:
+        """An object read from the API, kept until the watch delivers it (which then replaces it); refused when the
+        cache holds the name already or removed anything since `mark` (the informer stays the truth)."""
         obj = _slim(obj)
         namespace, name = self._where(obj)
         with self._lock:
             objects = self._by_namespace.setdefault(namespace, {})
-            if name in objects:
+            if name in objects or self._removals != mark:
                 return False
             objects[name] = obj
             return True
@@ -55,6 +64,7 @@ class ObjectCache:
     def delete(self, obj: Obj) -> None:
         namespace, name = self._where(obj)
         with self._lock:
+            self._removals += 1
             objects = self._by_namespace.get(namespace)
             if objects is not None:
                 objects.pop(name, None)
@@ -69,6 +79,7 @@ class ObjectCache:
             fresh.setdefault(namespace, {})[name] = _slim(obj)
         with self._lock:
             self._by_namespace = fresh
+            self._removals += 1
 
     def get(self, namespace: str, name: str) -> Obj | None:
         with self._lock:

@@ -17,6 +17,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch
 
+from webhook import __version__
 from webhook.kube.resources import ResourceType
 from webhook.kube.settings import LiveSetupError
 from webhook.model.quickinit import frozen_dataclass
@@ -102,7 +103,10 @@ class KubeApi:
 
     @classmethod
     def connect(cls, kubeconfig: Path | None, in_cluster: bool) -> "KubeApi":
-        return cls(client.ApiClient(load_configuration(kubeconfig, in_cluster)))
+        api_client = client.ApiClient(load_configuration(kubeconfig, in_cluster))
+        # the API server names the field manager of what we write after it (managedFields, audit logs)
+        api_client.user_agent = f"quartermaster/{__version__}"
+        return cls(api_client)
 
     def close(self) -> None:
         self.api_client.close()

@@ -106,6 +106,30 @@ class LiveClusterState:
                          "secondsSinceProgress": s.seconds_since_progress, "relists": s.relists,
                          "lastError": s.last_error} for s in self.statuses()}
 
+    async def read_through(self, kind: str, namespace: str, name: str, timeout: float) -> Mapping[str, Any] | None:
+        """The cache's object, else one bounded GET. What the GET finds is kept as a hint and reported to the
+        listeners as ADDED (a quota decision on this replica must count a claim template the other replica just
+        created for the pod it judges); a read that fails or finds nothing leaves the cache as it was."""
+        cached = self.get(kind, namespace, name)
+        informer = self.informers.get(kind)
+        if cached is not None or informer is None:
+            return cached
+        cache = self.caches[kind]
+        mark = cache.mark()
+        namespace = "" if kind in CLUSTER_SCOPED else namespace
+        try:
+            found = await asyncio.wait_for(
+                self.calls(self.api.get, informer.resource, namespace, name, (min(self.settings.connect_timeout,
+                                                                                  timeout), timeout)), timeout)
+        except Exception as exc:  # the caller decides on what the cache shows, as it would have without asking
+            log.info("reading %s %s/%s through the API failed: %s", kind, namespace, name, exc)
+            return None
+        if found is None:
+            return None
+        if cache.put_hint(found, mark):
+            self._event(kind, "ADDED", found)
+        return self.get(kind, namespace, name) or found
+
     # --- writes ------------------------------------------------------------------------------------
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
         """Nothing: the informer will show the object once the API server persisted it."""
@@ -124,6 +148,8 @@ class LiveClusterState:
         resource = resource_for(str(obj.get("apiVersion", "")), key.kind, namespaced=key.kind not in CLUSTER_SCOPED)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        cache = self.caches.get(key.kind)
+        mark = cache.mark() if cache is not None else 0
         attempt, last = 0, ""
         while (remaining := deadline - loop.time()) > 0.01:
             try:
@@ -141,9 +167,8 @@ class LiveClusterState:
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 last = f"{type(exc).__name__}"
             else:
-                cache = self.caches.get(key.kind)
-                if cache is not None:
-                    cache.put_if_absent(created)  # a hint until the watch delivers it
+                if cache is not None and cache.put_hint(created, mark):  # a hint until the watch delivers it
+                    self._event(key.kind, "ADDED", created)  # the counts that read it must see it too
                 return CreateResult(True, created)
             attempt += 1
             log.info("creating %s: %s; retrying", key, last)

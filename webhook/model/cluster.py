@@ -63,6 +63,12 @@ class ClusterState(Protocol):
 
     async def create(self, obj: Mapping[str, Any], timeout: float) -> CreateResult: ...
 
+    async def read_through(self, kind: str, namespace: str, name: str, timeout: float) -> Mapping[str, Any] | None:
+        """An object the state may not show yet, asked of its source: None when the source has none either.
+        The live state reads the API and keeps what it finds until its informer delivers it, telling its listeners
+        (another replica may have just created it: a decision must not count it as absent); the standalone store
+        is its own source and answers as `get`."""
+
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
         """An object /validate admitted; the standalone store persists it, the live one waits for its informer.
         `obj` may be the request's own object: a store keeps copies of what it writes into (the object and its

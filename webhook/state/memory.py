@@ -160,6 +160,10 @@ class InMemoryClusterState:
                 return CreateResult(created=False, object=existing)
             return CreateResult(created=True, object=self._put(obj, locked=True))
 
+    async def read_through(self, kind: str, namespace: str, name: str, timeout: float) -> Mapping[str, Any] | None:
+        """The store is the source: nothing more to read."""
+        return self.get(kind, namespace, name)
+
     def record_admitted(self, obj: Mapping[str, Any], operation: str) -> None:
         if operation == "UPDATE":
             key = ObjectKey.of(obj)

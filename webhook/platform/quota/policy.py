@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from dataclasses import field, replace
 from typing import Any, Callable, Mapping
 
-from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
+from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, ClusterState
 from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, SourceRef, ValidationOutcome
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Action, RuleResult, errored, failed, passed, skipped
@@ -66,6 +67,24 @@ def _subject_object(request: AdmissionRequest, obj: Mapping[str, Any]) -> tuple[
     meta.update(name=name, namespace=request.namespace)
     full = {**obj, "kind": request.kind.kind, "apiVersion": obj.get("apiVersion", request.kind.api_version), "metadata": meta}
     return Subject(request.kind.kind, name, request.operation), full
+
+
+READ_THROUGH_TIMEOUT = 2.0  # seconds, at most, for one template the state does not show
+
+
+async def read_missing_templates(state: ClusterState, namespace: str, pod: Mapping[str, Any], deadline: float) -> None:
+    """The claim templates the judged pod names that the state does not show, read through to their source: with
+    two replicas, the one that answered the mutating call created them, and this one's informer may not have
+    delivered them yet (a missing template counts nothing). Bounded by the request's deadline."""
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
+        name = entry.get("resourceClaimTemplateName") if isinstance(entry, Mapping) else None
+        if not isinstance(name, str) or not name or state.get(RESOURCE_CLAIM_TEMPLATE, namespace, name) is not None:
+            continue
+        # a third of what is left at most: the decision and the Hold it writes need the rest
+        timeout = min(READ_THROUGH_TIMEOUT, (deadline - time.monotonic()) / 3)
+        if timeout <= 0.05:
+            return
+        await state.read_through(RESOURCE_CLAIM_TEMPLATE, namespace, name, timeout)
 
 
 @frozen_dataclass(eq=False)  # compared by identity: the settings hold mappings
@@ -118,6 +137,8 @@ class ProfileQuotaPolicy(Battery):
             outcomes = await asyncio.to_thread(judge_controller, self.settings, limits, view, subject.kind, subject.name,
                                                full)
             return ValidationOutcome(self._outcome_results(outcomes), limits.notes)
+        if subject.kind == POD and not ctx.background and not ctx.offline:
+            await read_missing_templates(ctx.state, request.namespace, full, ctx.deadline)
         previous = request.old_object if request.operation == "UPDATE" else None
         prior = None if request.operation == "UPDATE" and previous is None else (previous,)  # None: no oldObject
         namespace, ledger = request.namespace, self.ledger
