@@ -14,9 +14,11 @@ do, the way `kubectl get pods -A -o json` prints them (~2.8 KB of JSON each, ~14
 Two measurements, each in a fresh process:
 - standalone: `quartermaster serve --state DIR` with the file; seconds until /readyz answers 200, and the
   server's resident memory then (VmRSS);
-- live: the objects as live mode's informers keep them (decoded JSON, managedFields dropped, in the pod
-  informer's ObjectCache, webhook/kube/cache.py), listed from the same file; seconds to decode and store them,
-  and the process's resident memory after, beside the same process before (the interpreter and the package).
+- live: the objects as live mode's informers keep them (managedFields dropped, packed: webhook/state/packed.py,
+  in the pod informer's ObjectCache, webhook/kube/cache.py), listed from the same file one object at a time as
+  the informer's paged list decodes them; seconds to decode and store them, and the process's resident memory
+  after, beside the same process before (the interpreter and the package).
+`QUARTERMASTER_PACKED_STATE=0` measures both with every object decoded (the reference).
 Targets (issue 41.7): ready <= 15 s, RSS <= 300 MB.
 """
 
@@ -135,12 +137,20 @@ def rss():
             return int(line.split()[1]) / 1024
 import orjson
 from webhook.kube.cache import ObjectCache
+from webhook.state.packed import packs
 before = rss()
 started = time.perf_counter()
-items = orjson.loads(Path(sys.argv[1]).read_bytes())["items"]  # the informer's list: decoded JSON per object
-pods = ObjectCache(namespaced=True)
-pods.replace(item for item in items if item.get("kind") == "Pod")
-del items
+
+def listed():
+    # the informer's paged list: one page of objects decoded at a time (the file holds one object per line)
+    with open(sys.argv[1], "rb") as lines:
+        for line in lines:
+            line = line.strip().rstrip(b",")
+            if line.startswith(b'{"apiVersion": "v1", "kind": "Pod"'):
+                yield orjson.loads(line)
+
+pods = ObjectCache(namespaced=True, packed=packs("Pod"))  # as LiveClusterState makes its pod cache
+pods.replace(listed())
 seconds = time.perf_counter() - started
 print(json.dumps({"stored": len(pods), "ready_s": seconds, "rss_mb": rss(), "rss_before_mb": before}))
 """

@@ -291,8 +291,16 @@ class FakeApiServer:
                     items.append(item)
             rv = self.rv
         api_version = f"{gvr[0]}/{gvr[1]}" if gvr[0] else gvr[1]
-        return web.json_response({"kind": f"{kind}List", "apiVersion": api_version,
-                                  "metadata": {"resourceVersion": str(rv)}, "items": items})
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        limit = int(query.get("limit") or 0)
+        if limit > 0:  # as the API server pages: `continue` names where the next page starts, in one snapshot
+            start, rv = (int(part) for part in query["continue"].split(":")) if query.get("continue") else (0, rv)
+            metadata["resourceVersion"] = str(rv)
+            if start + limit < len(items):
+                metadata["continue"] = f"{start + limit}:{rv}"
+            items = items[start:start + limit]
+        return web.json_response({"kind": f"{kind}List", "apiVersion": api_version, "metadata": metadata,
+                                  "items": items})
 
     def _key(self, gvr: GVR, namespace: str, name: str) -> tuple[GVR, str, str]:
         return (gvr, namespace if RESOURCES[gvr][1] else "", name)

@@ -178,3 +178,24 @@ def test_policies_look_up_what_the_informers_hold_and_nothing_else(apiserver, li
     with pytest.raises(LookupRefused, match="live cluster cache .* holds no ConfigMap objects"):
         state.lookups.get("v1", "ConfigMap", "jdoe", "settings")
     assert not any(s.plural == "configmaps" for s in apiserver.seen("GET"))  # refused, never fetched
+
+
+def test_a_large_list_is_read_in_pages_and_pods_are_kept_packed(apiserver, live_state):
+    """A large cluster's pods are never decoded all at once: the informer pages its list (limit/continue, as
+    client-go's reflector does) and the cache keeps each pod packed, reading back what was listed."""
+    seed(apiserver)
+    for index in range(7):
+        apiserver.put(pod(f"many-{index}"))
+    state = live_state(list_page_size=3)
+    state.start()
+    eventually(lambda: state.synced, message="never synced")
+    pod_lists = [s for s in apiserver.seen("GET", "pods", watch=False) if "limit" in s.query]
+    # 9 pods in pages of 3: the first page, then from the 4th and the 7th (the fake's token is "offset:version")
+    assert [s.query.get("continue", "").split(":")[0] for s in pod_lists] == ["", "3", "6"]
+    assert all(s.query["limit"] == "3" for s in pod_lists)
+    names = sorted(p["metadata"]["name"] for p in state.list("Pod"))
+    assert names == sorted(["a", "b", *(f"many-{i}" for i in range(7))])
+    cache = state.caches["Pod"]
+    assert cache.packed and all(type(v) is bytes for objs in cache._by_namespace.values() for v in objs.values())
+    assert state.get("Pod", "jdoe", "a")["spec"] == apiserver.get("v1", "Pod", "jdoe", "a")["spec"]
+    assert not state.caches["Namespace"].packed

@@ -101,7 +101,9 @@ async def test_a_template_name_referenced_in_advance_is_not_handed_out(tmp_path)
     fix, the first pod then held a GPU that no quota check had seen (and the profile two)."""
     state = seeded_state(running_pod("notebook"))
     async with running_server(REPO / "policies", tmp_path, qm_state=state) as server:
-        probe = pod("probe", gpus=1)
+        # the name the rewrite gives a one-GPU template (named by content, the same in every namespace), learnt
+        # from a dry run in a profile with room (in jdoe's, full, the dry run is refused as the real create is)
+        probe = pod("probe", "alice", gpus=1)
         planned = apply_patch(probe, decode_patch(await server.admit("/mutate", review(probe, dry_run=True))))
         (entry,) = planned["spec"]["resourceClaims"]
         predicted = entry["resourceClaimTemplateName"]

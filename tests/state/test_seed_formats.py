@@ -4,6 +4,7 @@ import json
 
 import yaml
 
+from webhook.state import packed
 from webhook.state.memory import InMemoryClusterState
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {
@@ -37,7 +38,8 @@ def test_a_yaml_file_that_only_looks_like_json_is_read_as_yaml(tmp_path):
     assert InMemoryClusterState.from_directory(tmp_path).get("Namespace", "", "jdoe") is not None
 
 
-def test_equal_parts_of_seeded_objects_are_one_object_but_metadata_never(tmp_path):
+def test_equal_parts_of_seeded_objects_are_one_object_but_metadata_never(tmp_path, monkeypatch):
+    monkeypatch.setattr(packed, "ENABLED", False)  # packed pods share nothing: they are text
     second = json.loads(json.dumps(POD))
     second["metadata"]["name"] = "nb-1"
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jdoe"}}
@@ -83,3 +85,29 @@ def test_the_parsing_child_ends_even_when_the_parent_ignores_sigterm(tmp_path):
                "print(len(state.list('Pod')))\n")
     done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+
+
+def test_seeded_pods_are_kept_packed_and_read_as_the_reference_reads_them(tmp_path, monkeypatch):
+    second = json.loads(json.dumps(POD))
+    second["metadata"]["name"] = "nb-1"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jdoe"}}
+    (tmp_path / "s.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [POD, second, namespace]}))
+    state = InMemoryClusterState.from_directory(tmp_path)
+    assert all(type(v) is bytes for v in state._scopes[("Pod", "jdoe")].values())
+    assert type(state._scopes[("Namespace", "")]["jdoe"]) is dict  # other kinds stay decoded
+    monkeypatch.setattr(packed, "ENABLED", False)
+    reference = InMemoryClusterState.from_directory(tmp_path)
+    assert all(type(v) is dict for v in reference._scopes[("Pod", "jdoe")].values())
+
+    def without_uid(obj):
+        return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "uid"}}
+    assert [without_uid(p) for p in state.list("Pod", "jdoe")] == [without_uid(p) for p in reference.list("Pod", "jdoe")]
+    assert without_uid(state.get("Pod", "jdoe", "nb-1")) == without_uid(reference.get("Pod", "jdoe", "nb-1"))
+    # a read is a private copy: editing it changes nothing stored
+    state.get("Pod", "jdoe", "nb-0")["spec"]["containers"].clear()
+    assert state.get("Pod", "jdoe", "nb-0")["spec"]["containers"]
+    # deleted as any object is, listeners told with the object
+    seen = []
+    state.add_listener(lambda kind, event, obj: seen.append((event, obj["metadata"]["name"])))
+    state.record_deleted("Pod", "jdoe", "nb-1", force=True)
+    assert seen == [("DELETED", "nb-1")] and state.get("Pod", "jdoe", "nb-1") is None

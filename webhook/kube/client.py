@@ -156,6 +156,23 @@ class KubeApi:
         items = [_with_kind(item, resource) for item in body.get("items") or []]
         return ObjectList(items, str((body.get("metadata") or {}).get("resourceVersion", "")))
 
+    def list_pages(self, resource: ResourceType, timeout: Timeout, limit: int) -> Iterator[ObjectList]:
+        """Every object of `resource` in pages of at most `limit` (the API server's limit/continue, one snapshot):
+        a large cluster's pods are never decoded all at once. An expired continue token raises ApiException 410.
+        Each page carries the snapshot's resourceVersion."""
+        token = ""
+        while True:
+            kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": timeout, "limit": limit}
+            if token:
+                kwargs["_continue"] = token
+            body = _decode(self._collection(resource, "", "list")(**kwargs))
+            metadata = body.get("metadata") or {}
+            yield ObjectList([_with_kind(item, resource) for item in body.get("items") or []],
+                             str(metadata.get("resourceVersion", "")))
+            token = str(metadata.get("continue") or "")
+            if not token:
+                return
+
     def get(self, resource: ResourceType, namespace: str, name: str, timeout: Timeout) -> dict[str, Any] | None:
         try:
             return _with_kind(_decode(self._item(resource, namespace, name, "get")(

@@ -21,7 +21,8 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
 
 import urllib3
 from kubernetes import watch
@@ -55,6 +56,13 @@ class InformerStatus:
     relists: int
     watches: int
     last_error: str
+
+
+@dataclass
+class _Listed:
+    """What a relist learnt besides its objects."""
+    resource_version: str = ""
+    count: int = 0
 
 
 class _Gone(Exception):
@@ -169,8 +177,10 @@ class Informer:
 
     def _relist(self) -> None:
         settings = self.settings
+        listed = _Listed()
         try:
-            listed = self.api.list(self.resource, (settings.connect_timeout, settings.list_timeout))
+            # page by page, each page kept (pods packed) before the next is read; the cache swaps at the end
+            self.cache.replace(self._listed_items(listed))
         except ApiException as exc:
             if exc.status == 404 and self.resource.optional:
                 if not self._absent:
@@ -183,20 +193,27 @@ class Informer:
             if exc.status == 410:
                 raise _Gone("list expired") from None
             raise
-        for item in listed.items:
-            problem = unreadable(item, self.resource.kind, self.resource.namespaced)
-            if problem:
-                raise _Unreadable(f"a list holding {problem}")
         self._absent = False
-        self.cache.replace(listed.items)
         self.resource_version = listed.resource_version
         self.relists += 1
         self.last_error = ""
         self._mark_progress(synced=True)
-        log.info("%s: listed %d objects at resourceVersion %s", self.resource, len(listed.items),
-                 listed.resource_version)
+        log.info("%s: listed %d objects at resourceVersion %s", self.resource, listed.count, listed.resource_version)
         if self.on_event:
             self.on_event(self.resource.kind, "RELIST", None)
+
+    def _listed_items(self, listed: "_Listed") -> Iterator[Mapping[str, Any]]:
+        """The list's objects as its pages arrive; an unreadable one ends the list before the cache changes."""
+        settings = self.settings
+        for page in self.api.list_pages(self.resource, (settings.connect_timeout, settings.list_timeout),
+                                        settings.list_page_size):
+            listed.resource_version = page.resource_version
+            for item in page.items:
+                problem = unreadable(item, self.resource.kind, self.resource.namespaced)
+                if problem:
+                    raise _Unreadable(f"a list holding {problem}")
+                listed.count += 1
+                yield item
 
     def _watch_once(self) -> bool:
         """One watch request; True when it delivered anything (an event or a bookmark)."""

@@ -25,6 +25,7 @@ class LiveSettings:
     connect_timeout: float = 3.0
     api_timeout: float = 10.0  # one ordinary request (not an admission-time create: that has its own deadline)
     list_timeout: float = 60.0  # a full list of a large cluster's pods can take a while
+    list_page_size: int = 500  # objects per list request, as client-go's reflector pages its lists
     # --- informers ---
     watch_seconds: int = 300  # server-side watch timeout, stretched by up to 2x at random (client-go does the same)
     watch_idle_seconds: float = 120.0  # a watch silent this long is reconnected (bookmarks come about every minute)

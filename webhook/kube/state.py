@@ -26,6 +26,7 @@ from webhook.kube.resources import WATCHED, ResourceType, resource_for
 from webhook.kube.settings import LiveSettings
 from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateRefused, StateUnavailable
 from webhook.state.lookups import StateLookups
+from webhook.state.packed import packs
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class LiveClusterState:
         self.api = api
         self.settings = settings
         self.calls = calls
-        self.caches = {r.kind: ObjectCache(r.namespaced) for r in resources}
+        self.caches = {r.kind: ObjectCache(r.namespaced, packs(r.kind)) for r in resources}
         self.informers = {r.kind: Informer(api, r, self.caches[r.kind], settings, self._event) for r in resources}
         self._listeners: list[EventHook] = []
         # policies may look up what the informers hold; other kinds are refused, never fetched per request

@@ -27,6 +27,7 @@ from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
 from webhook.model.jsoncopy import Sharer
 from webhook.state.deletion import deleted, updated
 from webhook.state.lookups import StateLookups
+from webhook.state.packed import pack, packs, stored as unpacked
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,9 @@ FORK_ABOVE = 32 * 2**20  # bytes of state files  # .json: what `kubectl get -o j
 
 
 def _documents(path: Path) -> list[Any]:
-    """A file's documents. JSON (a YAML subset) is parsed by orjson, ~50x faster than PyYAML even with
-    libyaml: 50,000 stored pods load in seconds instead of a minute. What orjson refuses is read as YAML."""
+    """A file's documents. JSON (a YAML subset) is parsed by orjson, many times faster than PyYAML even with
+    libyaml (a large cluster's `kubectl get -o json` loads in seconds, not minutes). What orjson refuses is
+    read as YAML."""
     text = path.read_text(encoding="utf-8")
     if text.lstrip()[:1] in ("{", "["):
         try:
@@ -61,9 +63,14 @@ def _dies_on_terminate() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _read_all(files: list[Path]) -> list[dict[str, Any]]:
-    objects = []
-    share = Sharer()  # stored pods repeat most of themselves: equal parts become one object
+SeedRecord = tuple[str, str, str, "dict[str, Any] | bytes"]  # kind, namespace ("" if cluster-scoped), name, stored
+
+
+def _read_all(files: list[Path]) -> list[SeedRecord]:
+    """The seed's objects as the state stores them (filled in, versioned; pods packed, the rest shared): in the
+    parsing child of a large state, so only what is kept crosses to the server's process."""
+    records: list[SeedRecord] = []
+    share = Sharer()  # stored objects repeat most of themselves: equal parts become one object
     for path in files:
         for index, doc in enumerate(_documents(path)):
             if doc is None:
@@ -71,8 +78,11 @@ def _read_all(files: list[Path]) -> list[dict[str, Any]]:
             for item in _items(doc):
                 if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
                     raise StateSeedError(f"{path} document {index}: every object needs kind and metadata.name")
-                objects.append(share(_seeded(item)))
-    return objects
+                obj = _filled_in(_seeded(item))
+                obj["metadata"]["resourceVersion"] = str(len(records) + 1)
+                key = ObjectKey.of(obj)
+                records.append((key.kind, key.namespace, key.name, pack(obj) if packs(key.kind) else share(obj)))
+    return records
 
 
 def _seeded(obj: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +93,22 @@ def _seeded(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def _filled_in(stored: dict[str, Any]) -> dict[str, Any]:
+    """What the API server fills in when it persists an object (a name, a uid, a creation time); a Secret
+    without its data. Edits `stored` (and its metadata), which the caller owns."""
+    if stored.get("kind") == "Secret":
+        stored.pop("data", None)
+        stored.pop("stringData", None)
+    meta = stored.setdefault("metadata", {})
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+    if "uid" not in meta:
+        meta["uid"] = new_uid()
+    if "creationTimestamp" not in meta:
+        meta["creationTimestamp"] = _now_text()
+    return stored
+
+
 class StateSeedError(ValueError):
     pass
 
@@ -90,7 +116,7 @@ class StateSeedError(ValueError):
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Reading a state builds millions of objects that all survive: every full collection on the way walks
-    all of them again and frees nothing (30 of them, 20-150 ms each, with 50,000 pods). The child that
+    all of them again and frees nothing (dozens of them with a large cluster's pods). The child that
     parses inherits the pause; `serve` collects once and freezes what was loaded right after."""
     enabled = gc.isenabled()
     gc.disable()
@@ -107,7 +133,8 @@ class InMemoryClusterState:
     def __init__(self, objects: Iterable[Mapping[str, Any]] = (), owned: bool = False) -> None:
         """`owned`: the objects were parsed for this state alone (from_directory) and are kept without a copy."""
         # quota counting lists one kind in one namespace on every admission: index for exactly that
-        self._scopes: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        # a seeded pod is kept packed (webhook/state/packed.py): every read goes through `unpacked`
+        self._scopes: dict[tuple[str, str], dict[str, dict[str, Any] | bytes]] = {}
         self._lock = threading.Lock()
         self._resource_version = 0
         self._listeners: list[Callable[[str, str, Mapping[str, Any] | None], None]] = []
@@ -130,18 +157,28 @@ class InMemoryClusterState:
                     # parsing a large state peaks at several times what it keeps, and the heap stays that size
                     # (the survivors are scattered over it): a child process parses, and hands over only what is kept
                     with multiprocessing.get_context("fork").Pool(1, initializer=_dies_on_terminate) as pool:
-                        return cls(pool.apply(_read_all, (files,)), owned=True)
-            return cls(_read_all(files), owned=True)
+                        return cls.seeded(pool.apply(_read_all, (files,)))
+            return cls.seeded(_read_all(files))
+
+    @classmethod
+    def seeded(cls, records: list[SeedRecord]) -> "InMemoryClusterState":
+        """A state holding `records` as they are (_read_all filled them in and numbered their versions)."""
+        state = cls()
+        for kind, namespace, name, value in records:
+            state._scopes.setdefault((kind, namespace), {})[name] = value
+        state._resource_version = len(records)
+        return state
 
     # --- reads ---------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).get(name)
+        found = self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).get(name)
+        return None if found is None else unpacked(found)
 
     def list(self, kind: str, namespace: str = "") -> list[Mapping[str, Any]]:
         if namespace or kind in CLUSTER_SCOPED:
-            return list(self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).values())
+            return [unpacked(v) for v in list(self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {}).values())]
         scopes = [objs for (k, _), objs in list(self._scopes.items()) if k == kind]  # a copy: writers may run in another thread
-        return [obj for objs in scopes for obj in list(objs.values())]
+        return [unpacked(obj) for objs in scopes for obj in list(objs.values())]
 
     def kinds(self) -> list[str]:
         """Every kind held (background scans and `report` look at all of them)."""
@@ -183,9 +220,10 @@ class InMemoryClusterState:
         grace period, stays (marked with deletionTimestamp); `force`: it is gone."""
         with self._lock:
             scope = self._scopes.get((kind, "" if kind in CLUSTER_SCOPED else namespace), {})
-            stored = scope.get(name)
-            if stored is None:
+            found = scope.get(name)
+            if found is None:
                 return
+            stored = unpacked(found)
             remaining = None if force else deleted(stored, options).remaining
             if remaining is not None:
                 self._store(dict(remaining))
@@ -216,22 +254,15 @@ class InMemoryClusterState:
         stored = dict(obj)
         if not owned:
             stored["metadata"] = dict(stored.get("metadata") or {})
-        if stored.get("kind") == "Secret":
-            stored.pop("data", None)
-            stored.pop("stringData", None)
-        meta = stored.setdefault("metadata", {})
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
-        if "uid" not in meta:
-            meta["uid"] = new_uid()
-        if "creationTimestamp" not in meta:
-            meta["creationTimestamp"] = _now_text()
+        _filled_in(stored)
         if locked:
             return self._store(stored)
         with self._lock:
             return self._store(stored)
 
     def _store(self, stored: dict[str, Any]) -> dict[str, Any]:
+        # kept decoded, even a pod: the quota reuses the charge it computed for the admitted request only while
+        # the stored pod shares that request's spec (totals._Spare); the seed's pods, the bulk, are packed
         self._resource_version += 1
         stored["metadata"]["resourceVersion"] = str(self._resource_version)
         key = ObjectKey.of(stored)
@@ -244,8 +275,8 @@ class InMemoryClusterState:
 
 
 class _Uids:
-    """Object uids as the API server makes them (random RFC 4122 version-4 UUIDs), at a tenth of the cost of
-    str(uuid.uuid4()) (2 us, every admitted /validate): the first 74 random bits are drawn once per process,
+    """Object uids as the API server makes them (random RFC 4122 version-4 UUIDs), cheaper than
+    str(uuid.uuid4()) on every admitted /validate: the first 74 random bits are drawn once per process,
     the last 48 count on from a random start. Unique within a process for 2**48 objects, across processes
     (replicas, restarts) as random as the draw; a forked child draws its own (os.register_at_fork)."""
 
