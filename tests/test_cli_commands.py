@@ -101,7 +101,7 @@ def test_validate_lints_like_serve_loads(tmp_path):
         f"{bad / 'junk.yaml'}:2: document 0: invalid YAML: expected the node content, but found '<stream end>'",
         f"{bad / 'quota.yaml'}:8: document 0 field spec.classes.personal.gpus: 'one' is not a Kubernetes quantity (for example 1, 500m, 30Gi, 1Ti)",
     ]
-    assert run.stderr == "quartermaster validate: 1 policies in 3 files, 2 problems\n"
+    assert run.stderr == "quartermaster validate: 1 policy in 3 files, 2 problems\n"
     clean = subprocess.run([sys.executable, "-m", "webhook", "validate", str(REPO / "policies")],
                            capture_output=True, text=True, timeout=60)
     assert (clean.returncode, clean.stdout) == (0, "")
@@ -208,3 +208,30 @@ def test_validate_reports_a_policy_kept_with_a_compile_error(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"{policies / 'bad.yaml'}: document 0 field spec.validations[0].expression: ")
     assert "ValidatingPolicy/bad would answer every request it matches with its failure policy, Fail" in out
+
+
+def test_counts_in_messages_are_singular_for_one():
+    from webhook.model.wording import counted
+    assert [counted(n, "policy", "policies") for n in (0, 1, 2)] == ["0 policies", "1 policy", "2 policies"]
+    assert [counted(n, "object") for n in (1, 3)] == ["1 object", "3 objects"]
+
+
+def test_every_help_example_names_files_a_fresh_clone_has():
+    """`quartermaster COMMAND --help` examples are meant to be pasted from the repository's root."""
+    import glob
+    import shlex
+
+    from tests.support import REPO
+    missing = []
+    for command in ("serve", "apply", "test", "validate", "report", "convert"):
+        shown = subprocess.run([sys.executable, "-m", "webhook", command, "--help"], capture_output=True, text=True,
+                               timeout=60, cwd=REPO).stdout
+        examples = shown.split("Examples:\n", 1)[1].splitlines()
+        for line in examples:
+            tokens = shlex.split(line.split("#", 1)[0])
+            for before, token in zip(["", *tokens], tokens):
+                relative = not token.startswith(("/", "~", "-")) and before != ">"  # not an output file
+                looks_like_path = token.endswith((".yaml", ".json", "/")) or token.startswith(("examples", "policies"))
+                if relative and looks_like_path and not glob.glob(str(REPO / token)):
+                    missing.append(f"{command}: {token}")
+    assert not missing, missing

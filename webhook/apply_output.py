@@ -17,6 +17,7 @@ from webhook.apply import ApplyReport, Skip
 from webhook.model.results import Outcome, RuleResult
 from webhook.model.shapes import plain
 from webhook.reports.policyreport import API_VERSION, MANAGED_BY, MESSAGE_LIMIT, OUTCOMES, SOURCE
+from webhook.model.wording import counted
 
 OUTPUTS = ("yaml", "json")
 
@@ -91,7 +92,8 @@ def write_table(report: ApplyReport, out: TextIO, detailed: bool = False) -> Non
         out.write(f"DENIED {label}: {message}\n")
     counts = {o: sum(1 for _, r in report.rows if r.outcome.value == o) for o in OUTCOMES}
     counts["skip"] += len(report.skips)
-    out.write(f"{len(report.admitted)} admitted, {len(report.denials)} denied, {len(report.created)} objects to create; "
+    out.write(f"{len(report.admitted)} admitted, {len(report.denials)} denied, "
+              f"{counted(len(report.created), 'object')} to create; "
               + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES) + "\n")
 
 

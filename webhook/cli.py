@@ -83,9 +83,9 @@ def _add_apply(commands: Any, summary: str) -> None:
         "Exit 0 admitted, 1 denied (or, with --audit-warn, an audited failure), 2 bad input.",
         ["quartermaster apply --policies policies --state examples/state examples/gpu-pod.yaml",
          "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -",
-         "quartermaster apply --policies policies --state examples/state --policy-report -o json pods/*.yaml",
-         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results pod.yaml",
-         "quartermaster apply --policies policies --kubeconfig ~/.kube/config train.yaml   # state of a live cluster"],
+         "quartermaster apply --policies policies --state examples/state --policy-report -o json examples/*-pod.yaml",
+         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results examples/notebook-pod.yaml",
+         "quartermaster apply --policies policies --kubeconfig ~/.kube/config examples/gpu-pod.yaml   # a live cluster's state"],
         _apply)
     apply.add_argument("--policies", type=existing_path, required=True, metavar="PATH",
                        help="policy directory or file")
@@ -118,7 +118,7 @@ def _add_validate(commands: Any, summary: str) -> None:
         "references between documents. One line per problem (file:line: document N field F: what is wrong) on\n"
         "standard output, then a summary on standard error. Exit 0 when every PATH loads, 2 on any problem.",
         ["quartermaster validate policies",
-         "quartermaster validate policies/profile-quota.yaml team-policies/",
+         "quartermaster validate policies/profile-quota.yaml examples/kyverno/",
          "quartermaster validate --explain policies/   # each policy's evaluation route, and why"],
         _validate)
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="policy directory or file")
@@ -154,7 +154,7 @@ def _add_test(commands: Any, summary: str) -> None:
         ".kyverno-test/kyverno-test.yaml), found recursively under each PATH. Prints a table per suite, then\n"
         "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
         ["quartermaster test examples/kyverno/notebook-home",
-         "quartermaster test ../shared/conformance/kyverno-policies/pod-security-vpol --detailed-results",
+         "quartermaster test examples --detailed-results   # every kyverno-test.yaml below examples/",
          "quartermaster test examples/kyverno -o json"],
         _test)
     test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")

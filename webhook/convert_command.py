@@ -22,7 +22,7 @@ def add_convert_command(commands: argparse._SubParsersAction, summary: str) -> N
         "Print the policies.kyverno.io/v1 ValidatingPolicy/MutatingPolicy equivalent of each rule of kyverno.io\n"
         "ClusterPolicy/Policy documents where a faithful translation exists; rules that have none are listed on\n"
         "standard error with the reason. Exit 0 all converted, 1 some not, 2 unreadable input.",
-        ["quartermaster convert team-policies/disallow-latest-tag.yaml > disallow-latest-tag-vpol.yaml",
+        ["quartermaster convert examples/kyverno/convert/require-image-tag.yaml > require-image-tag-vpol.yaml",
          "kubectl get clusterpolicy require-labels -o yaml | quartermaster convert -"],
         run_convert)
     convert.add_argument("files", nargs="+", metavar="FILE", help="policy files ('-' reads standard input)")

@@ -20,6 +20,7 @@ from webhook.policy.broken import broken_policies
 from webhook.policy.family import CelEvaluation
 from webhook.policy.loader import LoadResult
 from webhook.policy.testfiles import skipped_notice
+from webhook.model.wording import counted
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
 
@@ -80,6 +81,6 @@ def run_validate(paths: list[Path], allow_empty: bool, out: TextIO, err: TextIO,
                       "(serve would admit everything unchanged; --allow-empty to silence)\n")
     problems = sum(len(item.problems) for item in checked)
     policies, files = sum(item.policies for item in checked), sum(item.files for item in checked)
-    verdict = f"{problems} problem{'s' if problems != 1 else ''}" if problems else "no problems"
-    err.write(f"quartermaster validate: {policies} policies in {files} files, {verdict}\n")
+    verdict = counted(problems, "problem") if problems else "no problems"
+    err.write(f"quartermaster validate: {counted(policies, 'policy', 'policies')} in {counted(files, 'file')}, {verdict}\n")
     return EXIT_PROBLEMS if problems else EXIT_OK

@@ -26,6 +26,24 @@ async def test_personal_profile_gets_one_gpu_and_the_denial_explains(tmp_path):
     assert (await admit(qm, pod("cpu-only"))).allowed  # no GPUs, nothing to refuse
 
 
+async def test_a_request_that_can_never_fit_says_so_instead_of_stop_a_notebook(tmp_path):
+    qm = build(tmp_path)
+    verdict = await admit(qm, pod("big", gpus=2))  # nothing running in jdoe's profile: nothing to stop
+    assert not verdict.allowed
+    for words in ("limit 1 GPU (class personal), nothing else in use", "this Pod big asks for 2 more",
+                  "can never fit: ask for at most 1 GPU", "ask the platform team to raise the limit"):
+        assert words in verdict.message, (words, verdict.message)
+    assert "Stop a notebook" not in verdict.message
+    volume = await admit(qm, pvc("huge", "jdoe", "40Gi"))
+    assert not volume.allowed
+    assert "nothing else in use" in volume.message and "can never fit: ask for at most 30Gi" in volume.message
+    assert "Delete volumes" not in volume.message
+    # once something else holds some, the advice to free it is right again
+    assert (await admit(qm, pvc("data", "jdoe", "20Gi"))).allowed
+    more = await admit(qm, pvc("more", "jdoe", "20Gi"))
+    assert "Delete volumes" in more.message and "never fit" not in more.message
+
+
 async def test_team_profile_gets_eight(tmp_path):
     qm = build(tmp_path)
     for i in range(4):

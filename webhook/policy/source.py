@@ -29,6 +29,7 @@ from webhook.policy.documents import Document, policy_files
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.policy.testfiles import skipped_notice
+from webhook.model.wording import counted
 
 if TYPE_CHECKING:  # prometheus_client is imported by those who serve metrics only
     from webhook.observability.metrics import Metrics
@@ -117,7 +118,8 @@ class DirectoryPolicySource:
             # a set that still holds it (policy objects a tenant may write reload whenever any object changes)
             for policy in sorted(set(broken) - set(before), key=broken.index):
                 log.warning("policy does not compile: %s", policy.describe(), extra={"file": policy.source.file})
-            log.info("policies loaded: %d from %d files (generation %d)", len(result.policies), len(result.files), self._generation)
+            log.info("policies loaded: %d from %s (generation %d)", len(result.policies),
+                     counted(len(result.files), "file"), self._generation)
         else:
             self.store.refuse(result.errors)
             for error in result.errors:

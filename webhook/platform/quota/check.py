@@ -83,6 +83,11 @@ def _holders(usage: Usage, reserved: AbstractSet[tuple[str, str]], amount_of: Ca
     return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
+def _holds_nothing(base: Usage, amount_of: Callable[[Charge], Fraction], own_key: tuple[str, str] | None = None) -> bool:
+    """Nothing but the request's own object (its size before an update) holds any of this resource."""
+    return not base.unbounded and all(amount_of(c) <= 0 for key, c in base.charges.items() if key != own_key)
+
+
 def _advice(template: str, limits: ProfileLimits) -> str:
     return template.format(**dict(zip(ADVICE_FIELDS, (limits.namespace, limits.profile_class, limits.owner))))
 
@@ -117,8 +122,14 @@ def _gpu_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: Abstr
         added = format_count(projected.gpus - base.gpus)
         asks = f"{subject.phrase} {verb} {added} more"
         summary = f"over GPU quota in {ns!r} ({used} in use + {added} > {format_count(limit.amount)}); {_details(ns)}"
-    message = (f"GPU quota exceeded in profile {ns!r}: limit {gpus_text(limit.amount)} ({limit.origin}), in use {used} "
-               f"({in_use}), {asks}. {_advice(settings.gpu_advice, limits)}")
+    if _holds_nothing(base, lambda c: c.gpus) and not unbounded_added:
+        # nothing to stop or delete: the request alone is more than the profile ever allows
+        message = (f"GPU quota exceeded in profile {ns!r}: limit {gpus_text(limit.amount)} ({limit.origin}), nothing "
+                   f"else in use; {asks}, so it can never fit: ask for at most {gpus_text(limit.amount)}, or ask the "
+                   f"platform team to raise the limit.")
+    else:
+        message = (f"GPU quota exceeded in profile {ns!r}: limit {gpus_text(limit.amount)} ({limit.origin}), in use "
+                   f"{used} ({in_use}), {asks}. {_advice(settings.gpu_advice, limits)}")
     return RuleOutcome(GPU_RULE, True, message, summary), adds
 
 
@@ -138,9 +149,14 @@ def _storage_outcome(settings: QuotaSettings, limits: ProfileLimits, reserved: A
     own = projected.charge(subject.kind, subject.name).storage
     total = f" ({format_bytes(own)} in total)" if subject.operation == "UPDATE" else ""
     added = format_bytes(projected.storage - base.storage)
-    message = (f"Storage quota exceeded in profile {ns!r}: limit {cap} ({limit.origin}), in use "
-               f"{format_bytes(base.storage)} ({in_use}), {subject.phrase} asks for {added} more{total}. "
-               f"{_advice(settings.storage_advice, limits)}")
+    if _holds_nothing(base, lambda c: c.storage, own_key=(subject.kind, subject.name)):
+        message = (f"Storage quota exceeded in profile {ns!r}: limit {cap} ({limit.origin}), nothing else in use; "
+                   f"{subject.phrase} asks for {added} more{total}, so it can never fit: ask for at most {cap}, or ask the "
+                   f"platform team to raise the limit.")
+    else:
+        message = (f"Storage quota exceeded in profile {ns!r}: limit {cap} ({limit.origin}), in use "
+                   f"{format_bytes(base.storage)} ({in_use}), {subject.phrase} asks for {added} more{total}. "
+                   f"{_advice(settings.storage_advice, limits)}")
     summary = f"over storage quota in {ns!r} ({format_bytes(base.storage)} in use + {added} > {cap}); {_details(ns)}"
     return RuleOutcome(STORAGE_RULE, True, message, summary), adds
 
