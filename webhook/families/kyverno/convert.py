@@ -4,7 +4,7 @@ and actions become one policy under the original name (its suite keeps working, 
 passes one rule and fails another: the new kinds report one result per policy); other rules become
 ``<policy>-<rule>`` policies.
 
-Faithful means: the rule's ``match`` is kinds (+ operations, namespaces without wildcards, selector), it has no
+Faithful means: the rule's ``match`` is kinds (+ operations, namespaces, selector), it has no
 context, JMESPath preconditions, foreach or exclusions beyond kinds, and its check is ``validate.cel``, a
 ``pattern``/``anyPattern`` the pattern translator accepts, or a ``patchStrategicMerge`` without anchors or
 variables. Autogen needs nothing: ValidatingPolicy/MutatingPolicy generate their pod-controller variants.
@@ -90,8 +90,9 @@ def _convert_rule(document: Mapping[str, Any], rule: Mapping[str, Any], single: 
     if meta.get("annotations"):
         out_meta["annotations"] = dict(meta["annotations"])
     body: dict[str, Any] = {"matchConstraints": _match_constraints(rule)}
-    if rule.get("celPreconditions"):
-        body["matchConditions"] = copy.deepcopy(rule["celPreconditions"])
+    conditions = [*_namespace_conditions(rule), *copy.deepcopy(rule.get("celPreconditions") or [])]
+    if conditions:
+        body["matchConditions"] = conditions
     if rule.get("validate"):
         kind = "ValidatingPolicy" if document.get("kind") == "ClusterPolicy" else "NamespacedValidatingPolicy"
         body.update(_validation(rule, spec))
@@ -150,9 +151,7 @@ def _match_constraints(rule: Mapping[str, Any]) -> dict:
     rules = [r for resources in filters for r in _resource_rules(resources)]
     constraints: dict[str, Any] = {"resourceRules": rules}
     namespaces = {ns for resources in filters for ns in resources.get("namespaces") or []}
-    if namespaces:
-        if any("*" in ns or "?" in ns for ns in namespaces):
-            raise Untranslatable("namespace wildcards are not converted")
+    if namespaces and not any(_wildcard(ns) for ns in namespaces):  # with wildcards: _namespace_conditions
         constraints["namespaceSelector"] = {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
                                                                   "operator": "In", "values": sorted(namespaces)}]}
     selectors = [resources["selector"] for resources in filters if resources.get("selector")]
@@ -167,6 +166,31 @@ def _match_constraints(rule: Mapping[str, Any]) -> dict:
             raise Untranslatable("exclude by namespace or selector is not converted")
         constraints["excludeResourceRules"] = excluded
     return constraints
+
+
+def _wildcard(name: str) -> bool:
+    return "*" in name or "?" in name
+
+
+_REGEX_SPECIAL = frozenset(".^$+()[]{}|\\")
+
+
+def _wildcard_regex(pattern: str) -> str:
+    """Kyverno's wildcards (`*` any run, `?` one character) as an anchored RE2 expression."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else "\\" + c if c in _REGEX_SPECIAL else c for c in pattern)
+    return f"^{body}$"
+
+
+def _namespace_conditions(rule: Mapping[str, Any]) -> list[dict]:
+    """Namespaces with wildcards (`team-*`) as a matchCondition on the request's namespace: a namespaceSelector
+    can only list exact names. The exact names go into the same expression."""
+    namespaces = sorted({ns for resources in _filters(rule.get("match")) for ns in resources.get("namespaces") or []})
+    if not any(_wildcard(ns) for ns in namespaces):
+        return []
+    exact = [ns for ns in namespaces if not _wildcard(ns)]
+    tests = [f"request.namespace in {json.dumps(exact)}"] if exact else []
+    tests += [f"request.namespace.matches({json.dumps(_wildcard_regex(ns))})" for ns in namespaces if _wildcard(ns)]
+    return [{"name": "kyverno-namespaces", "expression": " || ".join(tests)}]
 
 
 def _validation(rule: Mapping[str, Any], spec: Mapping[str, Any]) -> dict:
