@@ -16,7 +16,9 @@ COPY webhook ./webhook
 RUN python -m venv /opt/quartermaster \
  && /opt/quartermaster/bin/pip install --no-compile . \
  && /opt/quartermaster/bin/python -m compileall -q /opt/quartermaster/lib \
- && /opt/quartermaster/bin/python -m webhook.compiled --require-all
+ && cd / && /opt/quartermaster/bin/python -m webhook.compiled --require-all
+# (from /, not /src: `python -m` puts the working directory first on sys.path, and /src holds the uncompiled
+# sources, which the check would import instead of the installed package)
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="quartermaster" \

@@ -1,0 +1,71 @@
+"""The image's build stage, run as the Dockerfile says, without a container engine: its COPY lines fill a scratch
+folder, its ENV lines set the environment, and its RUN lines run there, with `/opt/quartermaster` moved under the
+scratch folder. So the stage that compiles the request path's modules cannot break unnoticed (it once checked the
+uncompiled sources instead of the installed package, and every image build failed).
+
+One departure, said here: PIP_NO_CACHE_DIR is left out, so pip reads its cache instead of downloading the
+dependencies again on every run (what it installs is the same)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import REPO
+
+OPT = "/opt/quartermaster"
+
+
+def build_stage() -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text())
+    steps = [tuple(line.strip().split(None, 1)) for line in text.splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    froms = [i for i, (op, _) in enumerate(steps) if op == "FROM"]
+    return steps[froms[0] + 1:froms[1]]  # type: ignore[return-value]
+
+
+def test_the_build_stage_builds_and_every_module_is_compiled(tmp_path: Path) -> None:
+    workdir = tmp_path
+    opt = tmp_path / "opt" / "quartermaster"
+    shims = tmp_path / "shims"  # `python` is the build image's interpreter: the one running the tests here
+    shims.mkdir()
+    (shims / "python").symlink_to(Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PIP_", "VIRTUAL_ENV", "PYTHON"))}
+    env["PATH"] = f"{shims}:{env.get('PATH', '')}"
+    ran = []
+    for op, args in build_stage():
+        if op == "ENV":
+            for key, value in re.findall(r"(\w+)=(\S+)", args):
+                if key != "PIP_NO_CACHE_DIR":
+                    env[key] = value
+        elif op == "WORKDIR":
+            workdir = tmp_path / args.strip().lstrip("/")
+            workdir.mkdir(parents=True, exist_ok=True)
+        elif op == "COPY":
+            *sources, target = args.split()
+            destination = workdir / target if not target.startswith("/") else tmp_path / target.lstrip("/")
+            for source in sources:
+                origin = REPO / source
+                if origin.is_dir():
+                    shutil.copytree(origin, destination / source if target.endswith("/") else destination,
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"), dirs_exist_ok=True)
+                else:
+                    shutil.copy(origin, destination / source if target.endswith("/") else destination)
+        elif op == "RUN":
+            command = args.replace(OPT, str(opt))
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=workdir, env=env,
+                                  capture_output=True, text=True, timeout=1200)
+            assert done.returncode == 0, f"RUN {args}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            ran.append(args)
+        else:
+            raise AssertionError(f"the build stage has a step this test does not know how to run: {op} {args}")
+    assert any("webhook.compiled --require-all" in command for command in ran)
+    # the installed package, not the sources: its modules are the compiled ones
+    check = subprocess.run([str(opt / "bin" / "python"), "-m", "webhook.compiled", "--require-all"], cwd="/",
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert (opt / "bin" / "quartermaster").exists()
