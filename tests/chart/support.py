@@ -21,6 +21,15 @@ from webhook.deploy.structural import structural_problems
 CHART = REPO / "charts" / "quartermaster"
 RELEASE, NAMESPACE = "qm", "platform"
 KUBE_VERSION = "v1.34.0"
+# what every install must set (the chart refuses to render without it while the notebook policy is shipped);
+# a test that sets notebook.issuer itself, even to "", gets its own value
+SITE = {"notebook": {"issuer": "https://auth.example.org/realms/platform"}}
+
+
+def with_site(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    merged = dict(values or {})
+    merged["notebook"] = {**SITE["notebook"], **dict(merged.get("notebook") or {})}
+    return merged
 
 TEAM_QUOTA = """\
 apiVersion: quartermaster.dev/v1alpha1
@@ -93,11 +102,11 @@ def _render(values_json: str, namespace: str, release: str) -> Rendered:
 
 def render(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE, release: str = RELEASE) -> Rendered:
     """Render as `helm install` would (offline: `lookup` finds nothing). Cached: treat the result as read-only."""
-    return _render(json.dumps(values or {}, sort_keys=True), namespace, release)
+    return _render(json.dumps(with_site(values), sort_keys=True), namespace, release)
 
 
 def lint(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return helm.lint(CHART, dict(values or {}), strict=True, namespace=NAMESPACE, kube_version=KUBE_VERSION)
+    return helm.lint(CHART, with_site(values), strict=True, namespace=NAMESPACE, kube_version=KUBE_VERSION)
 
 
 def validate_object(obj: Mapping[str, Any]) -> None:

@@ -29,11 +29,21 @@ def test_chart_copy_of_the_policies_is_current():
     assert problems == [], f"run `python -m webhook.deploy.chart_files`: {problems}"
 
 
+def site_lines(text):
+    """A policy file's lines, those the chart fills in (marked `# chart: ...`) left out."""
+    return [line for line in text.splitlines() if "# chart:" not in line and "; chart:" not in line]
+
+
 def test_default_configmap_is_the_policies_directory(tmp_path):
     data = config_data()
     repo = {p.name: p.read_text() for p in (REPO / "policies").iterdir() if p.suffix in (".yaml", ".yml")}
     assert repo, "the repository ships default policies"
-    assert data == repo  # byte for byte: comments and formatting survive
+    # byte for byte, comments and formatting included, but the site's values: every line stays where it was
+    assert {name: site_lines(text) for name, text in data.items()} == {name: site_lines(text) for name, text in repo.items()}
+    assert {name: len(text.splitlines()) for name, text in data.items()} == \
+        {name: len(text.splitlines()) for name, text in repo.items()}
+    assert {name: text for name, text in data.items() if name != "notebook-injection.yaml"} == \
+        {name: text for name, text in repo.items() if name != "notebook-injection.yaml"}
     result = load(data, tmp_path)
     assert result.ok, [str(e) for e in result.errors]
     assert len(result.policies) >= len(repo)
@@ -92,3 +102,38 @@ def test_without_audit_only_policies_keep_their_mode():
 
 def test_chart_has_no_policy_subdirectories():
     assert all(p.is_file() for p in (CHART / "files" / "policies").iterdir())
+
+
+def notebook_policy(values):
+    return yaml.safe_load(config_data(values)["notebook-injection.yaml"])["spec"]
+
+
+def test_the_notebook_policy_takes_the_sites_values_and_the_charts_image(tmp_path):
+    values = {"image": {"repository": "registry.example.org/platform/quartermaster", "tag": "2.0.1"},
+              "notebook": {"issuer": "https://sso.example.org/realms/ml", "credentialsSecretName": "oidc-creds-{user}",
+                           "homeClaimName": "eos-home"}}
+    spec = notebook_policy(values)
+    refresher = spec["tokenRefresher"]
+    assert refresher["image"] == "registry.example.org/platform/quartermaster:2.0.1"
+    assert "--issuer=https://sso.example.org/realms/ml" in refresher["args"]
+    assert refresher["credentials"]["secretName"] == "oidc-creds-{user}"
+    assert spec["home"]["volume"]["persistentVolumeClaim"]["claimName"] == "eos-home"
+    digest = "sha256:" + "ab" * 32
+    pinned = notebook_policy({**values, "image": {"repository": "registry.example.org/qm", "digest": digest}})
+    assert pinned["tokenRefresher"]["image"] == f"registry.example.org/qm@{digest}"
+    data = config_data(values)
+    result = load(data, tmp_path)
+    assert result.ok, [str(e) for e in result.errors]
+
+
+def test_the_chart_refuses_to_render_without_the_sites_issuer():
+    import pytest
+    with pytest.raises(Exception, match="notebook.issuer: set your identity provider's OIDC issuer"):
+        render({"notebook": {"issuer": ""}})
+    with pytest.raises(Exception, match="is not an https:// URL"):
+        render({"notebook": {"issuer": "http://insecure.example.org"}})
+    with pytest.raises(Exception, match="is not a plain value"):
+        render({"notebook": {"homeClaimName": "eos # injected"}})
+    # without the notebook policy, nothing to adapt
+    data = render({"notebook": {"issuer": ""}, "policies": {"exclude": ["notebook-injection.yaml"]}}).one("ConfigMap")["data"]
+    assert "notebook-injection.yaml" not in data

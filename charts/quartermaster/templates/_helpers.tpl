@@ -281,3 +281,20 @@ watches the API instead, so DELETE is sent only in standalone mode.
 {{- define "quartermaster.apiServerSourcesOrigin" -}}
 {{- if .Values.networkPolicy.apiServerCIDRs }}values{{ else if include "quartermaster.apiServerSources" . | fromYamlArray }}cluster{{ else }}unresolved{{ end }}
 {{- end }}
+
+{{/* The default notebook policy with the site's values on the lines marked `# chart: KEY`: the value before the
+comment is replaced, nothing else moves (a load error still names the file's own line). */}}
+{{- define "quartermaster.notebookPolicy" -}}
+{{- $v := .root.Values.notebook }}
+{{- $issuer := required "notebook.issuer: set your identity provider's OIDC issuer URL (docs/deploy.md, Notebooks), or leave the notebook policy out with policies.exclude=[notebook-injection.yaml]" $v.issuer }}
+{{- if not (regexMatch "^https://[^\\s#]+$" $issuer) }}
+{{- fail (printf "notebook.issuer: %q is not an https:// URL" $issuer) }}
+{{- end }}
+{{- range $key, $value := dict "image\\.\\*" (include "quartermaster.image" .root) "notebook\\.issuer" (printf "--issuer=%s" $issuer) "notebook\\.credentialsSecretName" $v.credentialsSecretName "notebook\\.homeClaimName" $v.homeClaimName }}
+{{- if not (regexMatch "^[-A-Za-z0-9][^\\s#'\"]*$" (toString $value)) }}
+{{- fail (printf "%s: %q is not a plain value" (regexReplaceAll "\\\\" $key "") $value) }}
+{{- end }}
+{{- $_ := set $ "text" (regexReplaceAll (printf "(?m)^(\\s*(?:- )?(?:[A-Za-z]+: )?)\\S+(\\s+#.*chart: %s(?:\\s.*)?)$" $key) $.text (printf "${1}%s${2}" $value)) }}
+{{- end }}
+{{- .text }}
+{{- end }}
