@@ -6,7 +6,7 @@ objects of the profile (a pod reads its claim templates, generated claims and ep
 reads its owner pod), so each charge is computed through a recording view that notes every object
 (or whole kind) it looked at. When an object changes, exactly the charges that read it are recomputed,
 and the totals move by the difference: Fractions are exact, so the totals always equal a recount
-(`tests/platform/test_quota_totals.py` checks that against `measure()` on random histories). A rule
+(`tests/platform/quota/test_totals.py` checks that against `measure()` on random histories). A rule
 change in the charge functions flows in unchanged: whatever they read is recorded.
 
 One charge is reused instead of computed again: the request's pod, laid over the totals for the decision,
