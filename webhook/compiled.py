@@ -1,8 +1,8 @@
 """Which modules of the request path are compiled to C (by mypyc, when the package is built), and whether they are.
 
 A GPU notebook's /mutate spends most of its own time in a few modules of plain functions over JSON: the patch
-diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take about half their time (the
-patch diff of a notebook pod 10-12 us against 20-30), with no line changed: the same source is the pure-Python
+diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take markedly less time
+(docs/performance.md measures it), with no line changed: the same source is the pure-Python
 module wherever no C compiler was at hand when the package was built, or when `QUARTERMASTER_PURE_PYTHON=1` asks
 for the sources (webhook/pure_python.py). `setup.py` reads MODULES from this file's text (the package cannot be
 imported while it is built).
