@@ -20,6 +20,7 @@ from webhook.pure_python import VARIABLE as PURE_PYTHON_VARIABLE, asked as pure_
 # and their classes that tests patch stay interpreted classes (frozen_dataclass), whose methods can be replaced
 MODULES = (
     "webhook.model.review",
+    "webhook.model.boundedjson",
     "webhook.model.patch",
     "webhook.model.jsoncopy",
     "webhook.engine.verdicts",

@@ -193,7 +193,7 @@ class _Noting(dict):
 
 
 def test_pod_charge_reads_of_the_pod_only_what_a_kept_charge_compares():
-    """The spare (totals._Spare) compares spec, status, name and uid: pod_charge must read nothing else of
+    """The spare (records.SpareCharge) compares spec, status, name and uid: pod_charge must read nothing else of
     the pod (resourceVersion only keys the legacy memo, whose value is the same for the same spec)."""
     rng = random.Random(9)
     objects = [random_object(rng) for _ in range(40)]
