@@ -42,3 +42,16 @@ def test_no_module_of_the_package_is_over_four_hundred_lines():
             if (lines := len(path.read_text().splitlines())) > MAX_LINES}
     assert {name: lines for name, lines in long.items() if name not in LONGER_FOR_NOW} == {}
     assert all((REPO / name).exists() for name in LONGER_FOR_NOW), "an exception for a module that is gone"
+
+
+def test_the_tests_of_each_family_and_battery_mirror_its_package():
+    """webhook/families/cel/ is tested in tests/families/cel/, webhook/platform/quota/ in tests/platform/quota/...:
+    a newcomer finds a module's tests where the module is."""
+    packages = [path.parent.relative_to(REPO / "webhook") for parent in ("families", "platform")
+                for path in (REPO / "webhook" / parent).glob("*/__init__.py")]
+    assert packages
+    missing = [str(package) for package in packages if not any((REPO / "tests" / package).glob("test_*.py"))]
+    assert missing == []
+    # the packages hold the tests: no test module is left flat beside them
+    flat = sorted(path.name for parent in ("families", "platform") for path in (REPO / "tests" / parent).glob("test_*.py"))
+    assert flat == ["test_battery_golden.py", "test_shared_renderings.py"]  # across the batteries, by design
