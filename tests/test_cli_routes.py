@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cel_family.test_fused import VALIDATIONS, named, policy
-from tests.cel_family.test_fused_group import GROUP
+from tests.families.cel.test_fused import VALIDATIONS, named, policy
+from tests.families.cel.test_fused_group import GROUP
 from tests.support import REPO
 from webhook.cli import main
 from webhook.commandline import CEL_EVALUATION_ENV

@@ -1,7 +1,7 @@
 """Kyverno's security advisories that apply to what Quartermaster implements, replayed against a running
 standalone `serve` with real AdmissionReviews (docs/security.md, "Kyverno's advisories", lists them all,
 with those that do not apply and why). The tenancy advisories (CVE-2024-48921, CVE-2026-22039,
-CVE-2026-41068, GHSA-79gf-7frw-68m9) are replayed in kyverno_family/test_tenancy.py, cel_family/test_tenancy.py
+CVE-2026-41068, GHSA-79gf-7frw-68m9) are replayed in families/kyverno/test_tenancy.py, families/cel/test_tenancy.py
 and kube/test_policy_tenancy_live.py."""
 
 from __future__ import annotations

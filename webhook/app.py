@@ -109,11 +109,11 @@ class Quartermaster:
         `sink`: where a standalone process sends rule results (tests pass a MemoryResultSink to read them); by
         default none. Standalone has no PolicyReports to write and nothing there would read a history (users get
         warnings, annotations, logs and metrics; `report` scans the state), while a buffer of the latest results
-        cost collector pauses at 1,000 req/s: each admission's results outlived young collections before they
-        died (~3 ms every ~600 admissions, and ~20 ms full collections). Live mode sends them to its PolicyReport
-        writer.
+        cost collector pauses under load: each admission's results outlived young collections before they died,
+        so every collection walked them. Live mode sends them to its PolicyReport writer.
         `with_metrics=False` for the one-shot commands: no registry of counters nobody reads, and no import of
-        prometheus_client (~40 ms of their start). Live mode has metrics whatever it says: its informers count."""
+        prometheus_client, a noticeable part of their start. Live mode has metrics whatever it says: its
+        informers count."""
         metrics = None
         if with_metrics or settings.live is not None:
             from webhook.observability.metrics import Metrics
@@ -185,8 +185,8 @@ class Quartermaster:
         metrics = self._served_metrics()
         self.load_policies()
         # what was loaded so far (the --state seed, compiled policies, imported modules) lives as long as the
-        # process: out of the collector's sight, a full collection no longer walks every stored object
-        # (~1 s with 10,000 stored pods, every few thousand requests: that was the p99)
+        # process: out of the collector's sight, a full collection no longer walks every stored object (with a
+        # large state, those walks were the longest pauses of the tail latency)
         gc.collect()
         gc.freeze()
         reloader, _ = self.tls()

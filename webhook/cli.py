@@ -136,7 +136,7 @@ def _add_report(commands: Any, summary: str) -> None:
 
 
 def _add_certs(commands: Any, summary: str) -> None:
-    from webhook.deploy.certs_cli import add_certs_command  # cryptography (~0.25 s): only when `certs` runs
+    from webhook.deploy.certs_cli import add_certs_command  # cryptography is slow to import: only when `certs` runs
 
     add_certs_command(commands, summary)
 

@@ -1,8 +1,8 @@
 """Which modules of the request path are compiled to C (by mypyc, when the package is built), and whether they are.
 
 A GPU notebook's /mutate spends most of its own time in a few modules of plain functions over JSON: the patch
-diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take about half their time (the
-patch diff of a notebook pod 10-12 us against 20-30), with no line changed: the same source is the pure-Python
+diff, the copies, the notebook injection and the DRA rewrite. Compiled, they take markedly less time
+(docs/performance.md measures it), with no line changed: the same source is the pure-Python
 module wherever no C compiler was at hand when the package was built, or when `QUARTERMASTER_PURE_PYTHON=1` asks
 for the sources (webhook/pure_python.py). `setup.py` reads MODULES from this file's text (the package cannot be
 imported while it is built).
@@ -20,6 +20,7 @@ from webhook.pure_python import VARIABLE as PURE_PYTHON_VARIABLE, asked as pure_
 # and their classes that tests patch stay interpreted classes (frozen_dataclass), whose methods can be replaced
 MODULES = (
     "webhook.model.review",
+    "webhook.model.boundedjson",
     "webhook.model.patch",
     "webhook.model.jsoncopy",
     "webhook.engine.verdicts",

@@ -1,9 +1,9 @@
 """docs/quota.md's charging table replayed against the real API server: each row's objects created as a tenant,
 the resourceclaim controller and the scheduler make them, the profile's charge then measured by dry-run probe pods
-through the API server (two Quartermaster replicas behind it), as tests/platform/test_quota_bypass.py measures it
+through the API server (two Quartermaster replicas behind it), as tests/platform/quota/test_bypass.py measures it
 standalone.
 
-How each row is built (the row data is tests/platform/bypass_table.py):
+How each row is built (the row data is tests/platform/quota/bypass_table.py):
 - Every row gets a namespace that becomes a team profile only once its objects exist: rows over the limit could
   not be created otherwise, and the DRA rewrite (profiles only) would turn the legacy pods into claim pods.
 - Pods carry a scheduling gate: no node runs them and the scheduler makes no claim of its own, so each pod stays
@@ -36,8 +36,8 @@ from kubernetes.client import ApiException
 from tests.cluster.control import ClusterRecord, start_component, stop_component
 from tests.cluster.kube import Kube, eventually
 from tests.cluster.quartermaster import Installation
-from tests.platform.bypass_table import LIMIT, Row, expected_admissions, rows
-from tests.platform.quota_builders import claim, device_request, pod, template
+from tests.platform.quota.bypass_table import LIMIT, Row, expected_admissions, rows
+from tests.platform.quota.builders import claim, device_request, pod, template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 

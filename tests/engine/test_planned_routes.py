@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
-from tests.cel_family.test_fused import CEL, CORPUS, NAMESPACES, engine, pod, results
-from tests.cel_family.test_fused_corpus import _corpus_documents
-from tests.cel_family.test_fused_group import GROUP
+from tests.families.cel.test_fused import CEL, CORPUS, NAMESPACES, engine, pod, results
+from tests.families.cel.test_fused_corpus import _corpus_documents
+from tests.families.cel.test_fused_group import GROUP
 from webhook.engine.dispatch import AdmissionEngine
 from webhook.engine.offline import admit_offline
 from webhook.families.cel.family import CelFamily

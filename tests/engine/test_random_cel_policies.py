@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tests.cel_family.test_fused import engine, named, policy
+from tests.families.cel.test_fused import engine, named, policy
 from webhook.engine.offline import admit_offline
 from webhook.families.cel.fusedgroup import FusedGroup
 from webhook.policy.family import CelEvaluation

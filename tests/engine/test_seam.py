@@ -17,7 +17,7 @@ from webhook.model.review import parse_review
 from webhook.policy.family import FamilyRegistry
 from webhook.reports.sink import MemoryResultSink
 from webhook.state.memory import InMemoryClusterState
-from tests.families import GateFamily, gate
+from tests.families.gate import GateFamily, gate
 from tests.kinds import REQUIRE_TEAM, pod, test_family
 from tests.support import review
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import aiohttp
 from hypothesis import strategies as st
 
-from tests.platform.quota_builders import claim, claim_spec, device_request, pod, pvc, template
+from tests.platform.quota.builders import claim, claim_spec, device_request, pod, pvc, template
 from tests.support import REPO, load_yaml, review, running_server
 from webhook.server.limits import ServerLimits
 

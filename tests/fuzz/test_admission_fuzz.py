@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.fuzz.support import body_from_seed, raw_body, seed_reviews, start_threaded
 from tests.support import REPO, review
-from tests.platform.quota_builders import pod
+from tests.platform.quota.builders import pod
 
 BATCHES, BATCH = 100, 100
 SEEDS = seed_reviews()

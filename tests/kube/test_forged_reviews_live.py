@@ -6,7 +6,7 @@ import shutil
 from dataclasses import replace
 
 from tests.kube.conftest import FAST, async_eventually
-from tests.platform.quota_builders import namespace, pod, pvc
+from tests.platform.quota.builders import namespace, pod, pvc
 from tests.support import REPO, review, running_server
 
 

@@ -84,7 +84,7 @@ async def test_two_first_writes_create_one_ledger(apiserver, kube_api, calls):
 async def test_another_replicas_hold_counts_until_this_replicas_count_includes_its_pod(apiserver, kube_api, calls):
     """Replica B's informer shows replica A's pod in its cache before B's usage index hears of it: A's Hold must
     still count then, or B admits a second GPU in a one-GPU profile."""
-    from tests.platform.quota_builders import compiled, lagging_state, pod, request
+    from tests.platform.quota.builders import compiled, lagging_state, pod, request
     from webhook.model.policy import EvalContext
     from webhook.state.ledger import ReservationLedgers
 

@@ -1,4 +1,4 @@
-"""Issue 39, finding 3, in live mode: the attacks of tests/platform/trust_attacks.py sent over HTTPS to the real
+"""Issue 39, finding 3, in live mode: the attacks of tests/platform/notebook/trust_attacks.py sent over HTTPS to the real
 server, which reads bob's Notebook and StatefulSet (and one carol made before the checks) through its informers
 from the test API server (real REST and watch)."""
 
@@ -6,8 +6,8 @@ import shutil
 from dataclasses import replace
 
 from tests.kube.conftest import FAST, async_eventually
-from tests.platform.test_notebook_trust import NOTEBOOK_POLICY, debug_review, refused, secrets_of
-from tests.platform.trust_attacks import (BOB, BOBS_SECRET, CAROL, CONTROLLER_POD, edited, forged_pod, notebook,
+from tests.platform.notebook.test_trust import NOTEBOOK_POLICY, debug_review, refused, secrets_of
+from tests.platform.notebook.trust_attacks import (BOB, BOBS_SECRET, CAROL, CONTROLLER_POD, edited, forged_pod, notebook,
                                           plain_pod, team_objects, tenant_statefulset)
 from tests.support import STATEFULSET_CONTROLLER, apply_patch, decode_patch, review, running_server
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from tests.kube.conftest import FAST
 from tests.kube.objects import namespace
-from tests.kyverno_family.test_tenancy import DISALLOW_PRIVILEGED, SECRET, TENANT_EXCEPTION, generating_policy, \
+from tests.families.kyverno.test_tenancy import DISALLOW_PRIVILEGED, SECRET, TENANT_EXCEPTION, generating_policy, \
     peeking_policy, pod
 from tests.support import eventually, policy_dir, review, running_server
 

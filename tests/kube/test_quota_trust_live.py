@@ -5,8 +5,8 @@ import shutil
 from dataclasses import replace
 
 from tests.kube.conftest import FAST, async_eventually
-from tests.platform.quota_builders import namespace, pod
-from tests.platform.test_quota_extended_claims import scheduler_claim
+from tests.platform.quota.builders import namespace, pod
+from tests.platform.quota.test_extended_claims import scheduler_claim
 from tests.support import REPO, review, running_server
 
 

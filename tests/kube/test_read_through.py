@@ -7,7 +7,7 @@ cannot show the template, and everything else is real: the live state, the `kube
 
 from tests.kube.conftest import eventually
 from tests.kube.objects import namespace
-from tests.platform.quota_builders import compiled, device_request, pod, request, template
+from tests.platform.quota.builders import compiled, device_request, pod, request, template
 from webhook.model.policy import EvalContext
 
 TEMPLATE = "ResourceClaimTemplate"

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from webhook.model.boundedjson import MAX_DEPTH, _too_deep, shallow_body
 from webhook.model.errors import MalformedReview
-from webhook.model.review import MAX_DEPTH, _too_deep, parse_review, shallow_body
+from webhook.model.review import parse_review
 from tests.kinds import pod
 from tests.support import review, source_module
 

@@ -9,7 +9,7 @@ from webhook.model.policy import Phase, PolicyId
 from webhook.policy.family import FamilyRegistry
 from webhook.policy.loader import PolicyLoader
 from webhook.policy.perdocument import PerDocumentFamily
-from tests.families import API, GateFamily, gate
+from tests.families.gate import API, GateFamily, gate
 from tests.kinds import ADD_LABEL, ADD_ZONE, REQUIRE_LABEL, REQUIRE_TEAM, test_family
 
 

@@ -55,7 +55,7 @@ async def test_an_annotation_that_names_itself_is_answered_at_once(tmp_path):
             assert (await server.get("/healthz"))[0] == 200
         hostile = [server.admit("/validate", review(annotated(note))) for note in (SELF, SELF * 2, SELF * 3)]
         # a hang guard: the loop that never ended stops here; the work per value is bounded by
-        # tests/kyverno_family/test_variables.py (lines run)
+        # tests/families/kyverno/test_variables.py (lines run)
         results = await asyncio.wait_for(asyncio.gather(*hostile, *(probe() for _ in range(10))), 60)
         for response in results[:3]:
             assert response["allowed"] is False  # the rule errors: the policy's failure policy decides

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.kyverno_family.test_tenancy import DISALLOW_PRIVILEGED, TENANT_EXCEPTION, pod
+from tests.families.kyverno.test_tenancy import DISALLOW_PRIVILEGED, TENANT_EXCEPTION, pod
 from webhook.cli import main
 
 

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _ALLOWED = Verdict(allowed=True)
-DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say (its default timeout is 10s)
+DEFAULT_BUDGET = 9.0  # seconds, when the API server did not say: a margin under its default webhook timeout
 CREATE_TIMEOUT = 3.0
 # each_within's switch, read once at import (docs/fast-paths.md)
 STEPPED = os.environ.get("QUARTERMASTER_STEPPED_POLICIES", "1").strip().lower() not in ("0", "false", "off", "no")

@@ -17,10 +17,10 @@ import yaml
 
 from webhook.model.quickinit import frozen_dataclass
 
-# libyaml composes ~100x faster than PyYAML's own reader and stops at 1,000 levels of flow nesting with an
-# error where the Python composer recurses for a second before its RecursionError
+# libyaml composes far faster than PyYAML's own reader and stops at 1,000 levels of flow nesting with an
+# error where the Python composer recurses at length before its RecursionError
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# as for AdmissionReviews (model/review.py): deeper than any Kubernetes object or policy
+# as for AdmissionReviews (model/boundedjson.py): deeper than any Kubernetes object or policy
 MAX_DEPTH = 100
 # nodes that aliases may add beyond the document's own: reuse of a block by anchors stays far below it
 MAX_ALIAS_NODES = 10_000

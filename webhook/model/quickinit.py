@@ -2,16 +2,16 @@
 
 `@frozen_dataclass` is `@dataclass(frozen=True)`: the same fields, `__init__` signature, `==`, hash, repr and
 `dataclasses.replace`, and FrozenInstanceError on assignment or deletion. Two costs differ:
-- Making the class. On Python 3.11, `dataclass` compiles each method it generates on its own (~0.2 ms each on a
-  slow machine); a frozen class gets six, and the ~110 classes `quartermaster apply` imports spent about a sixth
-  of its instructions compiling them. Here `__setattr__` and `__delattr__` are two functions shared by every
+- Making the class. On Python 3.11, `dataclass` compiles each method it generates on its own; a frozen class
+  gets six, and compiling them was a large share of the instructions of `quartermaster apply`, which imports
+  ~110 such classes. Here `__setattr__` and `__delattr__` are two functions shared by every
   class: four compilations a class instead of six.
 - Constructing an instance, with `dict_init=True`. The generated frozen `__init__` sets each field through
-  `object.__setattr__` (its own `__setattr__` refuses), a call per field (~0.2 us); a GPU notebook's review
+  `object.__setattr__` (its own `__setattr__` refuses), a call per field; a GPU notebook's review
   builds ~25 objects of a few classes. Their `__init__` writes the new instance's `__dict__` instead. That makes
   CPython keep a dict per instance rather than its values inline, so each later read of a field costs a little
   more: right for what a review builds and reads a few times, wrong for what a policy compiles once and every
-  review reads (measured: the notebook pod's /mutate took 3.5 % more instructions with every class so made).
+  review reads (measured: the notebook pod's /mutate took more instructions with every class so made).
 
 `QUARTERMASTER_QUICK_DATACLASSES=0` makes every class with `dataclasses.dataclass(frozen=True)` itself (the
 reference route, for an operator or a test that suspects this module; docs/fast-paths.md says what it costs).

@@ -6,7 +6,7 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # OpenTelemetry (~10 ms to import) only when an exporter is configured: `apply` starts faster
+if TYPE_CHECKING:  # OpenTelemetry (slow to import) only when an exporter is configured: `apply` starts faster
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -30,7 +30,7 @@ class Tracing:
 
     @property
     def enabled(self) -> bool:
-        """False: `span` is a no-op; callers on the request path skip building its attributes (~1 us)."""
+        """False: `span` is a no-op; callers on the request path skip building its attributes."""
         return self._tracer is not None
 
     def span(self, name: str, **attributes: Any) -> AbstractContextManager[Any]:

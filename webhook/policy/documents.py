@@ -62,12 +62,12 @@ def _check_characters(name: str, text: str) -> None:
                                            "or not text; YAML allows only tab, newline and printable characters")
 
 
-# libyaml's reader, ~10x faster than PyYAML's own (a third of `apply`'s policy loading). It differs from the
-# reference reader in its messages and limits, and accepts what that one refuses in a few places (a tab after
-# "key:", a comment right after a block scalar's `|`/`>`) and puts some empty values on another line after an
-# explicit `? key`: so it reads only text without tabs, unusual line breaks, directives, such headers or
-# explicit keys, only documents at most _FAST_DEPTH deep, and on any error gives way to
-# the reference reader, which then says what users have always seen. tests/policy/test_fast_yaml.py compares
+# libyaml's reader, far faster than PyYAML's own (reading YAML was a large part of `apply`'s policy loading).
+# It differs from the reference reader in its messages and limits, and accepts what that one refuses in a few
+# places (a tab after "key:", a comment right after a block scalar's `|`/`>`) and puts some empty values on
+# another line after an explicit `? key`: so it reads only text without tabs, unusual line breaks, directives,
+# such headers or explicit keys, only documents at most _FAST_DEPTH deep, and on any error gives way to the
+# reference reader, which then says what users have always seen. tests/policy/test_fast_yaml.py compares
 # the two readers over every YAML file of the repository and the conformance corpus, and over mutations.
 _FAST_LOADER = yaml.CSafeLoader if yaml.__with_libyaml__ else None
 # a "? " anywhere, not only at a line's start: inside a flow collection libyaml reads `{a: b? c}` as a plain scalar

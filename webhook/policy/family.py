@@ -89,7 +89,7 @@ _VALIDATORS: dict[int, SchemaValidator] = {}
 def _validator(schema: Mapping[str, Any]) -> SchemaValidator:
     """One validator per schema and process (`test` builds a registry per suite). The schemas themselves are
     module constants, checked against the metaschema by tests/policy/test_schemas.py rather than at every
-    start: that check alone cost ~0.1 s of each `apply`."""
+    start: that check alone was a large part of each `apply`."""
     cached = _VALIDATORS.get(id(schema))
     if cached is None or cached.schema is not schema:
         cached = _VALIDATORS[id(schema)] = SchemaValidator(schema)
@@ -99,7 +99,7 @@ def _validator(schema: Mapping[str, Any]) -> SchemaValidator:
 class LazyFamily:
     """A family imported the first time the registry meets a document of one of its API groups.
 
-    The CEL and Kyverno families are ~60 ms of imports: `apply` with the platform policies alone never
+    The CEL and Kyverno families are slow to import: `apply` with the platform policies alone never
     needs them. `groups` must cover every kind the family declares; resolving checks that."""
 
     def __init__(self, name: str, groups: Iterable[str], load: Callable[[], PolicyFamily]) -> None:

@@ -1,9 +1,9 @@
 """Keeping stored objects out of the cyclic garbage collector's full walks.
 
 Stored objects (the --state seed, the informers' caches, admitted pods) live long and hold no reference
-cycles, yet CPython's full collection walks every one of them: with 50,000 stored notebook pods (1.25
-million tracked objects) one full collection stops the server for ~1 s, and one comes whenever the objects
-that survived since the last one reach a quarter of those it walked (`python load-tests/bench_gc.py`).
+cycles, yet CPython's full collection walks every one of them: with a large state one full collection stops
+the server for a long pause, and one comes whenever the objects that survived since the last one reach a
+quarter of those it walked (`python load-tests/bench_gc.py` measures it).
 
 `serve` freezes (gc.freeze) what start-up loaded. Objects arriving later, the live informers' first list
 above all, are frozen by this keeper: once the state has synced, and again whenever the objects the
@@ -24,7 +24,7 @@ from typing import Callable
 
 log = logging.getLogger(__name__)
 
-THRESHOLD = 25_000  # tracked objects (~1,000 stored pods): a full collection over them pauses ~20-60 ms
+THRESHOLD = 25_000  # tracked objects (~1,000 stored pods): a full collection over them is a short pause
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Which asyncio event loop `serve` runs on: uvloop where it is installed, the standard one otherwise.
 
 uvloop's loop and TLS transport are written in Cython over libuv: on this project's benchmark the no-op
-responder itself answers ~25 % more reviews per second on it, and every review of ours spends that much
-less outside our own code. Nothing in quartermaster depends on the loop's kind (the tests run both), so
+responder itself answers more reviews per second on it, and every review of ours spends less outside our own
+code (docs/performance.md). Nothing in quartermaster depends on the loop's kind (the tests run both), so
 `--event-loop asyncio` is there for a platform without uvloop wheels or to rule the loop out in a bug hunt.
 """
 

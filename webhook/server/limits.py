@@ -12,10 +12,10 @@ class ServerLimits:
     header_seconds: float = 10.0
     # the body, once the headers are in (3 MiB over any working network takes well under a second)
     body_seconds: float = 10.0
-    # an open connection with no request in progress; below Go's default IdleConnTimeout (90 s), so the
-    # API server's pool (which reuses connections) is the side that usually closes first
+    # an open connection with no request in progress; below Go's default IdleConnTimeout (net/http's
+    # DefaultTransport), so the API server's pool (which reuses connections) is the side that usually closes first
     idle_seconds: float = 60.0
-    # one request from its headers to its answer: beyond the API server's 30 s webhook maximum
+    # one request from its headers to its answer: beyond the API server's webhook maximum (timeouts.MAX_TIMEOUT)
     request_seconds: float = 40.0
     # open connections; at the cap the longest-waiting connection with no request in progress is
     # closed to make room, and a new one is refused only when every connection is busy

@@ -6,7 +6,7 @@ import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-MAX_TIMEOUT = 30.0  # the API server caps webhook timeouts at 30s
+MAX_TIMEOUT = 30.0  # the API server's cap on a webhook's timeoutSeconds
 
 
 def parse_go_duration(text: str) -> float | None:
@@ -23,7 +23,8 @@ def parse_go_duration(text: str) -> float | None:
 
 
 def evaluation_budget(query_timeout: str | None, default: float) -> float:
-    """Leave a margin for encoding and the network: 80% of the timeout, at most 1s less than it."""
+    """Leave a margin for encoding and the network: a fifth of the timeout, and at least a second of it when it
+    is longer than that."""
     timeout = parse_go_duration(query_timeout) if query_timeout else None
     if timeout is None:
         return default

@@ -194,8 +194,9 @@ TRIMMED_ROOTS = frozenset({"object", "oldObject"})  # the variables trimmed for 
 def trims(programs: Sequence[Any]) -> Mapping[str, Any]:
     """How to trim `object` and `oldObject` for evaluating `programs` (CelPrograms): per root they read only
     in part, what to keep (webhook.cel.reads); {} (trim nothing) when they read all or cannot be analysed.
-    Why: the runtime converts a variable whole on its first read (a 4 KB pod ~30 us), while the pod-security
-    policies read a fraction of it. Computed once per program, applied per request (`trimmed`)."""
+    Why: the runtime converts a variable whole on its first read, which costs more than the checks that read
+    it, while the pod-security policies read a fraction of it. Computed once per program, applied per request
+    (`trimmed`)."""
     trees = [program.tree() for program in programs]
     if any(tree is None for tree in trees):
         return {}
@@ -225,8 +226,8 @@ def program_values(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: 
                    with_request: bool) -> dict[str, Any]:
     """The variables programs that may (or may not: `with_request`, see `reads_request`) read `request` run
     on: the request's shared activation's values, without the `request` variable unless they may read it
-    (building it costs ~1 us; the shared activation, built only if a fallback needs it, has it). Their value
-    is the same on them: a variable the text never names is never read (and if it were, its absence is an
+    (building it is work per request; the shared activation, built only if a fallback needs it, has it). Their
+    value is the same on them: a variable the text never names is never read (and if it were, its absence is an
     error, and an error is no decision: every caller falls back)."""
     if with_request:
         values = ctx.activation(obj)  # the request variable: built once per request (EvalContext.memo)

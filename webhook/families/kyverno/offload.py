@@ -4,7 +4,8 @@ A `foreach` over a request's list checks each element's patch or pattern against
 (a per-container policy on 2,000 containers: 4 million anchor checks, seconds of Python). On the event loop
 such a review held every other admission until it ended, up to the request's whole budget: one pod could
 make every replica refuse everyone for seconds. Beside it, the loop gets the interpreter back each switch
-interval (5 ms) and keeps answering; the evaluation still stops at the request's budget (RuleEnv.deadline).
+interval (sys.getswitchinterval) and keeps answering; the evaluation still stops at the request's budget
+(RuleEnv.deadline).
 
 Only policies with a `foreach` rule, and only on objects over LARGE_BYTES of JSON: everything else costs
 microseconds, far less than the hand-over to a thread. The pool is the family's own and small: a flood of
@@ -23,7 +24,7 @@ from typing import Any, Callable, TypeVar
 
 import orjson
 
-LARGE_BYTES = 16 * 1024  # a notebook pod is ~4 KB; 16 KiB is ~400 minimal containers, ~50 ms of a per-container foreach
+LARGE_BYTES = 16 * 1024  # a notebook pod is ~4 KB; 16 KiB is ~400 minimal containers, whose foreach would hold the loop
 WORKERS = 2
 
 T = TypeVar("T")

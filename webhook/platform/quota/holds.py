@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Mapping
 from webhook.model.cluster import POD, RESOURCE_CLAIM
 from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.reads import Key
-from webhook.platform.quota.totals import KnownUsage
+from webhook.platform.quota.records import KnownUsage
 from webhook.platform.quota.usage import POD_CLAIM_ANNOTATION, Charge, Usage, controller_pod
 from webhook.state.replicas import Hold
 

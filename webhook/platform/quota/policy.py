@@ -35,7 +35,8 @@ from webhook.platform.quota.objects import COUNTED_KINDS, ProfileObjects
 from webhook.platform.quota.quantities import out_of_range
 from webhook.platform.quota.settings import KIND_NAME, SCHEMA, QuotaSettings, compile_settings
 from webhook.platform.quota.index import IndexedObjects, UsageIndex
-from webhook.platform.quota.totals import Before, KnownUsage, ProfileUsage
+from webhook.platform.quota.records import Before, KnownUsage
+from webhook.platform.quota.totals import ProfileUsage
 from webhook.platform.quota.usage import Usage
 from webhook.policy.common import MatchSpec, action, compile_match, failure_policy
 from webhook.policy.family import CompileEnv, PolicyKind

@@ -6,11 +6,11 @@ objects of the profile (a pod reads its claim templates, generated claims and ep
 reads its owner pod), so each charge is computed through a recording view that notes every object
 (or whole kind) it looked at. When an object changes, exactly the charges that read it are recomputed,
 and the totals move by the difference: Fractions are exact, so the totals always equal a recount
-(`tests/platform/test_quota_totals.py` checks that against `measure()` on random histories). A rule
+(`tests/platform/quota/test_totals.py` checks that against `measure()` on random histories). A rule
 change in the charge functions flows in unchanged: whatever they read is recorded.
 
 One charge is reused instead of computed again: the request's pod, laid over the totals for the decision,
-keeps its charge (`_Spare`) for when the standalone state records that very pod right after admitting it,
+keeps its charge (records.SpareCharge) for when the standalone state records that very pod right after admitting it,
 so the admitted pod is not charged twice (live mode: the informer delivers another object, charged as
 usual). That rests on what pod_charge reads of the pod itself: its spec, status, name and uid
 (usage.POD_UID_READ_FOR says when the uid matters).
@@ -25,39 +25,17 @@ charges are computed through are in reads.py.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from webhook.model.cluster import POD, PVC, RESOURCE_CLAIM
-from webhook.model.quickinit import frozen_dataclass
 from webhook.platform.quota.devices import ZERO
 from webhook.platform.quota.objects import COUNTED_KINDS, object_name
 from webhook.platform.quota.reads import NOTHING, GeneratedReads, Key, Read, RecordingView
+from webhook.platform.quota.records import Before, KnownUsage, SpareCharge
 from webhook.platform.quota.settings import CountingRules
-from webhook.platform.quota.usage import (POD_UID_READ_FOR, Charge, Usage, claim_charge, generated_key, pod_charge,
-                                          pvc_charge)
+from webhook.platform.quota.usage import POD_UID_READ_FOR, Charge, claim_charge, generated_key, pod_charge, pvc_charge
 
 CHARGED = frozenset({POD, RESOURCE_CLAIM, PVC})
-
-
-@frozen_dataclass(dict_init=True)
-class KnownUsage(Usage):
-    """A Usage whose totals were kept as objects changed, instead of summed over `charges`."""
-
-    known_gpus: Fraction = ZERO
-    known_storage: Fraction = ZERO
-    known_unbounded: tuple[Charge, ...] = ()
-
-    @property  # type: ignore[override]
-    def gpus(self) -> Fraction:
-        return self.known_gpus
-
-    @property  # type: ignore[override]
-    def storage(self) -> Fraction:
-        return self.known_storage
-
-    @property
-    def unbounded(self) -> tuple[Charge, ...]:
-        return self.known_unbounded
 
 
 def _plus(total: Fraction, amount: Fraction) -> Fraction:
@@ -76,35 +54,6 @@ def _same_cost(old: Charge, new: Charge) -> bool:
             and (old.storage is new.storage or old.storage == new.storage))
 
 
-class _Spare:
-    """The charge of a pod laid over as the request, kept for when the state records that very pod (standalone:
-    the engine stores the admitted request right after the decision, as a new dict sharing the request's
-    spec and status). Reused only when it is exactly what pod_charge would say again: the same spec and
-    status objects (request.object is never changed, and stored objects are replaced whole, never edited:
-    the same object has the same content), the same name, the same uid unless the charge could not depend
-    on it (usage.POD_UID_READ_FOR), and every object its reads found still the same one."""
-
-    __slots__ = ("key", "spec", "status", "name", "uid", "uid_blind", "charge", "reads", "seen")
-
-    def __init__(self, key: Key, pod: Mapping[str, Any], charge: Charge, reads: frozenset[Read],
-                 seen: tuple[tuple[Read, Any], ...], uid_blind: bool) -> None:
-        meta = pod.get("metadata") or {}
-        self.key, self.spec, self.status = key, pod.get("spec"), pod.get("status")
-        self.name, self.uid, self.uid_blind = meta.get("name"), meta.get("uid"), uid_blind
-        self.charge, self.reads, self.seen = charge, reads, seen
-
-    def fits(self, pod: Mapping[str, Any], profile: "ProfileUsage") -> bool:
-        meta = pod.get("metadata")
-        if type(meta) is not dict or pod.get("spec") is not self.spec or pod.get("status") is not self.status \
-                or meta.get("name") != self.name or (not self.uid_blind and meta.get("uid") != self.uid):
-            return False
-        now = profile._found
-        for read, found in self.seen:  # a plain loop: a generator in all() costs more than the few reads compared
-            if (now(read) != found) if read[0] == "gen" else (now(read) is not found):
-                return False
-        return True
-
-
 class ProfileUsage:
     """One profile's objects, their charges, what each charge read, and the running totals."""
 
@@ -117,7 +66,7 @@ class ProfileUsage:
         self.unbounded: dict[Key, Charge] = {}
         self._reads: dict[Key, frozenset[Read]] = {}
         self._readers: dict[Read, set[Key]] = {}
-        self._spare: _Spare | None = None  # lives until the profile next catches up with the state
+        self._spare: SpareCharge | None = None  # lives until the profile next catches up with the state
 
     def load(self, objects: Mapping[str, list[Mapping[str, Any]]]) -> None:
         for kind, items in objects.items():
@@ -196,7 +145,7 @@ class ProfileUsage:
         spare = self._spare
         if spare is not None and spare.key == key:
             self._spare = None  # one use: the pod it stood for is placed now, or something else is
-            if spare.fits(obj, self):
+            if spare.fits(obj, self._found):
                 return spare.charge, spare.reads
         kind, name = key
         view = RecordingView(self.objects)
@@ -246,7 +195,7 @@ class ProfileUsage:
             if (found if read[0] == "gen" else found is not None and read[1] in POD_UID_READ_FOR):
                 uid_blind = False  # generated claims are claims: their owner is checked by uid too
             seen.append((read, found))
-        self._spare = _Spare(key, obj, charge, reads, tuple(seen), uid_blind)
+        self._spare = SpareCharge(key, obj, charge, reads, tuple(seen), uid_blind)
 
     def _restore(self, key: Key, charge: Charge | None, reads: frozenset[Read] | None, totals: bool = True) -> None:
         """Put back a charge computed earlier from the objects as they are again (undo, no recount).
@@ -379,33 +328,3 @@ class _Overlay:
             profile._restore(key, charge, reads, totals=False)
         # Fractions are exact: the totals with every charge put back are the totals from before, as they were
         profile.gpus, profile.storage = self.totals
-
-
-class Before(Mapping[Key, Charge]):
-    """The charges as they were before the request was laid over (read only for denial messages)."""
-
-    def __init__(self, current: Mapping[Key, Charge], journal: Mapping[Key, Charge | None]) -> None:
-        self._current, self._journal = current, journal
-
-    def _merged(self) -> dict[Key, Charge]:
-        merged = dict(self._current)
-        for key, charge in self._journal.items():
-            if charge is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = charge
-        return merged
-
-    def __getitem__(self, key: Key) -> Charge:
-        if key in self._journal:
-            charge = self._journal[key]
-            if charge is None:
-                raise KeyError(key)
-            return charge
-        return self._current[key]
-
-    def __iter__(self) -> Iterator[Key]:
-        return iter(self._merged())
-
-    def __len__(self) -> int:
-        return len(self._merged())
