@@ -15,14 +15,10 @@ from tests.cluster.control import ClusterRecord, ControlPlaneError, binary, down
 from tests.cluster.devices import device_classes, resource_slices
 from tests.cluster.kube import Kube
 from tests.cluster.kubeflow import install_notebook_crd
-from tests.cluster.quartermaster import Installation, install
-from tests.support import REPO
+from tests.cluster.quartermaster import CLUSTER_VALUES, Installation, install
 
 # the tests' own policies, loaded beside the default ones: each matches only namespaces its test labels
 TEST_POLICIES = Path(__file__).parent / "policies"
-# what those policies generate, beside the chart's default (the DRA rewrite's claim templates)
-GENERATE_KINDS = [{"apiGroup": "resource.k8s.io", "resources": ["resourceclaimtemplates"]},
-                  {"apiGroup": "", "resources": ["configmaps"]}]
 
 
 @pytest.fixture(scope="session")
@@ -57,11 +53,11 @@ def quartermaster(admin: Kube, control_plane: ClusterRecord,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installation]:
     """Two live replicas behind a round-robin, registered through the chart's webhook configurations."""
     workdir = tmp_path_factory.mktemp("quartermaster")
-    policies = workdir / "policies"
-    policies.mkdir()
-    for source in [*sorted((REPO / "policies").glob("*.yaml")), *sorted(TEST_POLICIES.glob("*.yaml"))]:
-        shutil.copy(source, policies / source.name)
-    installation = install(admin, control_plane, workdir, policies, {"live": {"generateKinds": GENERATE_KINDS}})
+    # the chart's policies as the Deployment mounts them, rendered with the site's values (docs/deploy.md), and the
+    # tests' own beside them
+    installation = install(admin, control_plane, workdir, values=CLUSTER_VALUES)
+    for source in sorted(TEST_POLICIES.glob("*.yaml")):
+        shutil.copy(source, installation.policies / source.name)
     installation.start_replica("replica-a")
     installation.start_replica("replica-b")
     installation.start_front()

@@ -39,6 +39,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# the values a platform engineer sets (docs/deploy.md): the image they built, their IdP; and what the tests'
+# policies generate, beside the chart's default (the DRA rewrite's claim templates)
+CLUSTER_VALUES = {
+    "image": {"repository": "registry.example.org/platform/quartermaster", "tag": "0.1.0-e2e"},
+    "notebook": {"issuer": "https://auth.example.org/realms/platform"},
+    "live": {"generateKinds": [{"apiGroup": "resource.k8s.io", "resources": ["resourceclaimtemplates"]},
+                               {"apiGroup": "", "resources": ["configmaps"]}]},
+}
+
+
 def chart_values(ca_bundle: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     values: dict[str, Any] = {
         "clusterState": "live",
@@ -173,10 +183,20 @@ class Installation:
             self.front.wait(10)
 
 
-def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = REPO / "policies",
+def chart_policies(directory: Path, values: Mapping[str, Any] | None = None) -> Path:
+    """The policy files of the chart's policies ConfigMap, rendered with `values`, as the Deployment mounts them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    config_map = render(dict(values or {}), namespace=NAMESPACE, release=RELEASE).one("ConfigMap")
+    for name, text in config_map["data"].items():
+        (directory / name).write_text(text)
+    return directory
+
+
+def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path | None = None,
             values: Mapping[str, Any] | None = None) -> Installation:
-    """The chart's CRDs, ServiceAccount and RBAC (rendered with `values`), and a kubeconfig with that
-    ServiceAccount's token."""
+    """The chart's CRDs, ServiceAccount and RBAC and its policies ConfigMap (unless `policies` names another
+    directory), rendered with `values` (the site's, docs/deploy.md), and a kubeconfig with that ServiceAccount's
+    token."""
     workdir.mkdir(parents=True, exist_ok=True)
     cert_dir = workdir / "certs"
     ensure_certificates(cert_dir, service_names(RELEASE, NAMESPACE))
@@ -196,6 +216,8 @@ def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path = R
     kubeconfig.chmod(0o600)
     # the discovery cache of the dynamic client predates the CRDs
     kube.dynamic.resources.invalidate_cache()
+    if policies is None:
+        policies = chart_policies(workdir / "policies", values)
     return Installation(kube, workdir, cert_dir, kubeconfig, policies)
 
 

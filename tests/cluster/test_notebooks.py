@@ -13,7 +13,7 @@ import pytest
 from tests.cluster.control import ClusterRecord
 from tests.cluster.kube import Kube, eventually
 from tests.cluster.kubeflow import CONTROLLER, WEB_APP, install_kubeflow, notebook, profile_user, statefulset_for
-from tests.cluster.quartermaster import Installation
+from tests.cluster.quartermaster import CLUSTER_VALUES, Installation
 from tests.cluster.workloads import make_profile, pod
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
@@ -69,6 +69,10 @@ def test_a_notebook_pod_from_the_statefulset_controller_gets_home_token_and_gpu(
     assert "oidc-token-refresher" in sidecars, "no token refresher"
     refresher = sidecars["oidc-token-refresher"]
     assert refresher.get("restartPolicy") == "Always", "the refresher is a native sidecar"
+    # the chart's image and the site's IdP (the values docs/deploy.md tells a platform engineer to set)
+    image = CLUSTER_VALUES["image"]
+    assert refresher["image"] == f"{image['repository']}:{image['tag']}"
+    assert f"--issuer={CLUSTER_VALUES['notebook']['issuer']}" in refresher["args"]
     assert any(v.get("secret", {}).get("secretName") == "oidc-jdoe" for v in stored["spec"]["volumes"])
     main = containers["analysis"]
     env = {e["name"]: e.get("value") for e in main.get("env") or []}
