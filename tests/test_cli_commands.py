@@ -76,7 +76,7 @@ def test_only_the_command_being_run_is_declared(argv, declared):
     (["serve", "--port", "99999"], "argument --port: 99999 is not a port number (1-65535)"),
     (["serve", "--port", "0"], "argument --port: 0 is not a port number (1-65535)"),
     (["serve", "--scan-interval", "-5"], "argument --scan-interval: -5 seconds is out of range (0 to 10000000)"),
-    (["apply", "--policies", "polices", "pod.yaml"], "argument --policies: polices: no such file or directory"),
+    (["apply", "--policies", "polices", "pod.yaml"], "argument --policies/-p/--policy: polices: no such file or directory"),
     (["certs", "rotate", "--serving-days", "0"], "argument --serving-days: 0 is out of range (1 to 36500)"),
 ])
 def test_bad_options_show_the_subcommands_usage(argv, error, capsys):
@@ -235,3 +235,48 @@ def test_every_help_example_names_files_a_fresh_clone_has():
                 if relative and looks_like_path and not glob.glob(str(REPO / token)):
                     missing.append(f"{command}: {token}")
     assert not missing, missing
+
+
+def test_kyverno_test_habits_fail_only_yaml_and_require_tests(tmp_path):
+    import shutil
+
+    import yaml
+
+    from tests.support import REPO
+    suite = tmp_path / "notebook-home"
+    shutil.copytree(REPO / "examples" / "kyverno" / "notebook-home", suite)
+    test_file = suite / ".kyverno-test" / "kyverno-test.yaml"
+    text = test_file.read_text()
+    test_file.write_text(text.replace("result: pass", "result: fail", 1))  # one expectation made wrong
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "webhook", "test", str(tmp_path), *extra], capture_output=True,
+                              text=True, timeout=120)
+    everything = yaml.safe_load(run("-o", "yaml").stdout)
+    failing = run("--fail-only", "-o", "yaml", "--require-tests")
+    assert failing.returncode == 1
+    (only,) = yaml.safe_load(failing.stdout)
+    assert only["failed"] == 1 and [r["RESULT"] for r in only["results"]] == ["Fail"]
+    assert len(everything[0]["results"]) == only["passed"] + only["failed"]
+    assert failing.stdout.rstrip().endswith(f"# {only['passed']} passed, 1 failed")
+    table = run("--fail-only").stdout
+    assert "| Fail" in table and "| Pass" not in table
+    assert run("--require-tests", str(tmp_path / "nothing-here")).returncode == 2
+
+
+def test_kyverno_apply_spellings_and_version():
+    from tests.support import REPO
+    from webhook import __version__
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "webhook", *argv], capture_output=True, text=True, timeout=120,
+                              cwd=REPO)
+    assert run("version").stdout == f"quartermaster {__version__}\n"
+    ours = run("apply", "--policies", "policies", "--state", "examples/state", "examples/gpu-pod.yaml", "-o", "json")
+    kyverno = run("apply", "-p", "policies", "--state", "examples/state", "-r", "examples/gpu-pod.yaml", "-o", "json")
+    assert (kyverno.returncode, kyverno.stdout) == (ours.returncode, ours.stdout) and ours.returncode == 0
+    both = run("apply", "--policy", "policies/profile-quota.yaml", "--state", "examples/state", "examples/mig-pod.yaml",
+               "--resource", "examples/gpu-pod.yaml")
+    assert both.returncode == 1 and "2 admitted" not in both.stderr and "denied" in both.stderr  # one GPU: one fits
+    missing = run("apply", "-p", "policies")
+    assert missing.returncode == 2 and "give the manifests to admit" in missing.stderr

@@ -87,8 +87,8 @@ def _add_apply(commands: Any, summary: str) -> None:
          "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results examples/notebook-pod.yaml",
          "quartermaster apply --policies policies --kubeconfig ~/.kube/config examples/gpu-pod.yaml   # a live cluster's state"],
         _apply)
-    apply.add_argument("--policies", type=existing_path, required=True, metavar="PATH",
-                       help="policy directory or file")
+    apply.add_argument("--policies", "-p", "--policy", dest="policies", type=existing_path, required=True,
+                       metavar="PATH", help="policy directory or file (-p/--policy: Kyverno's spelling)")
     source = apply.add_mutually_exclusive_group()
     source.add_argument("--state", type=existing_path, default=None, metavar="DIR",
                         help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
@@ -108,7 +108,9 @@ def _add_apply(commands: Any, summary: str) -> None:
     apply.add_argument("--user", default="", metavar="NAME",
                        help="the requester's user name, as the API server would authenticate it (a notebook pod: "
                             "system:serviceaccount:kube-system:statefulset-controller); default quartermaster-apply")
-    apply.add_argument("files", nargs="+", metavar="FILE", help="manifests to admit ('-' reads standard input)")
+    apply.add_argument("files", nargs="*", metavar="FILE", help="manifests to admit ('-' reads standard input)")
+    apply.add_argument("-r", "--resource", dest="resources", action="append", default=[], metavar="FILE",
+                       help="a manifest to admit, as kyverno apply spells it (repeatable; beside FILE...)")
 
 
 def _add_validate(commands: Any, summary: str) -> None:
@@ -155,14 +157,19 @@ def _add_test(commands: Any, summary: str) -> None:
         "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
         ["quartermaster test examples/kyverno/notebook-home",
          "quartermaster test examples --detailed-results   # every kyverno-test.yaml below examples/",
-         "quartermaster test examples/kyverno -o json"],
+         "quartermaster test examples/kyverno -o json",
+         "quartermaster test examples --fail-only -o yaml   # only what failed, as YAML"],
         _test)
     test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")
     add_exception_namespace(test, "default: a suite's own exceptions are honoured for any resource, as the "
                                   "Kyverno CLI does")
     add_cel_evaluation(test)
     test.add_argument("--detailed-results", action="store_true", help="add the message of each result")
-    test.add_argument("-o", "--output", choices=["table", "json"], default="table", help="output format (default: table)")
+    test.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table",
+                      help="output format (default: table)")
+    test.add_argument("--fail-only", action="store_true", help="show only the results that failed (as kyverno test)")
+    test.add_argument("--require-tests", action="store_true",
+                      help="accepted for Kyverno's habit; a PATH without kyverno-test.yaml always fails here")
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -174,6 +181,15 @@ def _test(args: argparse.Namespace) -> int:
     given = args.exception_namespaces  # given: serve's rules; else the suites' exceptions as written
     return run_test_command(args, exceptions=ExceptionTrust(frozenset(given)) if given else HONOUR_GIVEN,
                             cel_evaluation=CelEvaluation(args.cel_evaluation))
+
+
+def _add_version(commands: Any, summary: str) -> None:
+    add_command(commands, "version", summary, "Print Quartermaster's version.", ["quartermaster version"], _version)
+
+
+def _version(args: argparse.Namespace) -> int:
+    print(f"quartermaster {__version__}")
+    return 0
 
 
 def _add_convert(commands: Any, summary: str) -> None:
@@ -200,6 +216,7 @@ COMMANDS: tuple[tuple[str, str, Callable[[Any, str], None]], ...] = (
     ("certs", "inspect and rotate the webhook certificates", _add_certs),
     ("crds", "print the CRDs of the platform policy kinds", _add_crds),
     ("token-refresher", "keep an OIDC access token fresh in a file (the notebook sidecar)", _add_token_refresher),
+    ("version", "print the version (as --version, and as kyverno version)", _add_version),
 )
 
 
@@ -284,6 +301,9 @@ def _holds_no_policy_file(path: Path) -> bool:
 def _apply(args: argparse.Namespace) -> int:
     import asyncio
 
+    if not (args.files or args.resources):
+        args.parser.error("give the manifests to admit: FILE... or -r/--resource FILE ('-' reads standard input)")
+
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.apply import BadInput, read_resources, run_apply
     from webhook.engine.offline import OFFLINE_USER
@@ -294,7 +314,7 @@ def _apply(args: argparse.Namespace) -> int:
 
     configure_cli_logging("quartermaster apply")
     try:
-        resources = read_resources(args.files)
+        resources = read_resources([*args.files, *args.resources])
         qm = Quartermaster.build(Settings(policies=args.policies, state=args.state,
                                           exception_namespaces=tuple(args.exception_namespaces or ()),
                                           cel_evaluation=CelEvaluation(args.cel_evaluation)),

@@ -17,7 +17,7 @@ from webhook.testsuite.command import run_test_command
 def _results(evaluation: CelEvaluation) -> dict[str, list[dict]]:
     out, err = io.StringIO(), io.StringIO()
     assert CORPUS is not None
-    args = argparse.Namespace(paths=[str(CORPUS / c) for c in CATEGORIES], detailed_results=True, output="json")
+    args = argparse.Namespace(paths=[str(CORPUS / c) for c in CATEGORIES], detailed_results=True, output="json", fail_only=False)
     run_test_command(args, out, err, cel_evaluation=evaluation)
     text = out.getvalue()
     suites = json.loads(text[: text.rstrip().rindex("\n")])

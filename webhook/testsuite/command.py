@@ -13,7 +13,7 @@ from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
 from webhook.policy.family import CelEvaluation
 from webhook.testsuite.harness import build_world
 from webhook.testsuite.load import Unreadable, discover, read_suites
-from webhook.testsuite.output import summary_line, write_json, write_tables
+from webhook.testsuite.output import summary_line, write_json, write_tables, write_yaml
 from webhook.testsuite.run import RunOptions, run_suites
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -34,13 +34,14 @@ def run_test_command(args: argparse.Namespace, out: TextIO | None = None, err: T
         print(f"quartermaster test: {exc}", file=err)
         return EXIT_BAD_INPUT
     if not suites:
+        # always an error here (`--require-tests`, Kyverno's opt-in, is accepted and changes nothing): a path that
+        # holds no suite is more likely a typo than a pass
         print(f"quartermaster test: no kyverno-test.yaml below {', '.join(args.paths)}", file=err)
         return EXIT_BAD_INPUT
     world = functools.partial(build_world, exceptions=exceptions, cel_evaluation=cel_evaluation)
     reports = asyncio.run(run_suites(suites, RunOptions(build_world=world)))
-    if args.output == "json":
-        write_json(reports, out, args.detailed_results)
-    else:
-        write_tables(reports, out, args.detailed_results)
-    out.write(summary_line(reports) + "\n")
+    write = {"json": write_json, "yaml": write_yaml}.get(args.output, write_tables)
+    write(reports, out, args.detailed_results, args.fail_only)
+    # YAML output stays one YAML document: the summary is a comment there
+    out.write(("# " if args.output == "yaml" else "") + summary_line(reports) + "\n")
     return EXIT_FAILED if any(r.failed for r in reports) else EXIT_OK

@@ -54,7 +54,7 @@ def test_converted_policy_passes_the_original_suite(suite, tmp_path):
     assert converted and all(d["apiVersion"] == "policies.kyverno.io/v1" for d in converted)
     policy_file.write_text(out.getvalue())
     report, errors = io.StringIO(), io.StringIO()
-    args = Namespace(paths=[str(target)], detailed_results=True, output="table")
+    args = Namespace(paths=[str(target)], detailed_results=True, output="table", fail_only=False)
     assert run_test_command(args, report, errors) == 0, report.getvalue()[-3000:] + errors.getvalue()
 
 

@@ -150,7 +150,7 @@ def test_kyverno_test_suite_through_quartermaster_test():
     from webhook.testsuite.command import run_test_command
     out, err = io.StringIO(), io.StringIO()
     suite = REPO / "tests" / "families" / "kyverno" / "fixtures" / "references"
-    code = run_test_command(Namespace(paths=[str(suite)], detailed_results=True, output="table"), out, err)
+    code = run_test_command(Namespace(paths=[str(suite)], detailed_results=True, output="table", fail_only=False), out, err)
     assert code == 0, out.getvalue() + err.getvalue()
     assert out.getvalue().strip().endswith("7 passed, 0 failed")
 
