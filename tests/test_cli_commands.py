@@ -4,6 +4,7 @@ the subcommand's usage, `validate` as a linter, messages without Python reprs.""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
@@ -223,7 +224,7 @@ def test_every_help_example_names_files_a_fresh_clone_has():
 
     from tests.support import REPO
     missing = []
-    for command in ("serve", "apply", "test", "validate", "report", "convert"):
+    for command in ("serve", "apply", "test", "validate", "report", "convert", "jp"):
         shown = subprocess.run([sys.executable, "-m", "webhook", command, "--help"], capture_output=True, text=True,
                                timeout=60, cwd=REPO).stdout
         examples = shown.split("Examples:\n", 1)[1].splitlines()
@@ -280,3 +281,23 @@ def test_kyverno_apply_spellings_and_version():
     assert both.returncode == 1 and "2 admitted" not in both.stderr and "denied" in both.stderr  # one GPU: one fits
     missing = run("apply", "-p", "policies")
     assert missing.returncode == 2 and "give the manifests to admit" in missing.stderr
+
+
+def test_jp_queries_parses_and_lists_kyvernos_functions_as_policies_evaluate_them():
+    from tests.support import REPO
+
+    def run(*argv, stdin=None):
+        return subprocess.run([sys.executable, "-m", "webhook", "jp", *argv], capture_output=True, text=True,
+                              timeout=120, cwd=REPO, input=stdin)
+    limits = run("query", "-i", "examples/gpu-pod.yaml", "spec.containers[0].resources.limits")
+    assert limits.returncode == 0 and json.loads(limits.stdout)["nvidia.com/gpu"] == 1
+    # Kyverno's own functions, from standard input (kubectl get -o json | quartermaster jp query ...)
+    piped = run("query", "-u", "to_upper(metadata.name)", stdin=json.dumps({"metadata": {"name": "train"}}))
+    assert piped.stdout == "TRAIN\n"
+    assert json.loads(run("parse", "to_upper(name)").stdout)["type"] == "function_expression"
+    listed = run("function").stdout.splitlines()
+    assert "equal_fold(string, string)" in listed and not any(line.startswith("length(") for line in listed)
+    broken = run("query", "-i", "examples/gpu-pod.yaml", "nope(")
+    assert broken.returncode == 1 and "incorrect query nope(" in broken.stderr
+    assert run("query", "-i", "no-such-file.yaml", "a").returncode == 2
+    assert run("function", "no_such_function").returncode == 1

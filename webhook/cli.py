@@ -150,37 +150,15 @@ def _add_crds(commands: Any, summary: str) -> None:
 
 
 def _add_test(commands: Any, summary: str) -> None:
-    test = add_command(
-        commands, "test", summary,
-        "Run policy test suites: cli.kyverno.io/v1alpha1 Test files named kyverno-test.yaml (or\n"
-        ".kyverno-test/kyverno-test.yaml), found recursively under each PATH. Prints a table per suite, then\n"
-        "'N passed, N failed', one per expected result. Exit 1 if any failed, 2 on unreadable input.",
-        ["quartermaster test examples/kyverno/notebook-home",
-         "quartermaster test examples --detailed-results   # every kyverno-test.yaml below examples/",
-         "quartermaster test examples/kyverno -o json",
-         "quartermaster test examples --fail-only -o yaml   # only what failed, as YAML"],
-        _test)
-    test.add_argument("paths", nargs="+", metavar="PATH", help="test files or directories to search")
-    add_exception_namespace(test, "default: a suite's own exceptions are honoured for any resource, as the "
-                                  "Kyverno CLI does")
-    add_cel_evaluation(test)
-    test.add_argument("--detailed-results", action="store_true", help="add the message of each result")
-    test.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table",
-                      help="output format (default: table)")
-    test.add_argument("--fail-only", action="store_true", help="show only the results that failed (as kyverno test)")
-    test.add_argument("--require-tests", action="store_true",
-                      help="accepted for Kyverno's habit; a PATH without kyverno-test.yaml always fails here")
+    from webhook.test_command import add_test_command
+
+    add_test_command(commands, summary)
 
 
-def _test(args: argparse.Namespace) -> int:
-    from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
-    from webhook.testsuite.command import run_test_command  # loads the engine only for `test`
+def _add_jp(commands: Any, summary: str) -> None:
+    from webhook.jp_command import add_jp_command
 
-    from webhook.policy.family import CelEvaluation
-
-    given = args.exception_namespaces  # given: serve's rules; else the suites' exceptions as written
-    return run_test_command(args, exceptions=ExceptionTrust(frozenset(given)) if given else HONOUR_GIVEN,
-                            cel_evaluation=CelEvaluation(args.cel_evaluation))
+    add_jp_command(commands, summary)
 
 
 def _add_version(commands: Any, summary: str) -> None:
@@ -216,6 +194,7 @@ COMMANDS: tuple[tuple[str, str, Callable[[Any, str], None]], ...] = (
     ("certs", "inspect and rotate the webhook certificates", _add_certs),
     ("crds", "print the CRDs of the platform policy kinds", _add_crds),
     ("token-refresher", "keep an OIDC access token fresh in a file (the notebook sidecar)", _add_token_refresher),
+    ("jp", "evaluate and parse JMESPath as Kyverno policies do (as kyverno jp)", _add_jp),
     ("version", "print the version (as --version, and as kyverno version)", _add_version),
 )
 
