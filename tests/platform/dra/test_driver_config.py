@@ -1,6 +1,8 @@
 """The opaque config of NVIDIA's DRA driver is checked against the driver's types when the policy loads
 (api/nvidia.com/resource/v1beta1 of NVIDIA/k8s-dra-driver-gpu): GpuConfig for full GPUs,
-MigDeviceConfig (MPS only) for MIG devices; and MIG profile names follow the driver's spelling."""
+MigDeviceConfig for MIG devices (TimeSlicing accepted there and inert, as the driver's MigDeviceSharing.Validate
+has it); MPS limits as MpsPerDevicePinnedMemoryLimit.Normalize checks them; MIG profile names as the driver spells
+them."""
 
 from __future__ import annotations
 
@@ -33,8 +35,36 @@ def test_mig_devices_get_mig_device_config(tmp_path):
                                    "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}}}
 
 
+def test_time_slicing_on_a_mig_device_is_accepted_as_the_driver_accepts_it(tmp_path):
+    config = config_of(tmp_path, "sharing: {strategy: TimeSlicing}")
+    assert config.parameters()["kind"] == "MigDeviceConfig"
+    assert config.parameters()["sharing"] == {"strategy": "TimeSlicing"}
+
+
+@pytest.mark.parametrize("limits", ["{defaultPinnedDeviceMemoryLimit: 1Mi}",
+                                    "{defaultPerDevicePinnedMemoryLimit: {'0': 2Gi, '1': 1Gi}}",
+                                    "{defaultPerDevicePinnedMemoryLimit: {GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c: 4Gi}}",
+                                    "{defaultPerDevicePinnedMemoryLimit: {MIG-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d: 1024Mi}}"])
+def test_mps_limits_the_driver_accepts_load(tmp_path, limits):
+    assert config_of(tmp_path, f"sharing: {{strategy: MPS, mpsConfig: {limits}}}")
+
+
+@pytest.mark.parametrize("limits, field, words", [
+    # the driver passes MPS whole megabytes: value / 1024 / 1024 must stay above zero
+    ("{defaultPinnedDeviceMemoryLimit: 1023Ki}", "mpsConfig.defaultPinnedDeviceMemoryLimit", "under 1Mi"),
+    ("{defaultPerDevicePinnedMemoryLimit: {'0': 500Ki}}", "mpsConfig.defaultPerDevicePinnedMemoryLimit.0", "under 1Mi"),
+    # keys are an index (strconv.Atoi) or a device UUID
+    ("{defaultPerDevicePinnedMemoryLimit: {gpu0: 1Gi}}", "mpsConfig.defaultPerDevicePinnedMemoryLimit.gpu0",
+     "names no device"),
+    ("{defaultPerDevicePinnedMemoryLimit: {'-1': 1Gi}}", "mpsConfig.defaultPerDevicePinnedMemoryLimit.-1",
+     "names no device"),
+])
+def test_mps_limits_the_driver_refuses_are_refused_at_load(tmp_path, limits, field, words):
+    error = only_error(tmp_path, MIG.replace("SHARING", f"sharing: {{strategy: MPS, mpsConfig: {limits}}}"))
+    assert error.field == f"spec.devices[0].sharing.{field}" and words in error.message, error
+
+
 @pytest.mark.parametrize("sharing, field, words", [
-    ("sharing: {strategy: TimeSlicing}", "spec.devices[0].sharing.strategy", "shares only through MPS"),
     ("sharing: {strategy: MPS, timeSlicingConfig: {interval: Long}}", "spec.devices[0].sharing.timeSlicingConfig",
      "cannot be configured on a MIG device"),
     ("sharing: {strategy: MPS}\n      driverConfig: {kind: GpuConfig}", "spec.devices[0].driverConfig.kind",

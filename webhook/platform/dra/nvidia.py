@@ -4,13 +4,16 @@ The driver's kubelet plugin decodes a claim's opaque config strictly (unknown fi
 refuses a config that does not fit the device at prepare time: a pod would be scheduled, then fail to
 start. The rules here follow the driver's Go types (api/nvidia.com/resource/v1beta1 in
 NVIDIA/k8s-dra-driver-gpu): GpuConfig{sharing: GpuSharing{strategy, timeSlicingConfig, mpsConfig}} for
-full GPUs, MigDeviceConfig{sharing: MigDeviceSharing{strategy, mpsConfig}} for MIG devices (no
-time-slicing settings: they cannot be set on a MIG device). Both strategies need the driver's alpha
-feature gates, TimeSlicingSettings and MPSSupport, off by default.
+full GPUs, MigDeviceConfig{sharing: MigDeviceSharing{strategy, mpsConfig}} for MIG devices (strategy
+TimeSlicing is accepted there and changes nothing: the driver has no time-slicing settings for a MIG device).
+Both strategies need the driver's feature gates, TimeSlicingSettings and MPSSupport. MPS pinned-memory limits
+are whole megabytes of at least 1Mi, and a per-device limit's key is a device index or a GPU/MIG UUID, as the
+driver's MpsPerDevicePinnedMemoryLimit.Normalize requires when it prepares the device.
 """
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
@@ -26,6 +29,9 @@ MPS_FIELDS = frozenset({"defaultActiveThreadPercentage", "defaultPinnedDeviceMem
 # which config kind a device class's devices take (the driver's DeviceClasses select by device type)
 KIND_FOR_CLASS = {"gpu.nvidia.com": GPU_CONFIG, "mig.nvidia.com": MIG_CONFIG}
 FEATURE_GATE = {TIME_SLICING: "TimeSlicingSettings", MPS: "MPSSupport"}
+MEBIBYTE = 2**20
+DEVICE_INDEX = re.compile(r"0|[1-9][0-9]*")
+DEVICE_UUID = re.compile(r"(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def default_kind(device_class: str) -> str:
@@ -49,9 +55,6 @@ def check_sharing(kind: str, sharing: Mapping[str, Any], field: str) -> None:
         if key not in allowed:
             why = " (time-slicing cannot be configured on a MIG device)" if key == "timeSlicingConfig" else ""
             raise PolicyCompileError(f"{field}.{key}", f"{kind}.sharing has no field {key!r}{why}")
-    if kind == MIG_CONFIG and strategy != MPS:
-        raise PolicyCompileError(f"{field}.strategy", f"a MIG device shares only through MPS; {strategy!r} is not "
-                                                     f"configurable on {MIG_CONFIG}")
     if strategy not in (TIME_SLICING, MPS):
         raise PolicyCompileError(f"{field}.strategy", f"{strategy!r}: the driver knows {TIME_SLICING} and {MPS}")
     for key, owner in (("timeSlicingConfig", TIME_SLICING), ("mpsConfig", MPS)):
@@ -79,9 +82,20 @@ def _mps(sharing: Mapping[str, Any], field: str) -> None:
     if percentage is not None and (not isinstance(percentage, int) or isinstance(percentage, bool) or not 0 <= percentage <= 100):
         raise PolicyCompileError(f"{field}.mpsConfig.defaultActiveThreadPercentage", f"{percentage!r}: an integer from 0 to 100")
     if "defaultPinnedDeviceMemoryLimit" in config:
-        positive_quantity(config["defaultPinnedDeviceMemoryLimit"], f"{field}.mpsConfig.defaultPinnedDeviceMemoryLimit")
+        _pinned_limit(config["defaultPinnedDeviceMemoryLimit"], f"{field}.mpsConfig.defaultPinnedDeviceMemoryLimit")
     for device, limit in (config.get("defaultPerDevicePinnedMemoryLimit") or {}).items():
-        positive_quantity(limit, f"{field}.mpsConfig.defaultPerDevicePinnedMemoryLimit.{device}")
+        where = f"{field}.mpsConfig.defaultPerDevicePinnedMemoryLimit.{device}"
+        if not (DEVICE_INDEX.fullmatch(str(device)) or DEVICE_UUID.fullmatch(str(device))):
+            raise PolicyCompileError(where, f"{device!r} names no device: the driver takes a device index (0, 1, ...) "
+                                            "or a GPU-/MIG- UUID")
+        _pinned_limit(limit, where)
+
+
+def _pinned_limit(value: Any, field: str) -> None:
+    """The driver passes MPS the limit in whole megabytes and refuses one that rounds down to none."""
+    if positive_quantity(value, field) < MEBIBYTE:
+        raise PolicyCompileError(field, f"{value!r} is under 1Mi: the driver refuses a pinned-memory limit below one "
+                                        "megabyte")
 
 
 def positive_quantity(value: Any, field: str) -> Fraction:
