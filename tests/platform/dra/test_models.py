@@ -43,3 +43,22 @@ def test_each_product_name_selects_its_model_only(product):
 
 def test_the_fleet_is_covered():
     assert {o["name"] for o in OPTIONS} == {m for m in NVML_NAMES.values() if m}
+
+
+# the memory NVML reports per model (nvidia-smi --query-gpu=memory.total), the least where drivers differ
+NVML_MEMORY_MIB = {"t4": 15360, "v100-16gb": 16384, "v100-32gb": 32768, "a100-40gb": 40536, "a100-80gb": 81920,
+                   "h100-pcie": 81559, "h100-sxm": 81559}
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o["name"])
+def test_a_models_memory_is_at_most_what_every_card_of_it_reports(option):
+    """A user who asks for a model's own memory gets a selector (capacity >= asked) that its cards satisfy: an
+    A100 40GB reports 40536MiB with some drivers, so 40Gi would match none of them."""
+    from webhook.model.quantity import parse_quantity
+    assert parse_quantity(option["memory"]) <= NVML_MEMORY_MIB[option["name"]] * 2**20, option
+    memory = load_yaml(REPO / "policies" / "device-claim-rewrite.yaml")[0]["spec"]["userChoices"]["minimumMemory"]
+    selector = memory["selector"].replace("${memory}", option["memory"])
+    device = {"driver": "gpu.nvidia.com", "attributes": {"gpu.nvidia.com": {"type": "gpu"}},
+              "capacity": {"gpu.nvidia.com": {"memory": f"{NVML_MEMORY_MIB[option['name']]}Mi"}}}
+    program = compile_dra(CelCompiler(), selector)
+    assert program.evaluate({"device": device}) is True
