@@ -58,3 +58,22 @@ async def test_audit_mode_only_warns(tmp_path):
     qm = build(tmp_path, yaml.safe_dump(doc))
     verdict = await admit(qm, pod("gaudi", gpus=1, resource="habana.ai/gaudi"))
     assert verdict.allowed and any("habana.ai/gaudi" in w for w in verdict.warnings)
+
+
+async def test_gaudi_counts_once_the_policy_lists_it(tmp_path):
+    """Kubeflow 1.10's notebook UI also offers Intel Gaudi (habana.ai/gaudi): refused as an unknown accelerator
+    until the policy lists it, then counted at its weight like any GPU (docs/quota.md)."""
+    from tests.platform.quota.builders import DEFAULT_POLICY, policy_text
+    gaudi = pod("gaudi", gpus=1, resource="habana.ai/gaudi")
+    unlisted = build(tmp_path / "unlisted")
+    refused = await unlisted.engine.validate(request(gaudi))
+    assert not refused.allowed and "habana.ai/gaudi" in refused.message and "legacyResources" in refused.message
+    legacy = load_yaml(DEFAULT_POLICY)[0]["spec"]["gpus"]["legacyResources"]
+    listed = build(tmp_path / "listed", policy_text(gpus={**load_yaml(DEFAULT_POLICY)[0]["spec"]["gpus"],
+                                                          "legacyResources": [*legacy, {"name": "habana.ai/gaudi",
+                                                                                        "weight": 1}]}))
+    assert (await listed.engine.validate(request(gaudi))).allowed
+    second = await listed.engine.validate(request(pod("more-gaudi", gpus=1, resource="habana.ai/gaudi")))
+    assert not second.allowed and "in use 1 (Pod gaudi: 1)" in second.message
+    nvidia = await listed.engine.validate(request(pod("nb", gpus=1)))
+    assert not nvidia.allowed  # one GPU in the personal profile, whichever vendor's
