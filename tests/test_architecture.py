@@ -55,3 +55,45 @@ def test_the_tests_of_each_family_and_battery_mirror_its_package():
     # the packages hold the tests: no test module is left flat beside them
     flat = sorted(path.name for parent in ("families", "platform") for path in (REPO / "tests" / parent).glob("test_*.py"))
     assert flat == ["test_battery_golden.py", "test_shared_renderings.py"]  # across the batteries, by design
+
+
+def test_the_package_has_no_import_cycles():
+    """Every import counts, those inside functions too: a local import that only hides a cycle is still one."""
+    import grimp
+
+    graph = grimp.build_graph("webhook", cache_dir=None)
+    edges = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    for root in sorted(edges):  # Tarjan's strongly connected components, iteratively
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    assert cycles == [], cycles

@@ -101,7 +101,8 @@ FAILING = {"fail": frozenset({"fail", "error"}), "warn": frozenset({"fail", "err
 
 
 def run_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from webhook.reports.render import render, rows
+    from webhook.reports.formats import render
+    from webhook.reports.render import rows
 
     configure_cli_logging("quartermaster report")
     if not (args.kubeconfig or args.in_cluster) and not args.policies.exists():

@@ -146,7 +146,7 @@ def quartermaster(documents: Sequence[Mapping[str, Any]], namespaces: Sequence[M
 
 
 def same_warnings(theirs: Sequence[tuple[str, str]], ours: Sequence[tuple[str, str]]) -> bool:
-    """The same failures warned about: ours are shortened for kubectl (verdict.clean_warning) as for every
+    """The same failures warned about: ours are shortened for kubectl (kubetext.clean_warning) as for every
     policy kind, so a message may be a prefix ending in '...'."""
     if len(theirs) != len(ours):
         return False

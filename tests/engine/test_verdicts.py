@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from webhook.engine.verdicts import STATUS_CODES, verdict_of
 from webhook.model.results import Action, Outcome, PolicyId, RuleResult
-from webhook.model.verdict import Verdict, annotation_key, clean_warning
+from webhook.model.kubetext import annotation_key, clean_warning
+from webhook.model.verdict import Verdict
 
 _names = st.sampled_from(["a", "b", "team/c", "quota"])
 _results = st.builds(

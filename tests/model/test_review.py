@@ -5,7 +5,8 @@ import pytest
 
 from webhook.model.errors import MalformedReview
 from webhook.model.review import encode_response, parse_review
-from webhook.model.verdict import Verdict, annotation_key, clean_warning
+from webhook.model.kubetext import annotation_key, clean_warning
+from webhook.model.verdict import Verdict
 from tests.support import review
 from tests.kinds import pod
 

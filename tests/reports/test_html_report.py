@@ -15,7 +15,7 @@ from tests.support import REPO, pid
 from webhook.cli import main
 from webhook.model.results import Action, Outcome, RuleResult, failed, passed
 from webhook.reports.policyreport import PolicyMeta, build_report, result_entry
-from webhook.reports.render import render
+from webhook.reports.formats import render
 from webhook.reports.sink import ReportEntry, ResourceRef
 
 LONG = "checkpoint-writer-for-the-very-long-running-distributed-training-job-0"

@@ -10,7 +10,8 @@ from webhook.model.results import Action, errored, failed, passed, skipped
 from webhook.reports.events import event_for
 from webhook.reports.policyreport import (PolicyMeta, build_report, merge_results, report_name, reports_from_entries,
                                           result_entry, same_results)
-from webhook.reports.render import render, rows
+from webhook.reports.formats import render
+from webhook.reports.render import rows
 from webhook.reports.sink import ReportEntry, ResourceRef
 
 POD = ResourceRef("v1", "Pod", "jdoe", "train-0", "uid-1")

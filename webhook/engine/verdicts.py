@@ -7,7 +7,8 @@ from typing import Iterable
 
 from webhook.model.results import RuleResult
 from webhook.model.review import AdmissionRequest
-from webhook.model.verdict import Verdict, annotation_key, clean_warning
+from webhook.model.kubetext import annotation_key, clean_warning
+from webhook.model.verdict import Verdict
 from webhook.reports.sink import ResourceRef
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from functools import cached_property
 
+from webhook.model import kubetext
 from webhook.model.quickinit import frozen_dataclass
 
 
@@ -85,10 +86,8 @@ class RuleResult:
     # key are cleaned once, not per admission
     @cached_property
     def warning_text(self) -> str:
-        """`warning` as kubectl gets it (verdict.clean_warning)."""
-        from webhook.model.verdict import clean_warning
-
-        return clean_warning(self.warning)
+        """`warning` as kubectl gets it (kubetext.clean_warning)."""
+        return kubetext.clean_warning(self.warning)
 
     @cached_property
     def counted_as(self) -> tuple[str, str, str, str, str]:
@@ -97,10 +96,8 @@ class RuleResult:
 
     @cached_property
     def annotation_key(self) -> str:
-        """The audit annotation key this result's message goes under (verdict.annotation_key)."""
-        from webhook.model.verdict import annotation_key
-
-        return annotation_key(self.policy.qualified_name, self.rule)
+        """The audit annotation key this result's message goes under (kubetext.annotation_key)."""
+        return kubetext.annotation_key(self.policy.qualified_name, self.rule)
 
 
 def passed(policy: PolicyId, rule: str, message: str = "") -> RuleResult:

@@ -93,16 +93,3 @@ def render_json(reports: list[Mapping[str, Any]]) -> str:
 
 def render_yaml(reports: list[Mapping[str, Any]]) -> str:
     return yaml.safe_dump(as_list(reports), sort_keys=False, default_flow_style=False)
-
-
-def render(reports: list[Mapping[str, Any]], fmt: str, generated: str = "", reason: str = "") -> str:
-    """`reason` says why there are no results, when there are none (shown by table and html)."""
-    if fmt == "json":
-        return render_json(reports)
-    if fmt == "yaml":
-        return render_yaml(reports)
-    if fmt == "html":
-        from webhook.reports.html_page import render_html
-
-        return render_html(reports, generated=generated, reason=reason)
-    return render_table(reports, reason)

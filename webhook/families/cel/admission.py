@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from webhook.cel import CelCompiler
-from webhook.families.cel import mutating, validating
+from webhook.families.cel import mutating, validating, validations
 from webhook.families.cel.base import Variant, failure_policy, parse_match
 from webhook.families.cel.compile import _common, _failure_policy_or_fail, variants
 from webhook.families.cel.scope import MALFORMED, CompileFailed, as_failure
@@ -25,7 +25,7 @@ def compile_binding(doc: Document, validating_kind: bool) -> tuple[str, Binding]
     actions = frozenset()
     if validating_kind:
         # required by the API server; a binding without one is taken as Deny, as the Kyverno CLI takes it
-        actions = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
+        actions = validations.parse_actions(spec.get("validationActions"), "spec.validationActions")
     match = parse_match(spec.get("matchResources"), "spec.matchResources") if spec.get("matchResources") is not None else None
     ref = spec.get("paramRef")
     if ref is not None and not isinstance(ref, Mapping):
@@ -46,7 +46,7 @@ def compile_vap(doc: Document, cel: CelCompiler, bindings: Sequence[Binding]) ->
     spec = doc.data.get("spec") or {}
     common = _common(doc, frozenset({Phase.VALIDATE}))
     try:
-        found: tuple[Variant, ...] = variants(cel, spec, "admission", lambda s: validating.compile_body(cel, s, "admission"), None)
+        found: tuple[Variant, ...] = variants(cel, spec, "admission", lambda s: validations.compile_body(cel, s, "admission"), None)
         return validating.ValidatingAdmissionPolicy(**common, failure_policy=failure_policy(spec), variants=found,
                                                     bindings=tuple(bindings), param_kind=_param_kind(spec))
     except MALFORMED as exc:

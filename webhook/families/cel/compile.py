@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import CelCompiler
 from webhook.cel.estimate import policy_problem, policy_total
-from webhook.families.cel import autogen, generating, mutating, validating
+from webhook.families.cel import autogen, generating, mutating, validating, validations
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
 from webhook.families.cel.scope import (MALFORMED, CompileFailed, Variables, as_failure, check_variable_refs,
@@ -71,9 +71,9 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
             raise CompileFailed("spec", "must be a mapping")
         extra: dict[str, Any] = {}
         if kind == "ValidatingPolicy":
-            found = variants(cel, spec, "kyverno", lambda s: validating.compile_body(cel, s, "kyverno"),
+            found = variants(cel, spec, "kyverno", lambda s: validations.compile_body(cel, s, "kyverno"),
                              autogen.rewrite_validating)
-            extra["actions"] = validating.parse_actions(spec.get("validationActions"), "spec.validationActions")
+            extra["actions"] = validations.parse_actions(spec.get("validationActions"), "spec.validationActions")
         elif kind == "MutatingPolicy":
             found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"), autogen.rewrite_mutating)
         else:

@@ -1,6 +1,6 @@
 """A ValidatingAdmissionPolicy's expressions turned into decisions as Kubernetes' validator does
 (k8s.io/apiserver, pkg/admission/plugin/policy/validating/validator.go), where it departs from how Kyverno's
-ValidatingPolicy words the same body (validating.run):
+ValidatingPolicy words the same body (validations.run):
 
 - every validation is evaluated, not only up to the first failure: a Warn binding warns once per failing one,
   a Deny binding denies with the first;
@@ -18,7 +18,7 @@ from typing import Mapping
 
 from webhook.cel import CelError
 from webhook.families.cel.scope import Scope
-from webhook.families.cel.validating import ValidateBody, Validation, ValidationVerdict
+from webhook.families.cel.validations import ValidateBody, Validation, ValidationVerdict
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome
 
