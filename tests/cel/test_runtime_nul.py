@@ -2,7 +2,7 @@
 enters it: an activation's values and the results of functions written in Python. Values built inside the
 runtime keep theirs. This pins that behaviour, which webhook.cel.nul and backend_cpp work around (docs/cel.md,
 Known gaps; tests/cel/test_nul.py checks the workaround). Once a release reads NUL exactly, these fail, and
-the workaround, docs/cel.md and the trim tests' key strategy (tests/families/cel/test_trim.py) can go."""
+the workaround and its part of docs/cel.md can go."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """The expression tree cel-expr-python compiled, read back from its serialized CheckedExpr.
 
-Why the runtime's own tree rather than a parser of ours: an analysis of what a program reads
-(webhook.cel.reads) must see the program that runs, with every rewrite applied and every macro expanded
+Why the runtime's own tree rather than a parser of ours: what compiles a program to Python
+(webhook.cel.to_python) must see the program that runs, with every rewrite applied and every macro expanded
 by the runtime's parser (`all`, `exists`, `map`, `filter`, `has`, `cel.bind`, `optMap` ...), precedence
 and all. `Expression.serialize()` gives a `google.protobuf.Any` holding a `cel.expr.CheckedExpr`; the
 cel.expr protobuf classes are not installed, so the few messages needed are decoded from the protobuf

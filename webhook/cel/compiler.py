@@ -111,7 +111,7 @@ class CelProgram:
 
     def tree(self) -> checked.Node | None:
         """The expression tree the runtime compiled and runs in `evaluate_strict` (webhook.cel.checked), for
-        analyses such as webhook.cel.reads; None when the backend has none to give (the pure-Python one)
+        the Python form (webhook.cel.to_python); None when the backend has none to give (the pure-Python one)
         or it is not one webhook.cel.checked can read."""
         serialized = getattr(self._program, "serialized", None)
         if serialized is None:

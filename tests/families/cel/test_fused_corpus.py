@@ -22,14 +22,14 @@ from webhook.state.memory import InMemoryClusterState
 from webhook.testsuite.command import run_test_command
 
 @pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
-def test_the_whole_conformance_corpus_agrees(fast_path_agrees_with_reference, trims_checked):
+def test_the_whole_conformance_corpus_agrees(fast_path_agrees_with_reference, forms_checked):
     shadow = fast_path_agrees_with_reference
     out = io.StringIO()
     paths = sorted(str(p) for p in CORPUS.iterdir() if p.is_dir())
     run_test_command(argparse.Namespace(paths=paths, detailed_results=False, output="json", fail_only=False), out, io.StringIO())
     assert not shadow.mismatches, shadow.mismatches[:3]
-    print("compared", shadow.compared, "decided", shadow.decided, "trimmed", trims_checked)
-    assert trims_checked.compared > 500 and trims_checked.trimmed > trims_checked.compared // 2, trims_checked
+    print("compared", shadow.compared, "decided", shadow.decided, "forms", forms_checked)
+    assert forms_checked.python > 100, forms_checked
     assert shadow.compared > 500 and shadow.decided > shadow.compared // 2, (shadow.compared, shadow.decided)
 
 
@@ -50,7 +50,7 @@ def _corpus_documents():
 
 @pytest.mark.skipif(CORPUS is None, reason="the shared conformance corpus is not beside this checkout")
 async def test_all_corpus_validating_policies_together_agree_on_every_corpus_resource(fast_path_agrees_with_reference,
-                                                                                       monkeypatch, trims_checked):
+                                                                                       monkeypatch, forms_checked):
     """Loaded together, every resource of the corpus, created, updated and scanned, gets the same results from
     the policies' fast paths as from the reference path."""
     from webhook.families.cel.fusedgroup import FusedGroup
@@ -82,12 +82,11 @@ async def test_all_corpus_validating_policies_together_agree_on_every_corpus_res
     parts = [part for plan in grouped[0].route.group._plans.values() for part in plan.parts]
     print("compared", shadow.compared, "decided", shadow.decided, "by joined programs", sum(by_group),
           "grouped", len(grouped), "joined programs",
-          len(parts), "members", sorted(len(part.tables) for part in parts), "trimmed", trims_checked)
+          len(parts), "members", sorted(len(part.tables) for part in parts), "forms", forms_checked)
     assert len(grouped) > 50 and len(parts) > 3  # the groups were active: decisions from joined programs
     assert sum(by_group) > shadow.decided // 2
-    # the runtime's trimmed runs, and the values of joined programs' Python forms (no runtime run then), checked
-    assert trims_checked.compared > 5_000 and trims_checked.trimmed > trims_checked.compared // 2, trims_checked
-    assert trims_checked.python > 500, trims_checked
+    # the values of joined programs' Python forms (no runtime run then), checked against the runtime's
+    assert forms_checked.python > 500, forms_checked
     assert shadow.compared > 3_000 and shadow.decided > shadow.compared // 2
 
 

@@ -1,6 +1,6 @@
 """A group member's validate() on a request answers from the group's one memo entry (fusedgroup.Entry): the
-outcome the prebuilt one the joined program decided, and the joined program's activation (trimmed, without `request` unless its text names it) must give
-the whole activation's value. Every evaluation here is shadowed and trim-checked too (conftest.py)."""
+outcome the prebuilt one the joined program decided, and the joined program's values (without `request` unless its text names it) must give
+the whole activation's value. Every evaluation here is shadowed and form-checked too (conftest.py)."""
 
 import pytest
 import yaml
@@ -83,11 +83,11 @@ REQUEST = named("operation", policy('- {expression: "request.operation == \'CREA
 
 
 async def test_the_request_variable_is_there_when_the_joined_program_names_it(fast_path_agrees_with_reference,
-                                                                               trims_checked):
+                                                                               forms_checked):
     without = engine(GROUP)
     await admit_offline(without, pod(labels={"team": "a"}))
     [plan] = without.store.snapshot.policies[0].route.group._plans.values()
-    assert plan.trims and not plan.reads_request
+    assert not plan.reads_request
     with_request = engine("---\n".join([GROUP, REQUEST]))
     checked = await admit_offline(with_request, pod(labels={"team": "a"}))
     assert results(checked)[-1] == ("pass", "success")
@@ -95,7 +95,7 @@ async def test_the_request_variable_is_there_when_the_joined_program_names_it(fa
     assert plan.reads_request and len(plan.parts[0].tables) == 5
     shadow = fast_path_agrees_with_reference
     assert shadow.decided == shadow.compared == 9
-    assert trims_checked.compared >= 2  # each joined program also ran on the whole activation
+    assert forms_checked.python >= 2  # each joined program's Python form was checked against the runtime
 
 
 def _value(program, values):

@@ -44,10 +44,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import Activation, CelCompiler, CelError
 from webhook.cel.inline import PREFIX, fold, nest, pure
-from webhook.cel.reads import trim_plans
 from webhook.cel.source import bind_count, tokenize
 from webhook.cel.to_python import PythonProgram, Refused, compile_tree
-from webhook.cel.trim import compile_trim, trimmed as trim_values
 from webhook.families.cel.scope import ALL, Expr, Variables
 from webhook.model.activation import admission_activation
 from webhook.model.policy import EvalContext, ValidationOutcome
@@ -188,26 +186,6 @@ def activation(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: Mapp
     return shared
 
 
-TRIMMED_ROOTS = frozenset({"object", "oldObject"})  # the variables trimmed for a fused program (see `trims`)
-
-
-def trims(programs: Sequence[Any]) -> Mapping[str, Any]:
-    """How to trim `object` and `oldObject` for evaluating `programs` (CelPrograms): per root they read only
-    in part, what to keep (webhook.cel.reads); {} (trim nothing) when they read all or cannot be analysed.
-    Why: the runtime converts a variable whole on its first read, which costs more than the checks that read
-    it, while the pod-security policies read a fraction of it. Computed once per program, applied per request
-    (`trimmed`)."""
-    trees = [program.tree() for program in programs]
-    if any(tree is None for tree in trees):
-        return {}
-    try:
-        plans = trim_plans(trees, TRIMMED_ROOTS)
-    except (ValueError, RecursionError):
-        return {}
-    trimmers = {root: compile_trim(plan) for root, plan in plans.items()}
-    return {root: trimmer for root, trimmer in trimmers.items() if trimmer is not None}
-
-
 def reads_request(programs: Sequence[Any]) -> bool:
     """Whether `programs` (CelPrograms) may read the `request` variable: whether their text names it at all
     (an identifier `request` anywhere, a field of that name included). Text that does not tokenize: yes."""
@@ -238,11 +216,6 @@ def program_values(ctx: EvalContext, obj: Mapping[str, Any] | None, exceptions: 
         del values["request"]
     values["exceptions"] = exceptions
     return values
-
-
-def program_activation(values: Mapping[str, Any], plans: Mapping[str, Any]) -> Activation:
-    """`program_values` trimmed to what programs with these `trims` read (`trimmed`), for the runtime."""
-    return Activation(trim_values(values, plans) if plans else values)
 
 
 def run_python(program: PythonProgram, values: Mapping[str, Any], budget: float) -> Any:

@@ -41,14 +41,8 @@ Python: a part whose members' programs all compile to Python (webhook.cel.to_pyt
 joined apart from those that do not) is first evaluated as Python on the request's objects as they are: each
 member it tells is decided, each it cannot (NOT_TOLD: an error, or what it does not model) goes its own way; if
 it cannot tell at all (a shared variable's error, its iteration budget), the runtime evaluates the part as
-below. Trimming and the runtime's conversion are then never paid.
-
-Trimming: a plan's programs run on an activation whose `object` (and `oldObject`) keep only what the programs
-can read (fused.trims, computed when the plan is built; webhook.cel.reads): the runtime converts a variable
-whole on its first read, and the pod-security policies read a fraction of a pod. Their value is the same on
-it (or an error in both cases). That activation, built for them, holds `request` only if their text names
-it (fused.program_values); the shared one, with the whole request, is built for any fallback. (A plan
-that trims nothing runs on the shared activation: its conversion then serves the fallbacks too.)
+below, on the request's shared activation, whose conversion then serves any fallback too. The Python form
+reads values that hold `request` only if the part's text names it (fused.program_values).
 """
 
 from __future__ import annotations
@@ -90,7 +84,6 @@ class GroupPlan:
 
     parts: tuple[Part, ...]
     budget: float = 0.0  # the members' smallest timeoutSeconds (see fused.run)
-    trims: Mapping[str, Any] = field(default_factory=dict)  # what the parts read of the object (fused.trims)
     reads_request: bool = True  # whether the parts may read the `request` variable (fused.reads_request)
 
 
@@ -241,10 +234,8 @@ class FusedGroup:
                     codes = None
             if codes is None:
                 if shared is None:
-                    # trimmed; or, trimming nothing, the request's shared activation (its conversion then serves
-                    # any fallback too)
-                    shared = fused.program_activation(values, plan.trims) if plan.trims else \
-                        fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
+                    # the request's shared activation: its conversion then serves any fallback too
+                    shared = fused.activation(ctx, request.object, NO_EXCEPTIONS.allowed, shared_activation)
                 try:
                     codes = fused.run(part.program, shared, plan.budget)
                 except Exception:  # one member's error (or the budget): each member of the part goes its own way
@@ -284,8 +275,7 @@ class FusedGroup:
                 budget = min(budget, member.timeout)
         parts = tuple(part for joined in _by_python_form(members) for part in self._parts(joined))
         programs = [part.program for part in parts]
-        return GroupPlan(parts, budget, fused.trims(programs) if self.tiers.trim else {},
-                    reads_request=fused.reads_request(programs))
+        return GroupPlan(parts, budget, reads_request=fused.reads_request(programs))
 
     def _parts(self, members: Sequence[tuple[int, fused.Fused]]) -> list[Part]:
         """The Parts deciding `members`, fresh for each plan over programs compiled once (see _joined_programs)."""

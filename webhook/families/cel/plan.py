@@ -44,7 +44,7 @@ def plan(policies: Sequence[CompiledPolicy], cel: CelCompiler, evaluation: CelEv
                             for slot, (_, p, programs) in enumerate(grouped)], cel, tiers)
         for slot, (index, _, programs) in enumerate(grouped):
             why = (f"member {slot + 1} of {len(grouped)} of the set's fused group (one program for the members a "
-                   f"request matches, {_form(programs, trimmed=tiers.trim)}); what the group cannot decide goes to its own fused program, "
+                   f"request matches, {_form(programs)}); what the group cannot decide goes to its own fused program, "
                    "then to the reference route")
             routes[index] = CelRoute(Route.GROUP, why, programs, group, slot)
     elif grouped:
@@ -100,11 +100,10 @@ def _outside_group(policy: ValidatingPolicy) -> str:
     return ""
 
 
-def _form(programs: Sequence[Fused | None], trimmed: bool = False) -> str:
-    """How its fused programs evaluate: in Python (webhook.cel.to_python), else in the C++ runtime (a group's
-    joined program on the parts of the objects its members read: fused.trims)."""
+def _form(programs: Sequence[Fused | None]) -> str:
+    """How its fused programs evaluate: in Python (webhook.cel.to_python), else in the C++ runtime."""
     built = [p for p in programs if p is not None]
-    runtime = "by the C++ runtime" + (" on the parts of the objects they read" if trimmed else "")
+    runtime = "by the C++ runtime"
     if all(p.python is not None for p in built):
         return "evaluated as Python"
     if all(p.python is None for p in built):

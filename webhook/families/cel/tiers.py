@@ -16,7 +16,6 @@ ENVIRONMENT = "QUARTERMASTER_CEL_FAST_PATHS_OFF"
 class FastPaths:
     group: bool = True  # the set's fused group: one joined program for the members a request matches
     python: bool = True  # fused programs evaluated as Python (webhook.cel.to_python) before the C++ runtime
-    trim: bool = True  # a group's runtime evaluation converts only the parts of the objects its members read
     memo: bool = True  # a group's decision taken once per request and read by every member (EvalContext.memo)
 
     @classmethod
@@ -24,7 +23,7 @@ class FastPaths:
         """ValueError naming the variable and the tiers for a name that is none of them."""
         text = os.environ.get(ENVIRONMENT, "")
         off = {name.strip() for name in text.split(",") if name.strip()}
-        known = ("group", "python", "trim", "memo")
+        known = ("group", "python", "memo")
         unknown = sorted(off - set(known))
         if unknown:
             raise ValueError(f"{ENVIRONMENT}: {', '.join(map(repr, unknown))} is no CEL fast path (those that can be "
