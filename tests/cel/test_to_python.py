@@ -98,7 +98,7 @@ def typed(value: object) -> object:
 
 def _check(expression: str, objects: list[dict], counts: dict[str, int]) -> None:
     try:
-        program = CPP.compile(expression, env="admission")
+        program = CPP.compile(expression, env=("kyverno" if "cel.bind" in expression else "admission"))
     except CelError:
         counts["not CEL"] += 1
         return

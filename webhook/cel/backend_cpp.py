@@ -40,6 +40,7 @@ _TYPES = {
     "string": T.STRING, "int": T.INT, "uint": T.UINT, "double": T.DOUBLE, "bool": T.BOOL, "bytes": T.BYTES,
     "null": T.NULL, "list": T.List(T.DYN), "map": T.Map(T.DYN, T.DYN), "timestamp": T.TIMESTAMP,
     "duration": T.DURATION, "dyn": T.DYN,
+    "list(int)": T.List(T.INT),   # a result only (a list's indexes: webhook.cel.comprehensions)
 }
 
 

@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, cost, dra, estimate, literal_types, source
+from webhook.cel import checked, comprehensions, cost, dra, estimate, literal_types, source
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -182,7 +182,10 @@ class CelCompiler:
         program = None
         try:
             spec = env_spec(env)
-            plain = rewrite_plain_or_value if spec.plain_or_value else (lambda t: t)
+            or_value = rewrite_plain_or_value if spec.plain_or_value else (lambda t: t)
+
+            def plain(text: str) -> str:
+                return or_value(comprehensions.rewrite(text))
             text = bind_variables(plain(expression), [(n, plain(t)) for n, t in bindings], spec.or_value_compat)
             if text is not None and not spec.typed_device:
                 program = self._program(expression, text, source.tokenize(text), spec, strict)
@@ -220,13 +223,23 @@ class CelCompiler:
                 dra.check_device_expression(tokens)
             except CelError as exc:
                 raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
-        text, text_tokens = expression, tokens
+        if not spec.bindings and source.bind_count(tokens):
+            raise CelError(f"does not compile: {_short(expression)}: cel.bind is not declared in Kubernetes' CEL "
+                           f"environment for admission policies (only Kyverno's policies have it); name the value "
+                           f"with a policy variable (spec.variables) and read it as variables.<name>")
+        try:
+            text = comprehensions.rewrite(expression, tokens)
+        except (CelError, ValueError) as exc:
+            raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
+        text_tokens = source.tokenize(text) if text != expression else tokens
         if spec.or_value_compat:
-            text = rewrite_or_value(expression, tokens)
-            text_tokens = source.tokenize(text) if text != expression else tokens
+            rewritten = rewrite_or_value(text, text_tokens)
+            text_tokens = source.tokenize(rewritten) if rewritten != text else text_tokens
+            text = rewritten
         elif spec.plain_or_value:
-            text = rewrite_plain_or_value(expression, tokens)
-            text_tokens = source.tokenize(text) if text != expression else tokens
+            rewritten = rewrite_plain_or_value(text, text_tokens)
+            text_tokens = source.tokenize(rewritten) if rewritten != text else text_tokens
+            text = rewritten
         before = text
         constructed = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
         text = _route_optional_results(constructed, spec)

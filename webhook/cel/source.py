@@ -27,7 +27,10 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE | re.DOTALL)
 
 _KEYWORDS = frozenset({"in", "true", "false", "null"})
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# the comprehensions (lists v3's sortBy and the two-variable forms are rewritten into the first five:
+# webhook.cel.comprehensions)
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "existsOne", "transformList", "transformMap",
+                    "transformMapEntry", "sortBy"})
 
 
 @frozen_dataclass
@@ -385,8 +388,15 @@ def route_optional_results(source: str, tokens: list[Token], routes: Mapping[str
     """`ns.fn(args)` -> `impl(args)[?0]` for each `ns.fn` -> `impl` of `routes`.
 
     Why: a function written in Python cannot hand either runtime an optional; `impl` returns a list of
-    zero or one element and `[?0]` turns it into the optional (none, or of its element)."""
+    zero or one element and `[?0]` turns it into the optional (none, or of its element). A route named
+    `.m` is a member function: `x.m(args)` -> `x.impl(args)[?0]`."""
     edits: list[tuple[int, int, str]] = []
+    for i in range(1, len(tokens) - 2):
+        member = routes.get(f".{tokens[i].text}") if tokens[i - 1].text == "." and tokens[i].kind == "ident" else None
+        if member is not None and tokens[i + 1].text == "(":
+            close = _matching_close(tokens, i + 1)
+            edits.append((tokens[i].start, tokens[i].end, member))
+            edits.append((tokens[close].end, tokens[close].end, "[?0]"))
     for i in range(len(tokens) - 3):
         if tokens[i].kind != "ident" or not _is_root(tokens, i) or tokens[i + 1].text != "." or tokens[i + 3].text != "(":
             continue
