@@ -184,3 +184,35 @@ def test_named_formats_answer_as_kubernetes(expression, expected):
 def test_the_named_formats_are_refused_by_the_backend_without_optionals():
     with pytest.raises(CelError, match="not supported by the cel-python backend"):
         CelCompiler("cel-python").compile("format.dns1123Label().validate('a').hasValue()")
+
+
+# a ratio a tenant writes in an annotation, compared with an int limit: Kubernetes compiles double < int
+RATIO = _VAP.format(
+    name="overcommit-ratio",
+    expression="\"double(object.metadata.?annotations['quartermaster.dev/overcommit'].orValue('0')) < 1\"",
+    message="overcommit must stay below 1")
+
+
+async def test_a_double_compared_with_an_int_compiles_and_judges(tmp_path):
+    async with running_server(_policies(tmp_path, RATIO), tmp_path) as server:
+        fine = _pod("fine", ["nginx"])
+        fine["metadata"]["annotations"] = {"quartermaster.dev/overcommit": "0.5"}
+        assert (await _allowed(server, fine))["allowed"] is True
+        greedy = _pod("greedy", ["nginx"])
+        greedy["metadata"]["annotations"] = {"quartermaster.dev/overcommit": "1.5"}
+        denied = await _allowed(server, greedy)
+        assert denied["allowed"] is False and "overcommit must stay below 1" in denied["status"]["message"]
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("5 < 10.0", True), ("size([1, 2]) > 1u", True), ("2u >= 3.5", False), ("1 <= 1.0", True),
+    ("duration('1.5s').getMilliseconds()", 1500), ("duration('-90m').getMilliseconds()", -5400000),
+    ("timestamp('2024-01-01T00:00:01.250Z').getMilliseconds()", 250),
+])
+def test_numeric_ordering_and_milliseconds_as_kubernetes(expression, expected):
+    assert CelCompiler("cel-expr-python").compile(expression).evaluate({}) == expected
+
+
+def test_cross_type_ordering_is_refused_by_the_reference_backend_at_compile_time():
+    with pytest.raises(CelError, match="not supported by the cel-python backend"):
+        CelCompiler("cel-python").compile("5 < 10.0")

@@ -13,6 +13,7 @@ from webhook.cel.lib_net import CIDR, IP
 from webhook.cel.lib_url import URLS
 from webhook.cel.lib_quantity import QUANTITY, SEMVER
 from webhook.cel.lib_strings import STRINGS
+from webhook.cel.lib_time import TIME
 from webhook.model.quickinit import frozen_dataclass
 
 
@@ -35,7 +36,7 @@ class EnvSpec:
 
 
 _ADMISSION_VARS = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
-_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ, NAMED_FORMATS)
+_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ, NAMED_FORMATS, TIME)
 # jsonpatch.escapeKey comes with the patch types, declared only where MAP mutations compile (plugin/cel/compile.go)
 _MUTATING = _KUBERNETES + (JSONPATCH,)
 _DEFAULTS = (("authorizer", AUTHORIZER),)
@@ -47,7 +48,7 @@ ENVS: dict[str, EnvSpec] = {
     # Kyverno's environment adds cel-go's regex extension to the Kubernetes libraries (pkg/cel/compiler/env.go)
     "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _MUTATING + (REGEX_EXT, KYVERNO),
                        constructions=True, defaults=_DEFAULTS, or_value_compat=True, bindings=True),
-    "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER, NAMED_FORMATS),
+    "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER, NAMED_FORMATS, TIME),
                    typed_device=True),
 }
 
