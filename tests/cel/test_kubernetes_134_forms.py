@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import review, running_server
+from tests.support import policy_dir, review, running_server
 from webhook.cel import CelCompiler, CelError
 from webhook.cli import main
 
@@ -88,11 +88,7 @@ def _pod(name: str, images: list[str], labels: dict | None = None, privileged: s
 
 
 def _policies(tmp_path, *texts: str):
-    directory = tmp_path / "policies"
-    directory.mkdir()
-    for i, text in enumerate(texts):
-        (directory / f"p{i}.yaml").write_text(text)
-    return directory
+    return policy_dir(tmp_path / "policies", {f"p{i}.yaml": text for i, text in enumerate(texts)})
 
 
 async def _allowed(server, pod: dict) -> dict:

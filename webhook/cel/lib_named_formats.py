@@ -46,31 +46,29 @@ def _matches(pattern: str, value: str) -> bool:
     return re.fullmatch(pattern, value) is not None
 
 
-def _dns1123_label(value: str) -> list[str]:
-    errors = [_too_long(63)] if len(value.encode()) > 63 else []
-    if not _matches(_LABEL, value):
-        errors.append("must not contain dots" if _matches(_SUBDOMAIN, value) else _regex_error(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
-            "end with an alphanumeric character", _LABEL, "my-name", "123-abc"))
+def _checked(value: str, limit: int, pattern: str, message: str, *examples: str) -> list[str]:
+    """apimachinery's usual pair of checks: a length in bytes, then the pattern."""
+    errors = [_too_long(limit)] if len(value.encode()) > limit else []
+    if not _matches(pattern, value):
+        errors.append(_regex_error(message, pattern, *examples))
     return errors
+
+
+def _dns1123_label(value: str) -> list[str]:
+    if not _matches(_LABEL, value) and _matches(_SUBDOMAIN, value):  # a subdomain, so dots are all that is wrong
+        return [_too_long(63)] * (len(value.encode()) > 63) + ["must not contain dots"]
+    return _checked(value, 63, _LABEL, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                    "or '-', and must start and end with an alphanumeric character", "my-name", "123-abc")
 
 
 def _dns1123_subdomain(value: str) -> list[str]:
-    errors = [_too_long(253)] if len(value.encode()) > 253 else []
-    if not _matches(_SUBDOMAIN, value):
-        errors.append(_regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-            "start and end with an alphanumeric character", _SUBDOMAIN, "example.com"))
-    return errors
+    return _checked(value, 253, _SUBDOMAIN, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                    "characters, '-' or '.', and must start and end with an alphanumeric character", "example.com")
 
 
 def _dns1035_label(value: str) -> list[str]:
-    errors = [_too_long(63)] if len(value.encode()) > 63 else []
-    if not _matches(_DNS1035, value):
-        errors.append(_regex_error(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-            "character, and end with an alphanumeric character", _DNS1035, "my-name", "abc-123"))
-    return errors
+    return _checked(value, 63, _DNS1035, "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                    "start with an alphabetic character, and end with an alphanumeric character", "my-name", "abc-123")
 
 
 def _qualified_name(value: str) -> list[str]:
@@ -93,12 +91,9 @@ def _qualified_name(value: str) -> list[str]:
 
 
 def _label_value(value: str) -> list[str]:
-    errors = [_too_long(63)] if len(value.encode()) > 63 else []
-    if not _matches(_LABEL_VALUE, value):
-        errors.append(_regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character", _LABEL_VALUE, "MyValue", "my_value", "12345"))
-    return errors
+    return _checked(value, 63, _LABEL_VALUE, "a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                    "MyValue", "my_value", "12345")
 
 
 def _prefix(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
