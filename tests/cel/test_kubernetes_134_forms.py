@@ -11,6 +11,7 @@ import pytest
 
 from tests.support import policy_dir, review, running_server
 from webhook.cel import CelCompiler, CelError
+from webhook.cel.values import to_json
 from webhook.cli import main
 
 _VAP = """\
@@ -212,3 +213,28 @@ def test_numeric_ordering_and_milliseconds_as_kubernetes(expression, expected):
 def test_cross_type_ordering_is_refused_by_the_reference_backend_at_compile_time():
     with pytest.raises(CelError, match="not supported by the cel-python backend"):
         CelCompiler("cel-python").compile("5 < 10.0")
+
+
+def test_a_variable_duration_keeps_its_nanoseconds_into_the_next_expression():
+    """A variable's value evaluated on its own (the reference path of a policy's variables) reached the next
+    expression as Python's timedelta, which drops the last three digits: `1.0000001s` came back as `1s` and
+    passed a `<= 1s` limit Kubernetes enforces."""
+    compiler = CelCompiler("cel-expr-python")
+    lifetime = compiler.compile("duration(object.metadata.annotations.lifetime)").evaluate(
+        {"object": {"metadata": {"annotations": {"lifetime": "1.0000001s"}}}})
+    assert compiler.compile("variables.lifetime <= duration('1s')").evaluate(
+        {"variables": {"lifetime": lifetime}}) is False
+
+
+@pytest.mark.parametrize("expression, nanoseconds, text", [
+    ("duration('1.000000001s')", 1_000_000_001, "1.000000001s"), ("duration('-1.5s')", -1_500_000_000, "-1.5s"),
+    ("duration('1ns')", 1, "0.000000001s"),
+])
+def test_a_duration_result_keeps_its_nanoseconds(expression, nanoseconds, text):
+    value = CelCompiler("cel-expr-python").compile(expression).evaluate({})
+    assert value.nanoseconds == nanoseconds and to_json(value) == text
+
+
+def test_a_timestamp_result_keeps_its_nanoseconds():
+    value = CelCompiler("cel-expr-python").compile("timestamp('2024-01-01T00:00:00.123456789Z')").evaluate({})
+    assert value.nanosecond == 123456789 and to_json(value) == "2024-01-01T00:00:00.123456789Z"

@@ -18,7 +18,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
 
-from webhook.cel import checked, nullrefs, optionals
+from webhook.cel import checked, exact_time, nullrefs, optionals
 from webhook.cel.activation import Activation
 from webhook.cel.cost import CostLimitExceeded, charge_call
 from webhook.cel.envs import EnvSpec
@@ -97,10 +97,13 @@ def _protos(value: Any) -> Any:
     if isinstance(value, datetime.datetime):
         message = timestamp_pb2.Timestamp()
         message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+        message.nanos = getattr(value, "nanosecond", message.nanos)   # an exact_time value keeps its nanoseconds
         return message
     if isinstance(value, datetime.timedelta):
         message = duration_pb2.Duration()
         message.FromTimedelta(value)
+        if isinstance(value, exact_time.ExactDuration):
+            message.FromNanoseconds(value.nanoseconds)
         return message
     if isinstance(value, Mapping):
         return {k: _protos(v) for k, v in value.items()}
@@ -118,9 +121,10 @@ _RETRY_ON = ("_?._", "_[?_]", "Applying SELECT to non-message type", "string(map
 
 class CppProgram:
     __slots__ = ("_expression", "_env", "_key", "_nul_key", "_wrapped_key", "_fallback_source", "_fallback", "_spec",
-                 "_source", "_twin")
+                 "_source", "_twin", "_text_source", "_text")
 
-    def __init__(self, expression: Any, env: Any, fallback_source: str | None, spec: EnvSpec, source: str) -> None:
+    def __init__(self, expression: Any, env: Any, fallback_source: str | None, spec: EnvSpec, source: str,
+                 text_source: str | None = None) -> None:
         self._expression, self._env = expression, env
         self._key = ("cel-expr-python", id(env))
         self._nul_key = ("nul", id(env))
@@ -129,6 +133,8 @@ class CppProgram:
         self._fallback: Any = None
         self._spec, self._source = spec, source   # for the exact twin (`_exactly`)
         self._twin: Any = None
+        # a duration or timestamp result: its exact text, `string(...)` of the same source (webhook.cel.exact_time)
+        self._text_source, self._text = text_source, None
 
     def _eval(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None,
               protos: bool = False) -> Any:
@@ -239,7 +245,20 @@ class CppProgram:
         if value.type() == _ERROR:
             raise CelError(_clean(_error_text(value)))
         result = _python(value)
+        if self._text_source is not None and isinstance(result, _TIMES):
+            return self._exact(data, shared, result)
         return result if type(result) in _SCALARS else plain(result)
+
+    def _exact(self, data: Mapping[str, Any], shared: Activation | None, result: Any) -> Any:
+        """The duration or timestamp `result` with its nanoseconds, read from its `string()`; `result` when that
+        cannot be had."""
+        try:
+            if self._text is None:
+                self._text = self._env.compile(self._text_source)
+            text = _python(self._attempt(self._text, data, shared))
+        except RuntimeError:
+            return result
+        return exact_time.with_nanoseconds(result, text)
 
     def _uncut(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
         """An activation holding a NUL, read whole. NULs in string values only (what Kubernetes lets in:
@@ -379,8 +398,10 @@ class CppBackend:
             raise CelError(str(exc)) from None
         env = self._env(spec)
         try:
-            return CppProgram(_checked(env.compile(plain_text), spec, plain_text), env,
-                              faithful if faithful != plain_text else None, spec, source)
+            compiled = _checked(env.compile(plain_text), spec, plain_text)
+            timed = compiled.return_type() in (T.DURATION, T.TIMESTAMP)
+            return CppProgram(compiled, env, faithful if faithful != plain_text else None, spec, source,
+                              f"string({plain_text})" if timed else None)
         except RuntimeError as exc:
             if "'string' applied to" not in str(exc):
                 raise CelError(_compile_message(str(exc))) from None
