@@ -13,8 +13,6 @@ import itertools
 import re
 from typing import Any, Callable, Mapping
 
-from google.protobuf import duration_pb2, timestamp_pb2
-
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
 
@@ -60,7 +58,8 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
             nul_results.seen += 1
         if may_hold_times and (isinstance(result, _TIMES) or
                                (type(result) is list and any(isinstance(x, _TIMES) for x in result))):
-            return _protos(result)  # a duration sum, a sorted list of timestamps: the runtime refuses Python's
+            # a duration sum, a sorted list of timestamps: the runtime refuses Python's
+            return exact_time.as_protos(result)
         return result
     may_hold_times = overload.result in ("dyn", "list", "duration", "timestamp")
     return call
@@ -91,27 +90,6 @@ def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
     return [cel.FunctionDecl(name, decls) for name, decls in by_name.items()]
 
 
-def _protos(value: Any) -> Any:
-    """Timestamps and durations (e.g. earlier variables' values) enter the runtime as protobuf messages;
-    it refuses Python datetime objects in an activation."""
-    if isinstance(value, datetime.datetime):
-        message = timestamp_pb2.Timestamp()
-        message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
-        message.nanos = getattr(value, "nanosecond", message.nanos)   # an exact_time value keeps its nanoseconds
-        return message
-    if isinstance(value, datetime.timedelta):
-        message = duration_pb2.Duration()
-        message.FromTimedelta(value)
-        if isinstance(value, exact_time.ExactDuration):
-            message.FromNanoseconds(value.nanoseconds)
-        return message
-    if isinstance(value, Mapping):
-        return {k: _protos(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_protos(v) for v in value]
-    return value
-
-
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -140,7 +118,7 @@ class CppProgram:
               protos: bool = False) -> Any:
         """Converting a pod into the runtime costs ~20 us, evaluating ~2 us: a shared Activation
         converts once per environment for all the expressions of one request."""
-        data = _protos(activation) if protos else activation
+        data = exact_time.as_protos(activation) if protos else activation
         if shared is None:
             return expression.eval(data=data)
         if protos:

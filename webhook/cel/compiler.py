@@ -13,7 +13,8 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, comprehensions, cost, dra, estimate, lib_time, literal_types, numeric_order, source
+from webhook.cel import (call_routes, checked, comprehensions, cost, dra, estimate, lib_time, literal_types,
+                         numeric_order, source)
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -143,7 +144,7 @@ def _route_optional_results(text: str, spec: EnvSpec) -> str:
     routes = {name: impl for lib in spec.libraries for name, impl in lib.optional_results}
     if not routes or not any(name.rpartition(".")[2] in text for name in routes):
         return text
-    return source.route_optional_results(text, source.tokenize(text), routes)
+    return call_routes.route_optional_results(text, source.tokenize(text), routes)
 
 
 class CelCompiler:

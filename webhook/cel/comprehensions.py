@@ -135,7 +135,8 @@ def _simple(tokens: list[Token], first: int, last: int) -> bool:
 
 
 def _roots(tokens: list[Token], first: int, last: int) -> set[str]:
-    return {t.text for j, t in enumerate(tokens[first:last + 1], first) if t.kind == "ident" and not _selected(tokens, j)}
+    return {t.text for j, t in enumerate(tokens[first:last + 1], first)
+            if t.kind == "ident" and not _selected(tokens, j)}
 
 
 def _rewrite_one(source: str, tokens: list[Token], dot: int, fresh: str) -> str:

@@ -13,6 +13,9 @@ from __future__ import annotations
 import datetime
 import re
 from decimal import Decimal
+from typing import Any, Mapping
+
+from google.protobuf import duration_pb2, timestamp_pb2
 
 _NANOS = Decimal(1_000_000_000)
 _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z")
@@ -85,3 +88,24 @@ def exact_text(value: datetime.timedelta | datetime.datetime) -> str | None:
         utc = value.astimezone(datetime.timezone.utc)
         return utc.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanosecond:09d}Z"
     return None
+
+
+def as_protos(value: Any) -> Any:
+    """Timestamps and durations (e.g. earlier variables' values) enter the runtime as protobuf messages;
+    it refuses Python datetime objects in an activation."""
+    if isinstance(value, datetime.datetime):
+        message = timestamp_pb2.Timestamp()
+        message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
+        message.nanos = getattr(value, "nanosecond", message.nanos)   # an exact_time value keeps its nanoseconds
+        return message
+    if isinstance(value, datetime.timedelta):
+        message = duration_pb2.Duration()
+        message.FromTimedelta(value)
+        if isinstance(value, ExactDuration):
+            message.FromNanoseconds(value.nanoseconds)
+        return message
+    if isinstance(value, Mapping):
+        return {k: as_protos(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_protos(v) for v in value]
+    return value

@@ -4,7 +4,7 @@ list of the problems found (none when `s` is valid), each in the words of apimac
 functions at the pinned Kubernetes version.
 
 A format travels as a tagged map (webhook.cel.values). Both optional results are routed through a list of at
-most one element (webhook.cel.source.route_optional_results), as other Python functions returning optionals.
+most one element (webhook.cel.call_routes), as other Python functions returning optionals.
 """
 
 from __future__ import annotations
