@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping
 
 from webhook.cel.backend_cpp import TOO_LONG
 from webhook.cel.checked import Call, Comprehension, Const, Ident, ListOf, Node, Select
+from webhook.cel.comprehensions import KEYS
 from webhook.cel.to_python_ops import BUDGET, HELPERS, NOT_TOLD, Refused
 from webhook.model.quickinit import frozen_dataclass
 
@@ -224,6 +225,8 @@ class _Compiler:
             return _Code(f"({optional.text} is not _NONE)", boolean=True)
         if target is not None and name in _STRING_TESTS and len(args) == 1:
             return _Code(f"{_STRING_TESTS[name]}({value(target)}, {value(args[0])})", boolean=True)
+        if target is None and name == KEYS and len(args) == 1:  # a two-variable comprehension's range
+            return _Code(f"_indexes(_b, {value(args[0])})")
         if name in REFUSED_FUNCTIONS:
             operands = ", ".join(value(a) for a in ((target,) if target is not None else ()) + args)
             return _Code(f"_refuse({operands})")

@@ -220,6 +220,15 @@ def _ends_with(a: Any, b: Any) -> bool:
     return text.endswith(part)
 
 
+def _indexes(budget: list[int], value: Any) -> list[int]:
+    """A list's indexes, what a two-variable comprehension over it ranges over (webhook.cel.comprehensions);
+    a map's keys are refused (CEL's order of them need not be Python's)."""
+    if type(value) is not list:
+        raise Refused
+    _charge(budget, len(value))
+    return list(range(len(value)))
+
+
 def _refuse(*_: Any) -> Any:
     """A function whose every call is an error (the runtime's guard of long map/filter ranges): the runtime's."""
     raise Refused
