@@ -66,16 +66,16 @@ def test_binds_around_the_expression_give_the_written_out_value(seed):
             expected = REFERENCE.compile(written, env="admission").evaluate({"object": OBJECT})
         except Exception:
             continue
-        assert CPP.compile(bound, env="admission").evaluate({"object": OBJECT}) == expected, bound
+        assert CPP.compile(bound, env="kyverno").evaluate({"object": OBJECT}) == expected, bound
         compared += 1
     assert compared > 40
 
 
 def test_a_bind_after_a_comprehension_at_the_same_level_is_misread():
     """The shape the generator avoids. When this fails, the runtime was fixed (docs/cel.md can say so)."""
-    misread = CPP.compile("object.a.exists(x, true) ? cel.bind(v, object.c, v.size()) : 0", env="admission")
+    misread = CPP.compile("object.a.exists(x, true) ? cel.bind(v, object.c, v.size()) : 0", env="kyverno")
     assert misread.evaluate({"object": OBJECT}) != 3
-    around = CPP.compile("cel.bind(v, object.c, object.a.exists(x, true) ? v.size() : 0)", env="admission")
+    around = CPP.compile("cel.bind(v, object.c, object.a.exists(x, true) ? v.size() : 0)", env="kyverno")
     assert around.evaluate({"object": OBJECT}) == 3
 
 

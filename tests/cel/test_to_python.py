@@ -98,7 +98,7 @@ def typed(value: object) -> object:
 
 def _check(expression: str, objects: list[dict], counts: dict[str, int]) -> None:
     try:
-        program = CPP.compile(expression, env="admission")
+        program = CPP.compile(expression, env=("kyverno" if "cel.bind" in expression else "admission"))
     except CelError:
         counts["not CEL"] += 1
         return
@@ -243,3 +243,24 @@ def test_generated_source_holds_no_text_of_the_expression():
 def test_helpers_cover_every_name_the_generator_emits():
     names = {name for name in to_python._HELPERS}
     assert {"_eq", "_refuse", "_truth", "_NONE"} <= names
+
+
+@pytest.mark.parametrize("expression", [
+    "object.spec.containers.all(i, c, i == 0 || c.image.startsWith('registry.platform/'))",
+    "object.spec.containers.exists(i, c, i > 0 && c.name == 'b')",
+    "object.spec.containers.existsOne(i, c, has(c.securityContext))",
+    "object.spec.containers.transformList(i, c, i > 0, c.name)",
+])
+def test_two_variable_comprehensions_over_lists_compile_and_agree(expression):
+    """The rewritten form (webhook.cel.comprehensions) ranges over a list's indexes: the Python form gives the
+    runtime's value; over a map (whose order Python need not share) it refuses."""
+    counts = {"told": 0, "refused": 0, "not compiled": 0, "not CEL": 0}
+    _check(expression, PODS, counts)
+    assert counts["not compiled"] == 0 and counts["told"] >= 3, counts
+
+
+def test_a_two_variable_comprehension_over_a_map_is_left_to_the_runtime():
+    python = compile_tree(CPP.compile("object.m.all(k, v, v > 0)", env="admission").tree(), ROOTS)
+    assert python is not None
+    with pytest.raises(Refused):
+        python.evaluate({"object": {"m": {"a": 1}}})

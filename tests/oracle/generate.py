@@ -33,6 +33,13 @@ TIMESTAMP_TAILS = ["", ".getFullYear()", ".getMonth()", ".getHours()", " + durat
                    " - timestamp('2024-01-01T00:00:00Z')"]
 BYTES = "b'x'"
 LIFETIME = "object.metadata.?annotations.?lifetime.orValue('1s')"
+NAMED_FORMATS = ["dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
+                 "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime"]
+FORMAT_INPUTS = NAMES + ["example.com", "a/b", "x.io/Name", "/a/b", "https://ex.com/%zz", "a" * 64, "trailing-",
+                         "123e4567-e89b-12d3-a456-426614174000", "aGVsbG8=", "aGVsbG8", "2024-02-29", "2023-02-29",
+                         "2024-01-01T10:00:00Z", "2024-01-01t25:00:00z", "-", "a.b/c.d/e"]
+# the receivers two-variable comprehensions range over (lists whose order both sides share, and maps)
+TWO_VAR_LISTS = ["object.spec.containers", "[3, 1, 2]", "['b', 'a']", "[]", "object.spec.?initContainers.orValue([])"]
 FORMATS = ["'%s'", "'%d'", "'%s-%s'", "'%.2f'", "'%x'", "'%o'", "'%b'", "'%e'", "'%5s'", "'100%%'"]
 
 
@@ -147,5 +154,59 @@ def _shapes(rng: random.Random) -> list[Callable[[], str]]:
     ]
 
 
+_PREDICATES = ["i < 2", "v == v", "i == 0 && v != null", "string(v) != string(i)"]
+_TYPE_ERRORS = ["v == 'a'", "i == 'x'", "v.size() > 0"]
+_LIST_BODIES = ["i", "v", "[i]", "string(i) + string(v)"]
+_CONTAINER_FILTERS = ["has(c.ports)", "i > 0", "c.name != 'a'"]
+_MAP_BODIES = ["v", "i * 2", "string(v)"]
+_LABEL_BODIES = ["v + k", "k.size()", "v.size() > 1"]
+_ENTRIES = ["{c.name: i}", "{c.image: c.name}", "{string(i): c.name}"]
+_SORTABLE = ["[3, 1, 2]", "['b', 'c', 'a']", "[]"]
+_SORT_KEYS = ["x", "-x", "string(x)", "x == 1"]
+_CONTAINER_KEYS = ["c.name", "c.image", "c.?resources.?limits.?cpu.orValue('')"]
+_LISTS_V3 = ["sort()", "distinct()", "flatten()", "first().orValue(0)", "last().hasValue()", "slice(0, 1)"]
+_LISTS_V3_RECEIVERS = ["[3, 1, 2]", "[1, 1, 2]", "[[1], [2, 3]]", "['a']"]
+_QUANTIFIERS = ["all", "exists", "existsOne"]
+
+
+def _two_variable_shapes(rng: random.Random) -> list[Callable[[], str]]:
+    """Two-variable comprehensions, lists v3 and the named-format library (Kubernetes 1.34's stored environment).
+    A transformList over a map is left out: Go ranges over a map in an order of its own."""
+    def pick(items: list[str]) -> str:
+        return rng.choice(items)
+
+    def fmt() -> str:
+        return pick(NAMED_FORMATS)
+
+    def text() -> str:
+        return repr(pick(FORMAT_INPUTS))
+
+    lst, labels = (lambda: pick(TWO_VAR_LISTS)), "object.metadata.?labels.orValue({})"
+    return [
+        lambda: f"{lst()}.{pick(_QUANTIFIERS)}(i, v, {pick(_PREDICATES)})",
+        lambda: f"object.spec.containers.{pick(_QUANTIFIERS)}(i, c, i < 1 || c.name == {_string(rng)})",
+        lambda: f"{labels}.{pick(_QUANTIFIERS)}(k, v, k.startsWith('t') || v == {_string(rng)})",
+        lambda: f"{lst()}.transformList(i, v, {pick(_LIST_BODIES)})",
+        lambda: f"object.spec.containers.transformList(i, c, {pick(_CONTAINER_FILTERS)}, c.image)",
+        lambda: f"{lst()}.transformMap(i, v, {pick(_MAP_BODIES)})",
+        lambda: f"{labels}.transformMap(k, v, {pick(_LABEL_BODIES)})",
+        lambda: f"{labels}.transformMap(k, v, k != 'app', v.upperAscii())",
+        lambda: f"object.spec.containers.transformMapEntry(i, c, {pick(_ENTRIES)})",
+        lambda: f"{labels}.transformMapEntry(k, v, {{v: k}})",
+        lambda: f"{lst()}.all(i, v, {pick(_TYPE_ERRORS)})",
+        lambda: "object.spec.containers.all(i, c, object.spec.containers.exists(j, d, j != i && d.name == c.name))",
+        lambda: f"{pick(_SORTABLE)}.sortBy(x, {pick(_SORT_KEYS)})",
+        lambda: f"object.spec.containers.sortBy(c, {pick(_CONTAINER_KEYS)}).map(c, c.name)",
+        lambda: f"{pick(_LISTS_V3_RECEIVERS)}.{pick(_LISTS_V3)}",
+        lambda: f"lists.range({pick(['0', '3', '-1'])})",
+        lambda: f"format.{fmt()}().validate({text()}).orValue([])",
+        lambda: f"format.{fmt()}().validate({_string(rng)}).hasValue()",
+        lambda: f"format.named({repr(pick(NAMED_FORMATS + ['nope', '']))}).hasValue()",
+        lambda: f"format.named({repr(fmt())}).value().validate({text()}).orValue(['valid'])",
+        lambda: f"cel.bind(x, {_string(rng)}, x + x)",
+    ]
+
+
 def expression(rng: random.Random) -> str:
-    return rng.choice(_shapes(rng))()
+    shapes = _shapes(rng)
+    return rng.choice(_two_variable_shapes(rng) if rng.random() < 0.3 else shapes)()

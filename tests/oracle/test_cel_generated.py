@@ -11,7 +11,7 @@ from tests.oracle.differential import Tally, compare
 from tests.oracle.generate import expression, pod
 
 pytestmark = pytest.mark.oracle
-EXPRESSIONS, PODS_EACH = 2600, 4   # > 10,000 evaluations per path
+EXPRESSIONS, PODS_EACH = 2600, 6   # > 10,000 evaluations on each backend (cel-python lacks some syntax)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -25,4 +25,5 @@ def test_generated_expressions_agree_with_kubernetes(cel_oracle, seed):
             compare(cel_oracle, tally, text, bindings)
     print(f"\ngenerated (seed {seed}): {tally.summary()}")
     assert tally.evaluations["cel-expr-python"] == EXPRESSIONS // 4 * PODS_EACH
+    assert tally.evaluations["cel-python"] > EXPRESSIONS // 4 * PODS_EACH * 0.6   # what it lacks is counted apart
     assert not tally.differences, "\n".join(tally.differences[:40])

@@ -13,12 +13,10 @@ import itertools
 import re
 from typing import Any, Callable, Mapping
 
-from google.protobuf import duration_pb2, timestamp_pb2
-
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional
 
-from webhook.cel import checked, nullrefs, optionals
+from webhook.cel import checked, exact_time, nullrefs, optionals
 from webhook.cel.activation import Activation
 from webhook.cel.cost import CostLimitExceeded, charge_call
 from webhook.cel.envs import EnvSpec
@@ -40,6 +38,7 @@ _TYPES = {
     "string": T.STRING, "int": T.INT, "uint": T.UINT, "double": T.DOUBLE, "bool": T.BOOL, "bytes": T.BYTES,
     "null": T.NULL, "list": T.List(T.DYN), "map": T.Map(T.DYN, T.DYN), "timestamp": T.TIMESTAMP,
     "duration": T.DURATION, "dyn": T.DYN,
+    "list(int)": T.List(T.INT),   # a result only (a list's indexes: webhook.cel.comprehensions)
 }
 
 
@@ -59,7 +58,8 @@ def _guarded(overload: Overload) -> Callable[..., Any]:
             nul_results.seen += 1
         if may_hold_times and (isinstance(result, _TIMES) or
                                (type(result) is list and any(isinstance(x, _TIMES) for x in result))):
-            return _protos(result)  # a duration sum, a sorted list of timestamps: the runtime refuses Python's
+            # a duration sum, a sorted list of timestamps: the runtime refuses Python's
+            return exact_time.as_protos(result)
         return result
     may_hold_times = overload.result in ("dyn", "list", "duration", "timestamp")
     return call
@@ -90,24 +90,6 @@ def _declare(overloads: tuple[Overload, ...]) -> list[Any]:
     return [cel.FunctionDecl(name, decls) for name, decls in by_name.items()]
 
 
-def _protos(value: Any) -> Any:
-    """Timestamps and durations (e.g. earlier variables' values) enter the runtime as protobuf messages;
-    it refuses Python datetime objects in an activation."""
-    if isinstance(value, datetime.datetime):
-        message = timestamp_pb2.Timestamp()
-        message.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc))
-        return message
-    if isinstance(value, datetime.timedelta):
-        message = duration_pb2.Duration()
-        message.FromTimedelta(value)
-        return message
-    if isinstance(value, Mapping):
-        return {k: _protos(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_protos(v) for v in value]
-    return value
-
-
 _SCALARS = (bool, int, float, str, type(None))
 
 
@@ -117,9 +99,10 @@ _RETRY_ON = ("_?._", "_[?_]", "Applying SELECT to non-message type", "string(map
 
 class CppProgram:
     __slots__ = ("_expression", "_env", "_key", "_nul_key", "_wrapped_key", "_fallback_source", "_fallback", "_spec",
-                 "_source", "_twin")
+                 "_source", "_twin", "_text_source", "_text")
 
-    def __init__(self, expression: Any, env: Any, fallback_source: str | None, spec: EnvSpec, source: str) -> None:
+    def __init__(self, expression: Any, env: Any, fallback_source: str | None, spec: EnvSpec, source: str,
+                 text_source: str | None = None) -> None:
         self._expression, self._env = expression, env
         self._key = ("cel-expr-python", id(env))
         self._nul_key = ("nul", id(env))
@@ -128,12 +111,14 @@ class CppProgram:
         self._fallback: Any = None
         self._spec, self._source = spec, source   # for the exact twin (`_exactly`)
         self._twin: Any = None
+        # a duration or timestamp result: its exact text, `string(...)` of the same source (webhook.cel.exact_time)
+        self._text_source, self._text = text_source, None
 
     def _eval(self, expression: Any, activation: Mapping[str, Any], shared: Activation | None,
               protos: bool = False) -> Any:
         """Converting a pod into the runtime costs ~20 us, evaluating ~2 us: a shared Activation
         converts once per environment for all the expressions of one request."""
-        data = _protos(activation) if protos else activation
+        data = exact_time.as_protos(activation) if protos else activation
         if shared is None:
             return expression.eval(data=data)
         if protos:
@@ -238,7 +223,20 @@ class CppProgram:
         if value.type() == _ERROR:
             raise CelError(_clean(_error_text(value)))
         result = _python(value)
+        if self._text_source is not None and isinstance(result, _TIMES):
+            return self._exact(data, shared, result)
         return result if type(result) in _SCALARS else plain(result)
+
+    def _exact(self, data: Mapping[str, Any], shared: Activation | None, result: Any) -> Any:
+        """The duration or timestamp `result` with its nanoseconds, read from its `string()`; `result` when that
+        cannot be had."""
+        try:
+            if self._text is None:
+                self._text = self._env.compile(self._text_source)
+            text = _python(self._attempt(self._text, data, shared))
+        except RuntimeError:
+            return result
+        return exact_time.with_nanoseconds(result, text)
 
     def _uncut(self, activation: Mapping[str, Any], shared: Activation | None) -> Any:
         """An activation holding a NUL, read whole. NULs in string values only (what Kubernetes lets in:
@@ -378,8 +376,10 @@ class CppBackend:
             raise CelError(str(exc)) from None
         env = self._env(spec)
         try:
-            return CppProgram(_checked(env.compile(plain_text), spec, plain_text), env,
-                              faithful if faithful != plain_text else None, spec, source)
+            compiled = _checked(env.compile(plain_text), spec, plain_text)
+            timed = compiled.return_type() in (T.DURATION, T.TIMESTAMP)
+            return CppProgram(compiled, env, faithful if faithful != plain_text else None, spec, source,
+                              f"string({plain_text})" if timed else None)
         except RuntimeError as exc:
             if "'string' applied to" not in str(exc):
                 raise CelError(_compile_message(str(exc))) from None

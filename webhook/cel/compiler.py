@@ -13,7 +13,8 @@ import os
 import threading
 from typing import Any, Mapping, Sequence
 
-from webhook.cel import checked, cost, dra, estimate, literal_types, source
+from webhook.cel import (call_routes, checked, comprehensions, cost, dra, estimate, lib_time, literal_types,
+                         numeric_order, source)
 from webhook.cel.activation import Activation
 from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
@@ -143,7 +144,7 @@ def _route_optional_results(text: str, spec: EnvSpec) -> str:
     routes = {name: impl for lib in spec.libraries for name, impl in lib.optional_results}
     if not routes or not any(name.rpartition(".")[2] in text for name in routes):
         return text
-    return source.route_optional_results(text, source.tokenize(text), routes)
+    return call_routes.route_optional_results(text, source.tokenize(text), routes)
 
 
 class CelCompiler:
@@ -182,7 +183,11 @@ class CelCompiler:
         program = None
         try:
             spec = env_spec(env)
-            plain = rewrite_plain_or_value if spec.plain_or_value else (lambda t: t)
+            or_value = rewrite_plain_or_value if spec.plain_or_value else (lambda t: t)
+
+            def plain(text: str) -> str:
+                text = comprehensions.rewrite(text)
+                return or_value(lib_time.route_milliseconds(text, source.tokenize(text)))
             text = bind_variables(plain(expression), [(n, plain(t)) for n, t in bindings], spec.or_value_compat)
             if text is not None and not spec.typed_device:
                 program = self._program(expression, text, source.tokenize(text), spec, strict)
@@ -220,20 +225,38 @@ class CelCompiler:
                 dra.check_device_expression(tokens)
             except CelError as exc:
                 raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
-        text, text_tokens = expression, tokens
+        if not spec.bindings and source.bind_count(tokens):
+            raise CelError(f"does not compile: {_short(expression)}: cel.bind is not declared in Kubernetes' CEL "
+                           f"environment for admission policies (only Kyverno's policies have it); name the value "
+                           f"with a policy variable (spec.variables) and read it as variables.<name>")
+        try:
+            text = comprehensions.rewrite(expression, tokens)
+        except (CelError, ValueError) as exc:
+            raise CelError(f"does not compile: {_short(expression)}: {exc}") from None
+        if lib_time.uses_milliseconds(tokens):
+            text = lib_time.route_milliseconds(text, source.tokenize(text))
+        text_tokens = source.tokenize(text) if text != expression else tokens
         if spec.or_value_compat:
-            text = rewrite_or_value(expression, tokens)
-            text_tokens = source.tokenize(text) if text != expression else tokens
+            rewritten = rewrite_or_value(text, text_tokens)
+            text_tokens = source.tokenize(rewritten) if rewritten != text else text_tokens
+            text = rewritten
         elif spec.plain_or_value:
-            text = rewrite_plain_or_value(expression, tokens)
-            text_tokens = source.tokenize(text) if text != expression else tokens
+            rewritten = rewrite_plain_or_value(text, text_tokens)
+            text_tokens = source.tokenize(rewritten) if rewritten != text else text_tokens
+            text = rewritten
         before = text
         constructed = source.rewrite_constructions(text, text_tokens) if spec.constructions else text
         text = _route_optional_results(constructed, spec)
         try:
-            compiled = _backend(self.backend).compile(spec, text)
-            # the C++ checker's program: the reference backend has no type checker, so it refuses what that refuses
-            typed = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile(spec, text)
+            try:
+                compiled, typed = self._checked_pair(spec, text)
+            except CelError as exc:
+                if not numeric_order.refused_for_mixed_numbers(str(exc)):
+                    raise
+                if self.backend == "cel-python":  # its evaluator refuses such a comparison
+                    raise CelError("comparing int, uint and double with each other (`5 < 10.0`) is not supported by "
+                                   "the cel-python backend") from None
+                compiled, typed = self._checked_pair(spec, numeric_order.widen(text))
             if constructed == before:   # typed constructions become map literals of mixed values: not checked
                 literal_types.check(typed.serialized())
         except literal_types.RefusedLiteral as exc:
@@ -243,6 +266,13 @@ class CelCompiler:
         refs, whole = source.variable_refs(tokens)
         return CelProgram(expression, env, self.backend, refs, whole, spec, compiled,
                           self._estimated(expression, spec, typed))
+
+    def _checked_pair(self, spec: EnvSpec, text: str) -> tuple[Any, Any]:
+        """The backend's program and the C++ checker's (the same one on the default backend): the reference
+        backend has no type checker, so it refuses what that refuses."""
+        compiled = _backend(self.backend).compile(spec, text)
+        typed = compiled if self.backend == "cel-expr-python" else _backend("cel-expr-python").compile(spec, text)
+        return compiled, typed
 
     def _estimated(self, expression: str, spec: EnvSpec, typed: Any) -> int:
         """The expression's worst-case cost; CelError past Kubernetes' limit for one expression. The tree is the C++

@@ -8,10 +8,12 @@ from webhook.cel.functions import Library
 from webhook.cel.lib_admission import AUTHORIZER, AUTHZ, JSONPATCH
 from webhook.cel.lib_kyverno import KYVERNO
 from webhook.cel.lib_lists import LISTS, REGEX, REGEX_EXT, SETS
+from webhook.cel.lib_named_formats import NAMED_FORMATS
 from webhook.cel.lib_net import CIDR, IP
 from webhook.cel.lib_url import URLS
 from webhook.cel.lib_quantity import QUANTITY, SEMVER
 from webhook.cel.lib_strings import STRINGS
+from webhook.cel.lib_time import TIME
 from webhook.model.quickinit import frozen_dataclass
 
 
@@ -25,6 +27,7 @@ class EnvSpec:
     typed_device: bool = False           # DRA: `device` fields type-checked at compile time
     or_value_compat: bool = False        # Kyverno's x.orValue(y) on plain fields (webhook.cel.orvalue)
     plain_or_value: bool = False         # cel-go's x.orValue(y) on a plain x: x (orvalue.rewrite_plain_or_value)
+    bindings: bool = False               # cel-go's bindings extension (`cel.bind`): Kyverno declares it, Kubernetes not
 
     @cached_property
     def function_names(self) -> frozenset[str]:
@@ -33,7 +36,7 @@ class EnvSpec:
 
 
 _ADMISSION_VARS = ("object", "oldObject", "request", "params", "namespaceObject", "variables", "authorizer")
-_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ)
+_KUBERNETES = (STRINGS, LISTS, SETS, REGEX, URLS, IP, CIDR, QUANTITY, SEMVER, AUTHZ, NAMED_FORMATS, TIME)
 # jsonpatch.escapeKey comes with the patch types, declared only where MAP mutations compile (plugin/cel/compile.go)
 _MUTATING = _KUBERNETES + (JSONPATCH,)
 _DEFAULTS = (("authorizer", AUTHORIZER),)
@@ -44,8 +47,9 @@ ENVS: dict[str, EnvSpec] = {
                         plain_or_value=True),
     # Kyverno's environment adds cel-go's regex extension to the Kubernetes libraries (pkg/cel/compiler/env.go)
     "kyverno": EnvSpec("kyverno", _ADMISSION_VARS + ("exceptions",), _MUTATING + (REGEX_EXT, KYVERNO),
-                       constructions=True, defaults=_DEFAULTS, or_value_compat=True),
-    "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER), typed_device=True),
+                       constructions=True, defaults=_DEFAULTS, or_value_compat=True, bindings=True),
+    "dra": EnvSpec("dra", ("device",), (STRINGS, LISTS, SETS, REGEX, QUANTITY, SEMVER, NAMED_FORMATS, TIME),
+                   typed_device=True),
 }
 
 

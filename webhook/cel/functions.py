@@ -31,7 +31,7 @@ class Library:
     name: str
     overloads: tuple[Overload, ...]
     # functions whose result is an optional: (CEL name, the overload returning a list of at most one
-    # element that stands in for it; calls are rewritten, webhook.cel.source.route_optional_results)
+    # element that stands in for it; calls are rewritten, webhook.cel.call_routes)
     optional_results: tuple[tuple[str, str], ...] = ()
 
 

@@ -52,7 +52,7 @@ def go_double(value: float) -> str:
     return f"{head}{text[:point]}.{text[point:]}"
 
 
-def _go_quote(text: str) -> str:
+def go_quote(text: str) -> str:
     """Go's %q for the strings cel-go writes into a list or map."""
     out = []
     for ch in text:
@@ -113,9 +113,9 @@ def _as_member(value: Any) -> str:
     """A value inside a list or map, written as a CEL literal."""
     kind = kind_of(value)
     if kind == "string":
-        return _go_quote(value)
+        return go_quote(value)
     if kind == "bytes":
-        return "b" + _go_quote(bytes(value).decode("utf-8", "surrogateescape"))
+        return "b" + go_quote(bytes(value).decode("utf-8", "surrogateescape"))
     if kind == "double":
         text = f"{value:.6f}" if math.isfinite(value) else go_double(value)
         return text if math.isfinite(value) else f'"{text}"'
@@ -138,7 +138,7 @@ def _as_member(value: Any) -> str:
 def _as_key(key: Any) -> str:
     kind = kind_of(key)
     if kind == "string":
-        return _go_quote(key)
+        return go_quote(key)
     if kind in ("bool", "int", "uint"):
         return _as_text(key)
     raise TypeError(f"error during formatting: no formatting function for map key of type {describe(key)}")

@@ -84,6 +84,43 @@ def sort(items: Sequence[Any]) -> list[Any]:
     return sorted(items)
 
 
+def sort_by(items: Sequence[Any], keys: Sequence[Any]) -> list[Any]:
+    """lists v3's `sortBy` (cel-go's @sortByAssociatedKeys): `items` in the order of their `keys`, which must be
+    of one comparable type (webhook.cel.comprehensions writes `R.sortBy(x, k)` as this of R and R.map(x, k))."""
+    if len(items) != len(keys):
+        raise ValueError(f"sortBy: {len(items)} elements and {len(keys)} keys")
+    if len({kind_of(key) for key in keys}) > 1:
+        raise TypeError("list elements must have the same type")
+    _check_comparable(keys)
+    order = sorted(range(len(items)), key=lambda i: keys[i])
+    return [items[i] for i in order]
+
+
+def comprehension_keys(value: Any) -> list[Any]:
+    """What a two-variable comprehension ranges over (webhook.cel.comprehensions): a list's indexes, a map's keys."""
+    return list(range(len(value))) if isinstance(value, list) else list(value)
+
+
+def comprehension_pairs(value: Any) -> list[list[Any]]:
+    """`[key, value]` for each entry of a map, `[index, element]` for each element of a list."""
+    items = enumerate(value) if isinstance(value, list) else value.items()
+    return [[key, item] for key, item in items]
+
+
+def merge_entries(maps: Sequence[Any]) -> dict[Any, Any]:
+    """transformMap and transformMapEntry: the entries of `maps`, one map; a key given twice is an error, as
+    cel-go's map insertion makes it."""
+    merged: dict[Any, Any] = {}
+    for entry in maps:
+        if not isinstance(entry, dict):
+            raise TypeError(f"transformMapEntry: expected a map, got {kind_of(entry)}")
+        for key, value in entry.items():
+            if key in merged:
+                raise ValueError(f"insert failed: key {key} already exists")
+            merged[key] = value
+    return merged
+
+
 _HASHED = {"string": "string", "bytes": "bytes", "bool": "bool", "null": "null", "int": "number", "uint": "number",
            "double": "number"}
 
@@ -250,6 +287,14 @@ LISTS = Library("lists", (
     method("sort", ["list"], "list", sort, _sort_cost),
     method("distinct", ["list"], "list", distinct, _distinct_cost),
     fn("lists.range", ["int"], "list", list_range),
+    fn("__qm_sort_by", ["list", "list"], "list", sort_by, lambda a, b: _sort_cost(b)),
+    # charged one unit: the comprehension ranging over the keys is charged per element, as cel-go charges it
+    fn("__qm_keys", ["list"], "list(int)", comprehension_keys, lambda _: 1),
+    fn("__qm_keys", ["map"], "list", comprehension_keys, lambda _: 1),
+    fn("__qm_pairs", ["list"], "list", comprehension_pairs, lambda _: 1),
+    fn("__qm_pairs", ["map"], "list", comprehension_pairs, lambda _: 1),
+    # per map merged: the entries were built (and charged) by the comprehension that made the list
+    fn("__qm_merge", ["list"], "map", merge_entries, lambda maps: 1 + len(maps)),
 ))
 
 SETS = Library("sets", (

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from webhook.cel.functions import Library, fn, method
+from webhook.cel.lib_format import go_quote
 from webhook.cel.values import expect, opaque
 from webhook.model.quickinit import frozen_dataclass
 
@@ -34,8 +35,16 @@ class _Parts:
     opaque: bool
 
 
+class UrlRefused(ValueError):
+    """What url.ParseRequestURI says of a text it refuses: `why` is its own words."""
+
+    def __init__(self, text: str, why: str) -> None:
+        super().__init__(f"{_ERROR}: parse {text!r}: {why}")
+        self.why = why
+
+
 def _fail(text: str, why: str) -> ValueError:
-    return ValueError(f"{_ERROR}: parse {text!r}: {why}")
+    return UrlRefused(text, why)
 
 
 def _unescape(text: str, whole: str, plus_is_space: bool = False) -> str:
@@ -47,7 +56,7 @@ def _unescape(text: str, whole: str, plus_is_space: bool = False) -> str:
         if c == 0x25:  # '%'
             pair = raw[i + 1:i + 3].decode("latin-1")
             if len(pair) < 2 or not set(pair) <= _HEX:
-                raise _fail(whole, f"invalid URL escape {raw[i:i + 3].decode('utf-8', 'replace')!r}")
+                raise _fail(whole, f"invalid URL escape {go_quote(raw[i:i + 3].decode('utf-8', 'replace'))}")
             out.append(int(pair, 16))
             i += 3
             continue
@@ -67,14 +76,14 @@ def _check_host(host: str, whole: str) -> None:
             raise _fail(whole, "missing ']' in host")
         tail = host[end + 1:]
         if tail and not (tail[0] == ":" and _port_digits(tail[1:])):
-            raise _fail(whole, f"invalid port {tail!r} after host")
+            raise _fail(whole, f"invalid port {go_quote(tail)} after host")
     else:
         colon = host.rfind(":")
         if colon >= 0 and not _port_digits(host[colon + 1:]):
-            raise _fail(whole, f"invalid port {host[colon:]!r} after host")
+            raise _fail(whole, f"invalid port {go_quote(host[colon:])} after host")
     for ch in host:
         if ch.isascii() and ch not in _HOST_VALID:
-            raise _fail(whole, f"invalid character {ch!r} in host name")
+            raise _fail(whole, f"invalid character {go_quote(ch)} in host name")
     _unescape(host, whole)
 
 
@@ -120,6 +129,15 @@ def _parse_url(text: str) -> _Parts:
 def url(text: str) -> dict[str, Any]:
     _parse_url(text)
     return opaque("url", text=text)
+
+
+def request_uri_problem(text: str) -> str | None:
+    """The reason url.ParseRequestURI refuses `text` (its error's own words), None when it accepts it."""
+    try:
+        _parse(text, via_request=True)
+    except UrlRefused as exc:
+        return exc.why
+    return None
 
 
 def _is_url(text: str) -> bool:

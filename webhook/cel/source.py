@@ -6,7 +6,6 @@
 - `comprehension_depth` and `bind_count` for the compile-time limits;
 - `add_iteration_ticks`: a budget call in every comprehension body (for the pure-Python backend, whose
   loops cannot otherwise be bounded; the C++ runtime has its own iteration budget);
-- `route_optional_results`: calls of functions whose result is an optional, routed through a list;
 - `canonical`: a text without its parentheses that change nothing, the key under which the fused programs
   share one binding of an expression that policies write alike.
 """
@@ -27,7 +26,9 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE | re.DOTALL)
 
 _KEYWORDS = frozenset({"in", "true", "false", "null"})
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+# the comprehensions (sortBy and the two-variable forms become the first five: webhook.cel.comprehensions)
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "existsOne", "transformList", "transformMap",
+                    "transformMapEntry", "sortBy"})
 
 
 @frozen_dataclass
@@ -378,21 +379,4 @@ def route_string_conversions(source: str, tokens: list[Token], text_fn: str) -> 
         edits.append((tokens[i].start, tokens[i + 1].end, f"cel.bind({var}, "))
         edits.append((tokens[close].start, tokens[close].end,
                       f", type({var}) == map ? {text_fn}(dyn({var})) : string(dyn({var})))"))
-    return _edit(source, edits)
-
-
-def route_optional_results(source: str, tokens: list[Token], routes: Mapping[str, str]) -> str:
-    """`ns.fn(args)` -> `impl(args)[?0]` for each `ns.fn` -> `impl` of `routes`.
-
-    Why: a function written in Python cannot hand either runtime an optional; `impl` returns a list of
-    zero or one element and `[?0]` turns it into the optional (none, or of its element)."""
-    edits: list[tuple[int, int, str]] = []
-    for i in range(len(tokens) - 3):
-        if tokens[i].kind != "ident" or not _is_root(tokens, i) or tokens[i + 1].text != "." or tokens[i + 3].text != "(":
-            continue
-        impl = routes.get(f"{tokens[i].text}.{tokens[i + 2].text}")
-        if impl is not None:
-            close = _matching_close(tokens, i + 3)
-            edits.append((tokens[i].start, tokens[i + 3].end, f"{impl}("))
-            edits.append((tokens[close].start, tokens[close].end, ")[?0]"))
     return _edit(source, edits)

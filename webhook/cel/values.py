@@ -14,6 +14,8 @@ import datetime
 import math
 from typing import Any, Mapping
 
+from webhook.cel.exact_time import exact_text
+
 TAG = "@cel"
 # the opaque types Kubernetes' libraries give a string() overload (library/ip.go, cidr.go); not URL, quantity, semver
 STRING_CONVERTIBLE = frozenset({"ip", "cidr"})
@@ -107,6 +109,8 @@ def to_json(value: Any) -> Any:
     durations seconds with an `s` suffix, bytes base64, opaque values their text. `evaluate` keeps the
     CEL types so that a variable's value feeds later expressions unchanged; patches and generated
     objects need this."""
+    if isinstance(value, (datetime.datetime, datetime.timedelta)) and (exact := exact_text(value)) is not None:
+        return exact
     if isinstance(value, datetime.datetime):
         text = value.astimezone(datetime.timezone.utc).isoformat()
         return text.replace("+00:00", "Z")
