@@ -11,8 +11,8 @@ import tokenize
 
 from tests.support import REPO
 
-# Modules other work is rewording now; each leaves this list when its comments carry no figure.
-NOT_YET_CHECKED = ("webhook/cel/",)
+# Modules left unchecked for now: none (a module may join while other work rewords it)
+NOT_YET_CHECKED: tuple[str, ...] = ()
 
 _UNIT = r"(?:µs|us|ms|ns|s|secs?|seconds?|milliseconds?|microseconds?|nanoseconds?)"
 # "~30 us", "0.25 s", "1,000 req/s", "10-12 us", "20x faster", "3 times slower", "25 %", "80% of": a number standing alone (not the

@@ -283,7 +283,7 @@ class PyProgram:
 
     def run(self, activation: Mapping[str, Any], shared: Any = None) -> Any:
         """`shared` (an Activation): the values are converted once for all the expressions of a request,
-        about half of a simple expression's cost here (~110 us for a pod)."""
+        about half of a simple expression's cost here (`load-tests/bench_cel.py`)."""
         _SPENT.steps = 0
         if shared is None:
             data = _converted(activation)

@@ -1,7 +1,8 @@
 """Policy variables folded into the expression that reads them, as `cel.bind`, for the C++ runtime.
 
 Why: a variable's value would otherwise leave the runtime (converted to Python) and re-enter it in a new
-activation with the whole request (a pod costs ~40 us to convert, its container list ~20 us back). Bound
+activation with the whole request (converting a pod in and its container list back costs more than the
+checks that read them: `load-tests/bench_cel.py`). Bound
 in place, the variables are computed inside the runtime and the expression runs on the request's one
 shared activation. Callers keep the lazy, one-at-a-time evaluation as the reference: any error of the
 bound form is re-run there, so messages ("variable 'x' failed: ...") and outcomes stay the same.

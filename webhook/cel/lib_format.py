@@ -220,7 +220,7 @@ def _precision(template: str, i: int) -> tuple[int, int]:
         raise ValueError("could not parse formatting clause: error while parsing precision: "
                          "could not find end of precision specifier")
     if j - i - 1 > 4 or int(template[i + 1:j] or 0) > MAX_PRECISION:
-        # '%.2000000000f' made a 2 GB string in 13 s on the event loop, the cost limit unaware
+        # '%.2000000000f' made a 2 GB string on the event loop, for seconds, the cost limit unaware
         raise ValueError(f"format: precision {template[i + 1:j]} is beyond the {MAX_PRECISION} digits "
                          "a double can hold after the point")
     return int(template[i + 1:j] or 0), j

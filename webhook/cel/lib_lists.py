@@ -191,7 +191,8 @@ def _regex_cost(text: str, pattern: str, *_: Any) -> float:
 
 def _matches(compiled: Any, text: str, what: str, limit: int = -1) -> Iterator[Any]:
     """go_matches, each match charged as an element of the result before it is made (a findAll of a 1 MB
-    text held the event loop 40 s building a million strings); at most `limit` when it is not negative."""
+    text held the event loop for the better part of a minute building a million strings); at most `limit` when it
+    is not negative."""
     for count, match in enumerate(go_matches(compiled, text)):
         if count == limit:
             return

@@ -33,7 +33,7 @@ def _other(value: Any) -> Any:
 
 def contains_nul(value: Any) -> bool:
     """Whether a NUL is in any string, bytes value or map key of `value`, at any depth. orjson writes a
-    notebook pod in ~2 us, far less than a Python walk; the walk settles what orjson cannot write (keys
+    notebook pod in far less time than a Python walk takes; the walk settles what orjson cannot write (keys
     that are not strings, integers beyond 64 bits, nesting beyond its limit) and every hit."""
     try:
         text = orjson.dumps(value, default=_other)

@@ -1,10 +1,10 @@
 """A checked CEL expression compiled to Python, for the subset the joined pod-security programs are made of.
 
 Why: the CEL family's joined program (webhook.families.cel.fusedgroup) runs on every admission the 16
-pod-security ValidatingPolicies match. On the default runtime that costs, per notebook pod, a trimmed copy of
-the object (~5 us), its conversion into the runtime (~10 us) and ~30 us of evaluation, half of it optional
-selections (`c.?securityContext.?privileged.orValue(false)`); the same tree as Python reads the pod where it
-lies (`load-tests/bench_steps.py`).
+pod-security ValidatingPolicies match. On the default runtime that costs, per notebook pod, the object's
+conversion into the runtime and an evaluation half made of optional selections
+(`c.?securityContext.?privileged.orValue(false)`); the same tree as Python reads the pod where it lies
+(`load-tests/bench_steps.py` measures both).
 
 Exactness: a program compiled here returns a value only where CEL gives that very value; wherever CEL could
 give anything else (an error, a value this module does not model exactly) it raises `Refused`, and the caller

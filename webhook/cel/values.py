@@ -72,7 +72,7 @@ def describe(value: Any) -> str:
 def plain(value: Any) -> Any:
     """Results handed back to callers: dicts, lists and scalars. Opaque values stay tagged maps, so a
     variable holding a quantity is still a quantity in the next expression; `to_json` renders them."""
-    kind = type(value)  # exact types first: the generic isinstance checks below cost ~1 us each
+    kind = type(value)  # exact types first: the generic isinstance checks below cost more, on every value
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return value
     if kind is dict:
