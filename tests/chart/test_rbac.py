@@ -150,3 +150,22 @@ def test_exception_namespaces_reach_serve_and_none_by_default():
     given = args({"exceptionNamespaces": ["platform-exceptions", "team-a"]})
     parsed = build_parser().parse_args(["serve", *[a for a in given if a != "serve"]])
     assert parsed.exception_namespaces == ["platform-exceptions", "team-a"]
+
+
+def test_the_role_grants_what_the_policy_object_feed_watches():
+    """Each group a site lists in live.policyObjectGroups: the ClusterRole lets the replicas read exactly the kinds
+    the feed watches (webhook/kube/policy_objects.py) and patch their status; every platform kind with a CRD is
+    watched, so an applied object is never ignored for want of a line in either list."""
+    from webhook.kube.policy_objects import POLICY_RESOURCES
+
+    crds = {(crd.group, crd.plural) for crd in generate_crds(platform_kinds())}
+    assert crds <= {(r.group, r.plural) for r in POLICY_RESOURCES}
+    groups = sorted({r.group for r in POLICY_RESOURCES})
+    role = render({"live": {"policyObjectGroups": groups}}).one("ClusterRole", "qm-quartermaster")
+    granted = grants(role)
+    for resource in POLICY_RESOURCES:
+        assert READ <= granted.get((resource.group, resource.plural, ()), set()), resource
+        assert "patch" in granted.get((resource.group, f"{resource.plural}/status", ()), set()), resource
+    statuses = {(group, name[:-len("/status")]) for (group, name, _), verbs in granted.items()
+                if name.endswith("/status") and group in groups}
+    assert statuses == {(r.group, r.plural) for r in POLICY_RESOURCES}

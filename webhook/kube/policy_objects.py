@@ -36,6 +36,7 @@ POLICY_RESOURCES = (
     ResourceType("ProfileQuota", "quartermaster.dev", "v1alpha1", "profilequotas", False, optional=True),
     ResourceType("NotebookInjection", "quartermaster.dev", "v1alpha1", "notebookinjections", False, optional=True),
     ResourceType("DeviceClaimRewrite", "quartermaster.dev", "v1alpha1", "deviceclaimrewrites", False, optional=True),
+    ResourceType("QueueAssignment", "quartermaster.dev", "v1alpha1", "queueassignments", False, optional=True),
     ResourceType("ClusterPolicy", "kyverno.io", "v1", "clusterpolicies", False, optional=True),
     ResourceType("Policy", "kyverno.io", "v1", "policies", True, optional=True),
     ResourceType("PolicyException", "kyverno.io", "v2", "policyexceptions", True, optional=True),
@@ -84,7 +85,7 @@ class PolicyObjectFeed:
                                if r.group in settings.policy_object_groups and known(r.api_version, r.kind))
         self.caches = {r: ObjectCache(r.namespaced) for r in self.resources}
         self.informers = [Informer(api, r, self.caches[r], settings) for r in self.resources]
-        self._verdicts: dict[str, str] = {}  # object file -> "" (loaded) or the refusal text last written
+        self._verdicts: dict[tuple[str, str, Any], str] = {}  # (object file, uid, generation) -> "" or the refusal written
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -108,20 +109,31 @@ class PolicyObjectFeed:
             digest.update(doc.file.encode() + b"\0" + json.dumps(doc.data, sort_keys=True, default=str).encode() + b"\0")
         return digest.hexdigest()
 
-    def refused(self, refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None:
+    def refused(self, considered: Sequence[Document], refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None:
+        loaded = {doc.file: doc.data for doc in considered}
+        present: set[tuple[str, str, Any]] = set()
         for resource, obj in self._objects():
             name = object_file(resource, obj)
+            if loaded.get(name) != as_document(resource, obj).data:  # arrived or changed while the set was
+                continue                                              # loading: the next load judges it
+            meta = obj.get("metadata") or {}
+            # a recreated object (new uid) or a new generation is told again, even with the same verdict
+            key = (name, str(meta.get("uid", "")), meta.get("generation"))
+            present.add(key)
             text = "; ".join(e.message if not e.field else f"field {e.field}: {e.message}" for e in refusals.get(name, ()))
             with self._lock:
-                if self._verdicts.get(name) == text:
+                if self._verdicts.get(key) == text:
                     continue
-                self._verdicts[name] = text
+                self._verdicts[key] = text
             try:
                 self._tell(resource, obj, text)
             except ApiException as exc:  # feedback is best effort: the load itself already happened
                 log.warning("could not mark %s: %s", name, ApiStatus.of(exc))
             except Exception as exc:
                 log.warning("could not mark %s: %s", name, exc)
+        with self._lock:  # objects gone (or past generations) are forgotten
+            for key in [k for k in self._verdicts if k not in present]:
+                del self._verdicts[key]
 
     def _tell(self, resource: ResourceType, obj: Mapping[str, Any], refusal: str) -> None:
         meta = obj.get("metadata") or {}

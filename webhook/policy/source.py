@@ -44,7 +44,9 @@ class ObjectFeed(Protocol):
 
     def fingerprint(self) -> str: ...  # changes whenever documents() would
 
-    def refused(self, refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None: ...  # by document file; {} = none
+    # word on the documents a load judged, refused (by document file) or loaded; {} = none refused. Only those: an
+    # object that arrived or changed during the load is judged by the next one, never told it loaded unseen
+    def refused(self, considered: Sequence[Document], refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None: ...
 
 
 class DirectoryPolicySource:
@@ -74,6 +76,7 @@ class DirectoryPolicySource:
     def _load(self) -> LoadResult:
         """Files and objects; objects with errors are left out one by one (never a file)."""
         extra = list(self.objects.documents()) if self.objects is not None else []
+        considered = tuple(extra)
         refusals: dict[str, list[PolicyLoadError]] = {}
         while True:
             result = self.loader.load(self.root, extra)
@@ -85,7 +88,7 @@ class DirectoryPolicySource:
                 refusals.setdefault(error.file, []).append(error)
             extra = [doc for doc in extra if doc.file not in refusals]
         if self.objects is not None:
-            self.objects.refused(refusals)
+            self.objects.refused(considered, refusals)
             for name, errors in refusals.items():
                 log.warning("policy object refused: %s", "; ".join(str(e) for e in errors), extra={"file": name})
         return result
