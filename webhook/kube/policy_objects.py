@@ -134,9 +134,19 @@ class PolicyObjectFeed:
                      "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
         if meta.get("generation") is not None:
             condition["observedGeneration"] = meta["generation"]
-        self.api.patch_status(resource, namespace, name, {"conditions": [condition]}, TIMEOUT)
+        self.api.patch_status(resource, namespace, name, ready_status(resource, condition), TIMEOUT)
         if refusal:
             self.api.create(EVENTS, _refusal_event(resource, obj, refusal, self.settings.who, now), TIMEOUT)
+
+
+def ready_status(resource: ResourceType, condition: Mapping[str, Any]) -> dict[str, Any]:
+    """The status patch that carries `condition` where the kind's CRD keeps conditions. Kyverno's CEL policy
+    kinds (policies.kyverno.io) keep them under `status.conditionStatus`, beside `ready`; the API server
+    prunes a top-level `status.conditions` there, so the verdict would never be seen."""
+    if resource.group == "policies.kyverno.io":
+        return {"conditionStatus": {"ready": condition["status"] == "True", "conditions": [dict(condition)],
+                                    "message": condition["message"]}}
+    return {"conditions": [dict(condition)]}
 
 
 def _refusal_event(resource: ResourceType, obj: Mapping[str, Any], refusal: str, instance: str,
