@@ -87,3 +87,23 @@ def test_a_refused_validating_policy_shows_not_ready_with_the_reason() -> None:
     assert status["conditions"][0]["reason"] == "Refused"
     assert "spec.validations" in status["conditions"][0]["message"]
 
+
+
+def test_every_kyverno_cel_policy_kind_applied_as_an_object_is_watched_and_granted() -> None:
+    """A GeneratingPolicy or a tenant's NamespacedValidatingPolicy applied with kubectl was never read: only
+    ValidatingPolicy and MutatingPolicy were watched, so such a policy silently did nothing (chainsaw's
+    generating-policies and namespaced-* folders). Each kind the CEL family compiles is watched, and the chart's
+    ClusterRole lets the webhook read it and mark its status."""
+    from tests.chart.support import render
+    from webhook.families.cel.family import KYVERNO_KINDS
+
+    feed = PolicyObjectFeed(RecordingApi(), LiveSettings(policy_object_groups=("policies.kyverno.io",)),  # type: ignore[arg-type]
+                            lambda api_version, kind: True)
+    watched = {r.kind: r for r in feed.resources}
+    # PolicyException of policies.kyverno.io is read from files only (its kind name is kyverno.io's as well)
+    assert set(KYVERNO_KINDS) - {"PolicyException"} <= set(watched)
+    rules = render({"live": {"policyObjectGroups": ["policies.kyverno.io"]}}).one("ClusterRole", "qm-quartermaster")["rules"]
+    granted = {(resource, verb) for rule in rules if rule["apiGroups"] == ["policies.kyverno.io"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    for resource in watched.values():
+        assert {(resource.plural, "list"), (resource.plural, "watch"), (f"{resource.plural}/status", "patch")} <= granted

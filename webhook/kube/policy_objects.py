@@ -41,6 +41,14 @@ POLICY_RESOURCES = (
     ResourceType("PolicyException", "kyverno.io", "v2", "policyexceptions", True, optional=True),
     ResourceType("ValidatingPolicy", "policies.kyverno.io", "v1", "validatingpolicies", False, optional=True),
     ResourceType("MutatingPolicy", "policies.kyverno.io", "v1", "mutatingpolicies", False, optional=True),
+    ResourceType("GeneratingPolicy", "policies.kyverno.io", "v1", "generatingpolicies", False, optional=True),
+    # a tenant's own CEL policies: the family binds each to its namespace (webhook/families/cel/base.py)
+    ResourceType("NamespacedValidatingPolicy", "policies.kyverno.io", "v1", "namespacedvalidatingpolicies", True,
+                 optional=True),
+    ResourceType("NamespacedMutatingPolicy", "policies.kyverno.io", "v1", "namespacedmutatingpolicies", True,
+                 optional=True),
+    ResourceType("NamespacedGeneratingPolicy", "policies.kyverno.io", "v1", "namespacedgeneratingpolicies", True,
+                 optional=True),
     # Kubernetes' own admission policies: only where Quartermaster is told to own them (--policy-objects),
     # since the API server evaluates them itself otherwise
     ResourceType("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
