@@ -1,12 +1,20 @@
 // A wrapper module that pins Kyverno's end-to-end test runner, chainsaw, for
 // load-tests/kyverno_chainsaw.py: Kyverno's own conformance tests run against
 // Quartermaster installed in the test control plane in Kyverno's place.
-// Chainsaw's go.mod has no replace lines, so none are carried here.
+// Chainsaw's go.mod has no replace lines, so none are carried here. Go 1.25
+// and newer cannot build v0.2.12 (its test runner implements the testing
+// package's internal testDeps of Go 1.23), so ./build uses the toolchain below.
 module quartermaster.local/load-tests/chainsaw
 
-go 1.26.6
+go 1.23.0
 
-require github.com/kyverno/chainsaw v0.2.12
+toolchain go1.23.12
+
+require (
+	github.com/go-logr/logr v1.4.2
+	github.com/kyverno/chainsaw v0.2.12
+	sigs.k8s.io/controller-runtime v0.19.3
+)
 
 require (
 	cel.dev/expr v0.16.1 // indirect
@@ -50,7 +58,6 @@ require (
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.7.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.7.0 // indirect
-	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.21.0 // indirect
@@ -160,11 +167,8 @@ require (
 	k8s.io/kube-openapi v0.0.0-20240903163716-9e1beecbcb38 // indirect
 	k8s.io/utils v0.0.0-20240921022957-49e7df575cb6 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.30.3 // indirect
-	sigs.k8s.io/controller-runtime v0.19.3 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
 	sigs.k8s.io/kubectl-validate v0.0.5-0.20240827210056-ce13d95db263 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
-
-tool github.com/kyverno/chainsaw
