@@ -206,6 +206,19 @@ def stop(installed: Installed, kubectl: list[str]) -> None:
         pass
 
 
+POLICY_PLURALS = ("clusterpolicies.kyverno.io", "policies.kyverno.io", "policyexceptions.kyverno.io",
+                  "validatingpolicies.policies.kyverno.io", "mutatingpolicies.policies.kyverno.io",
+                  "generatingpolicies.policies.kyverno.io", "namespacedvalidatingpolicies.policies.kyverno.io",
+                  "namespacedmutatingpolicies.policies.kyverno.io", "namespacedgeneratingpolicies.policies.kyverno.io",
+                  "policyexceptions.policies.kyverno.io")
+
+
+def delete_policies(env: dict[str, str]) -> None:
+    """Every policy and exception the tests created, in every namespace (kubectl from env's PATH)."""
+    subprocess.run(["kubectl", "delete", ",".join(POLICY_PLURALS), "--all", "--all-namespaces", "--wait=false"],
+                   env=env, capture_output=True, text=True, timeout=120)
+
+
 def kubectl_shim(qmcluster: Path, directory: Path) -> Path:
     """A directory holding `kubectl`, for PATH: the tests' scripts call kubectl by name."""
     directory.mkdir(parents=True, exist_ok=True)
