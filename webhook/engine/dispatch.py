@@ -170,6 +170,10 @@ class AdmissionEngine:
     def _applies(self, policy: CompiledPolicy, request: AdmissionRequest, obj: Mapping[str, Any] | None,
                  ctx: EvalContext, out: _Collected, synced: bool = True) -> bool:
         if policy.error is not None:
+            # a namespaced policy is a tenant's: broken, it answers for its own namespace only, or one tenant's
+            # typo would deny every request of the cluster with its failure policy
+            if policy.id.namespace and request.namespace != policy.id.namespace:
+                return False
             out.results.append(_broken(policy))
             return False
         if not synced:

@@ -42,6 +42,14 @@ POLICY_RESOURCES = (
     ResourceType("PolicyException", "kyverno.io", "v2", "policyexceptions", True, optional=True),
     ResourceType("ValidatingPolicy", "policies.kyverno.io", "v1", "validatingpolicies", False, optional=True),
     ResourceType("MutatingPolicy", "policies.kyverno.io", "v1", "mutatingpolicies", False, optional=True),
+    ResourceType("GeneratingPolicy", "policies.kyverno.io", "v1", "generatingpolicies", False, optional=True),
+    # a tenant's own CEL policies: the family binds each to its namespace (webhook/families/cel/base.py)
+    ResourceType("NamespacedValidatingPolicy", "policies.kyverno.io", "v1", "namespacedvalidatingpolicies", True,
+                 optional=True),
+    ResourceType("NamespacedMutatingPolicy", "policies.kyverno.io", "v1", "namespacedmutatingpolicies", True,
+                 optional=True),
+    ResourceType("NamespacedGeneratingPolicy", "policies.kyverno.io", "v1", "namespacedgeneratingpolicies", True,
+                 optional=True),
     # Kubernetes' own admission policies: only where Quartermaster is told to own them (--policy-objects),
     # since the API server evaluates them itself otherwise
     ResourceType("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
@@ -146,9 +154,19 @@ class PolicyObjectFeed:
                      "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
         if meta.get("generation") is not None:
             condition["observedGeneration"] = meta["generation"]
-        self.api.patch_status(resource, namespace, name, {"conditions": [condition]}, TIMEOUT)
+        self.api.patch_status(resource, namespace, name, ready_status(resource, condition), TIMEOUT)
         if refusal:
             self.api.create(EVENTS, _refusal_event(resource, obj, refusal, self.settings.who, now), TIMEOUT)
+
+
+def ready_status(resource: ResourceType, condition: Mapping[str, Any]) -> dict[str, Any]:
+    """The status patch that carries `condition` where the kind's CRD keeps conditions. Kyverno's CEL policy
+    kinds (policies.kyverno.io) keep them under `status.conditionStatus`, beside `ready`; the API server
+    prunes a top-level `status.conditions` there, so the verdict would never be seen."""
+    if resource.group == "policies.kyverno.io":
+        return {"conditionStatus": {"ready": condition["status"] == "True", "conditions": [dict(condition)],
+                                    "message": condition["message"]}}
+    return {"conditions": [dict(condition)]}
 
 
 def _refusal_event(resource: ResourceType, obj: Mapping[str, Any], refusal: str, instance: str,

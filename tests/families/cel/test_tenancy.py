@@ -151,3 +151,32 @@ async def test_a_namespaced_generating_policy_still_generates_into_its_namespace
         made = server.qm.state.get("ResourceQuota", "team-a", "freeze")
         assert made is not None
         assert_valid_k8s(made)
+
+
+BROKEN_TENANT_POLICY = """\
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedValidatingPolicy
+metadata: {name: typo, namespace: team-a}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "generator.apply(object) == true"
+"""
+
+
+async def test_a_tenants_broken_policy_answers_for_its_own_namespace_only(tmp_path):
+    """A policy that does not compile is served with its failure policy (Fail: a denial). Found by Kyverno's
+    chainsaw tests: a tenant's NamespacedGeneratingPolicy that did not compile denied every request of the
+    cluster, other tenants' pods and the creation of namespaces among them."""
+    policies = policy_dir(tmp_path / "p", {"policy.yaml": BROKEN_TENANT_POLICY})
+    async with running_server(policies, tmp_path, state=state_dir(tmp_path)) as server:
+        assert server.qm.store.status.broken, "the policy is served broken, as the chainsaw run found it"
+        answer = await server.admit("/validate", review(pod_in("team-a", False)))
+        assert answer["allowed"] is False and "does not compile" in answer["status"]["message"]
+        for namespace in ("team-b", "kube-system"):
+            assert (await server.admit("/validate", review(pod_in(namespace, False))))["allowed"] is True, namespace
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-c"}}
+        assert (await server.admit("/validate", review(namespace)))["allowed"] is True

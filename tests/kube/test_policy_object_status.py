@@ -1,0 +1,109 @@
+"""The Ready verdict on a policy object lands where the kind's CRD keeps conditions, so the API server keeps
+it. Kyverno's CEL policy kinds (policies.kyverno.io ValidatingPolicy, MutatingPolicy) have no top-level
+`status.conditions`: their CRD keeps conditions under `status.conditionStatus` (beside `ready`), and the API
+server prunes any field the schema does not name. Found by Kyverno's chainsaw tests
+(load-tests/kyverno_chainsaw.py), whose readiness steps read `status.conditionStatus.ready`."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from webhook.kube.cache import ObjectCache
+from webhook.kube.policy_objects import PolicyObjectFeed
+from webhook.kube.settings import LiveSettings
+from webhook.model.errors import PolicyLoadError
+
+CONDITION = {"type": "object", "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+             "properties": {k: {} for k in ("lastTransitionTime", "message", "observedGeneration", "reason",
+                                             "status", "type")}}
+# The status schemas of the CRDs (Kyverno v1.19.1 config/crds/), down to the fields a condition uses
+STATUS_SCHEMAS = {
+    "ValidatingPolicy": {"properties": {"autogen": {}, "generated": {}, "conditionStatus": {"properties": {
+        "conditions": {"items": CONDITION}, "message": {}, "ready": {}}}}},
+    "ClusterPolicy": {"properties": {"autogen": {}, "conditions": {"items": CONDITION}, "ready": {},
+                                     "rulecount": {}, "validatingadmissionpolicy": {}}},
+}
+
+
+def pruned(value: Any, schema: Mapping[str, Any]) -> Any:
+    """What the API server stores of `value` under a structural schema: unknown fields dropped."""
+    if isinstance(value, dict) and "properties" in schema:
+        return {k: pruned(v, schema["properties"][k]) for k, v in value.items() if k in schema["properties"]}
+    if isinstance(value, list) and "items" in schema:
+        return [pruned(v, schema["items"]) for v in value]
+    return value
+
+
+class RecordingApi:
+    """The two calls a verdict makes: the status patch and, for a refusal, the Event."""
+
+    def __init__(self) -> None:
+        self.statuses: dict[str, Mapping[str, Any]] = {}
+
+    def patch_status(self, resource: Any, namespace: str, name: str, status: Mapping[str, Any],
+                     timeout: Any) -> dict[str, Any]:
+        self.statuses[resource.kind] = pruned(dict(status), STATUS_SCHEMAS[resource.kind])
+        return {}
+
+    def create(self, resource: Any, obj: Mapping[str, Any], timeout: Any) -> dict[str, Any]:
+        return dict(obj)
+
+
+def feed_with(api: RecordingApi, *objects: dict[str, Any]) -> PolicyObjectFeed:
+    feed = PolicyObjectFeed(api, LiveSettings(policy_object_groups=("kyverno.io", "policies.kyverno.io")),  # type: ignore[arg-type]
+                            lambda api_version, kind: kind in STATUS_SCHEMAS)
+    for obj in objects:
+        resource = next(r for r in feed.resources if r.kind == obj["kind"])
+        feed.caches[resource] = feed.caches[resource] or ObjectCache(resource.namespaced)
+        feed.caches[resource].put(obj)
+    return feed
+
+
+def policy(kind: str, api_version: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "uid": name, "generation": 1},
+            "spec": {}}
+
+
+def test_a_loaded_validating_policy_shows_ready_where_its_crd_keeps_it() -> None:
+    api = RecordingApi()
+    feed = feed_with(api, policy("ValidatingPolicy", "policies.kyverno.io/v1", "vpol"),
+                     policy("ClusterPolicy", "kyverno.io/v1", "cpol"))
+    feed.refused({})
+    status = api.statuses["ValidatingPolicy"]["conditionStatus"]
+    assert status["ready"] is True
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True")]
+    # ClusterPolicy keeps its conditions at the top level, as before
+    assert [(c["type"], c["status"]) for c in api.statuses["ClusterPolicy"]["conditions"]] == [("Ready", "True")]
+
+
+def test_a_refused_validating_policy_shows_not_ready_with_the_reason() -> None:
+    api = RecordingApi()
+    vpol = policy("ValidatingPolicy", "policies.kyverno.io/v1", "broken")
+    feed = feed_with(api, vpol)
+    file = "ValidatingPolicy/broken (cluster object)"
+    feed.refused({file: [PolicyLoadError(file, 0, None, "spec.validations", "no validations")]})
+    status = api.statuses["ValidatingPolicy"]["conditionStatus"]
+    assert status["ready"] is False
+    assert status["conditions"][0]["reason"] == "Refused"
+    assert "spec.validations" in status["conditions"][0]["message"]
+
+
+
+def test_every_kyverno_cel_policy_kind_applied_as_an_object_is_watched_and_granted() -> None:
+    """A GeneratingPolicy or a tenant's NamespacedValidatingPolicy applied with kubectl was never read: only
+    ValidatingPolicy and MutatingPolicy were watched, so such a policy silently did nothing (chainsaw's
+    generating-policies and namespaced-* folders). Each kind the CEL family compiles is watched, and the chart's
+    ClusterRole lets the webhook read it and mark its status."""
+    from tests.chart.support import render
+    from webhook.families.cel.family import KYVERNO_KINDS
+
+    feed = PolicyObjectFeed(RecordingApi(), LiveSettings(policy_object_groups=("policies.kyverno.io",)),  # type: ignore[arg-type]
+                            lambda api_version, kind: True)
+    watched = {r.kind: r for r in feed.resources}
+    # PolicyException of policies.kyverno.io is read from files only (its kind name is kyverno.io's as well)
+    assert set(KYVERNO_KINDS) - {"PolicyException"} <= set(watched)
+    rules = render({"live": {"policyObjectGroups": ["policies.kyverno.io"]}}).one("ClusterRole", "qm-quartermaster")["rules"]
+    granted = {(resource, verb) for rule in rules if rule["apiGroups"] == ["policies.kyverno.io"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    for resource in watched.values():
+        assert {(resource.plural, "list"), (resource.plural, "watch"), (f"{resource.plural}/status", "patch")} <= granted
