@@ -68,7 +68,7 @@ def test_a_loaded_validating_policy_shows_ready_where_its_crd_keeps_it() -> None
     api = RecordingApi()
     feed = feed_with(api, policy("ValidatingPolicy", "policies.kyverno.io/v1", "vpol"),
                      policy("ClusterPolicy", "kyverno.io/v1", "cpol"))
-    feed.refused({})
+    feed.refused(feed.documents(), {})
     status = api.statuses["ValidatingPolicy"]["conditionStatus"]
     assert status["ready"] is True
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True")]
@@ -81,7 +81,7 @@ def test_a_refused_validating_policy_shows_not_ready_with_the_reason() -> None:
     vpol = policy("ValidatingPolicy", "policies.kyverno.io/v1", "broken")
     feed = feed_with(api, vpol)
     file = "ValidatingPolicy/broken (cluster object)"
-    feed.refused({file: [PolicyLoadError(file, 0, None, "spec.validations", "no validations")]})
+    feed.refused(feed.documents(), {file: [PolicyLoadError(file, 0, None, "spec.validations", "no validations")]})
     status = api.statuses["ValidatingPolicy"]["conditionStatus"]
     assert status["ready"] is False
     assert status["conditions"][0]["reason"] == "Refused"
