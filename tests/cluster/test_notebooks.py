@@ -5,6 +5,7 @@ token refresher, the home and the DRA claim; a teammate's forgeries through the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,6 +16,7 @@ from tests.cluster.kube import Kube, eventually
 from tests.cluster.kubeflow import CONTROLLER, WEB_APP, install_kubeflow, notebook, profile_user, statefulset_for
 from tests.cluster.quartermaster import CLUSTER_VALUES, Installation
 from tests.cluster.workloads import make_profile, pod
+from tests.platform.notebook.eosxd import TOKEN, env_value, eosxd_read, mount_token, notebook_rootfs
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
@@ -60,7 +62,8 @@ def _spawn(kubeflow: dict[str, Kube], namespace: str, name: str, creator: str,
 
 
 def test_a_notebook_pod_from_the_statefulset_controller_gets_home_token_and_gpu(
-        admin: Kube, quartermaster: Installation, kubeflow: dict[str, Kube], team_profile: dict[str, Any]) -> None:
+        admin: Kube, quartermaster: Installation, kubeflow: dict[str, Kube], team_profile: dict[str, Any],
+        tmp_path: Path) -> None:
     namespace = team_profile["namespace"]
     _spawn(kubeflow, namespace, "analysis", OWNER, limits={"nvidia.com/gpu": "1"})
     stored = _notebook_pod(admin, namespace, "analysis")
@@ -80,6 +83,16 @@ def test_a_notebook_pod_from_the_statefulset_controller_gets_home_token_and_gpu(
     assert any(m["mountPath"] == "/eos" for m in main["volumeMounts"])
     assert "nvidia.com/gpu" not in main["resources"].get("limits", {})
     assert stored["spec"]["resourceClaims"], "the notebook's GPU was not rewritten into a claim"
+    # the token where eosxd finds it: the path OAUTH2_TOKEN names is the refresher's file, in the volume both
+    # containers mount, and eosxd's symlink-refusing walk reads it in a filesystem laid out like the Ubuntu image
+    token_path = env_value(main, "OAUTH2_TOKEN").removeprefix("FILE:")
+    assert f"--token-file={token_path}" in refresher["args"]
+    mounts = [{m["name"]: m["mountPath"] for m in c["volumeMounts"]} for c in (main, refresher)]
+    (volume,) = {name for name, path in mounts[0].items() if path == os.path.dirname(token_path)}
+    assert mounts[1].get(volume) == os.path.dirname(token_path)
+    root = notebook_rootfs(tmp_path / "rootfs")
+    mount_token(root, os.path.dirname(token_path), os.path.basename(token_path))
+    assert eosxd_read(root, token_path) == TOKEN
     # the identity came from the Notebook's creator through the owner chain, not from anything on the pod
     assert stored["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
 
