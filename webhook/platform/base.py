@@ -18,12 +18,18 @@ OWNER_ANNOTATION = "owner"
 CLASS_LABEL = "quartermaster.dev/profile-class"
 
 
+_JSON_NON_MAPPINGS = frozenset({str, int, float, bool, list, type(None)})
+
+
 def is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """isinstance(value, Mapping), with the dicts of decoded JSON told apart before the ABC machinery
+    """isinstance(value, Mapping), with the values of decoded JSON told apart before the ABC machinery
     (which costs more than most of what the batteries do with the value)."""
-    if type(value) is dict:
+    kind = type(value)
+    if kind is dict:
         return True
-    return value is not None and isinstance(value, MappingABC)  # typing.Mapping is the same ABC, checked slower
+    if kind in _JSON_NON_MAPPINGS:
+        return False
+    return isinstance(value, MappingABC)  # typing.Mapping is the same ABC, checked slower
 
 
 def document_schema(kind: str, spec_properties: Mapping[str, Any], required: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:

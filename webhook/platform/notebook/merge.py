@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from webhook.model.quantity import parse_quantity
 from webhook.model.quickinit import frozen_dataclass
+from webhook.platform.base import is_mapping
 from webhook.platform.notebook.config import MergeStrategy
 
 _QUANTITY_PARENTS = frozenset({"requests", "limits"})  # maps of resource name to quantity
@@ -74,8 +75,8 @@ def contrast(theirs: Any, ours: Any) -> tuple[str, str]:
 
 def covers(existing: Any, desired: Any, quantity: bool = False) -> bool:
     """Does `existing` hold everything `desired` sets? Missing zero values count as set."""
-    if isinstance(desired, Mapping):
-        if not isinstance(existing, Mapping):
+    if is_mapping(desired):
+        if not is_mapping(existing):
             return False
         for key, value in desired.items():
             if key not in existing:
