@@ -22,6 +22,7 @@ from webhook.model.quickinit import frozen_dataclass
 from webhook.observability.tracing import Tracing
 from webhook.platform import platform_family
 from webhook.platform.quota.backstop import QuotaPolicyLimits
+from webhook.policy.cli_values import Values, ValuesLookups
 from webhook.policy.family import CelEvaluation, FamilyRegistry, LazyFamily, PolicyFamily
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicyStore
@@ -58,6 +59,8 @@ class Settings:
     force_audit: bool = False  # every policy takes its audit action (the chart's auditOnly)
     exception_namespaces: tuple[str, ...] = ()  # PolicyExceptions honoured from these ("*": any); none by default
     cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT  # reference: no CEL fast path (--cel-evaluation)
+    exception_files: tuple[Path, ...] = ()  # files of PolicyExceptions loaded with the policies (apply --exception)
+    values: Values | None = None  # Kyverno CLI values and --set variables (apply -f/--set): offline runs only
 
 
 class PolicyLoadFailed(Exception):
@@ -84,6 +87,18 @@ def build_registry(ledgers: ReservationLedgers | None = None) -> FamilyRegistry:
     return FamilyRegistry([platform_family(ledgers if ledgers is not None else ReservationLedgers()),
                            LazyFamily("cel", ("policies.kyverno.io", "admissionregistration.k8s.io"), _cel_family),
                            LazyFamily("kyverno", ("kyverno.io",), _kyverno_family)])
+
+
+def _values_namespaces(state: ClusterState, values: Values) -> None:
+    """The values' namespaces (Namespace objects, namespaceSelector labels) join the state; over a Namespace
+    the state holds already, their labels win and the rest of it (annotations: a profile's owner) stays."""
+    for namespace in values.namespace_objects():
+        meta = dict(namespace.get("metadata") or {})
+        held = state.get("Namespace", "", str(meta.get("name", "")))
+        if held is not None:
+            labels = {**((held.get("metadata") or {}).get("labels") or {}), **(meta.get("labels") or {})}
+            namespace = {**held, "metadata": {**(held.get("metadata") or {}), "labels": labels}}
+        state.record_admitted(namespace, "CREATE")
 
 
 @dataclass
@@ -133,8 +148,13 @@ class Quartermaster:
             ledgers.share(live.reservations)  # quota decisions exact across replicas: before any policy compiles
         # live mode: policy objects of the cluster load beside the directory (files win on conflicts)
         source = DirectoryPolicySource(settings.policies, loader, store, metrics,
-                                       objects=live.policy_objects if live is not None else None)
+                                       objects=live.policy_objects if live is not None else None,
+                                       exception_files=settings.exception_files)
         state = state if state is not None else InMemoryClusterState.from_directory(settings.state)
+        lookups = None
+        if settings.values is not None:
+            _values_namespaces(state, settings.values)
+            lookups = ValuesLookups(state.lookups, settings.values)
         if metrics is not None:  # a namespace gets a series of its own only when the state holds it
             metrics.attach_namespaces(state)
         if live is not None:
@@ -144,7 +164,8 @@ class Quartermaster:
         # port can post, must not release a reservation (the ledger holds one until the informers show the object
         # or reservationSeconds pass)
         on_deleted = ledgers.release_deleted if settings.live is None else None
-        engine = AdmissionEngine(store, state, sink, on_deleted=on_deleted, force_audit=settings.force_audit)
+        engine = AdmissionEngine(store, state, sink, on_deleted=on_deleted, force_audit=settings.force_audit,
+                                 lookups=lookups)
         if live is not None:
             live.attach(store, QuotaPolicyLimits(store, state))
         return cls(settings, state, store, source, engine, metrics, Tracing(), sink, ledgers, live)

@@ -7,6 +7,7 @@ see them (a second GPU pod meets the first one's quota usage).
 
 from __future__ import annotations
 
+import copy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,10 +82,21 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
     return resources
 
 
+OPERATIONS = ("CREATE", "UPDATE", "DELETE")
+
+
 async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]], user: UserInfo = OFFLINE_USER) -> ApplyReport:
+    """Each resource as a CREATE, or as the operation the values say (`--set request.operation=UPDATE`: the
+    resource replaces itself, as `kyverno apply` compares it with itself; DELETE: it is deleted)."""
     report = ApplyReport()
+    values = qm.settings.values
+    operation = (values.operation if values is not None else "") or "CREATE"
+    if operation not in OPERATIONS:
+        raise BadInput(f"request.operation: {operation!r} is not one of {', '.join(OPERATIONS)}")
     for resource in resources:
-        result = await admit_offline(qm.engine, resource, user=user)
+        old = copy.deepcopy(resource) if operation != "CREATE" else None
+        result = await admit_offline(qm.engine, None if operation == "DELETE" else resource, operation=operation,
+                                     old=old, user=user, as_sent=values.as_subresource if values is not None else None)
         request = result.request
         label = f"{request.kind.kind} {request.namespace + '/' if request.namespace else ''}{request.object_name}"
         report.resources[label] = (resource, request.namespace)
@@ -94,7 +106,8 @@ async def run_apply(qm: Quartermaster, resources: list[dict[str, Any]], user: Us
         if not result.allowed:
             report.denials.append((label, result.message))
             continue
-        report.admitted.append(dict(result.object or resource))
+        if operation != "DELETE":
+            report.admitted.append(dict(result.object or resource))
         for obj in result.created + result.generated:
             report.created.setdefault(ObjectKey.of(obj), obj)
     return report

@@ -21,7 +21,7 @@ from webhook import __version__
 from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, configure_cli_logging,
                                  existing_path, port, seconds)
 
-EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 
 def _add_serve(commands: Any, summary: str) -> None:
@@ -73,44 +73,9 @@ def _add_serve(commands: Any, summary: str) -> None:
 
 
 def _add_apply(commands: Any, summary: str) -> None:
-    apply = add_command(
-        commands, "apply", summary,
-        "Run admission offline. Standard output: each admitted resource as mutated, then every object the\n"
-        "policies would create (YAML, or a JSON List), or with --policy-report one ClusterPolicyReport of every\n"
-        "result. A table of failures, warnings and skips (every result with --detailed-results) goes to standard\n"
-        "error. A resource without a namespace is in `default`; one whose namespace is not in --state is\n"
-        "reported as a skip, since namespace-selecting policies cannot match it.\n"
-        "Exit 0 admitted, 1 denied (or, with --audit-warn, an audited failure), 2 bad input.",
-        ["quartermaster apply --policies policies --state examples/state examples/gpu-pod.yaml",
-         "kubectl get pod train -o yaml | quartermaster apply --policies policies --state examples/state -",
-         "quartermaster apply --policies policies --state examples/state --policy-report -o json examples/*-pod.yaml",
-         "quartermaster apply --policies policies --state examples/state --audit-warn --detailed-results examples/notebook-pod.yaml",
-         "quartermaster apply --policies policies --kubeconfig ~/.kube/config examples/gpu-pod.yaml   # a live cluster's state"],
-        _apply)
-    apply.add_argument("--policies", "-p", "--policy", dest="policies", type=existing_path, required=True,
-                       metavar="PATH", help="policy directory or file (-p/--policy: Kyverno's spelling)")
-    source = apply.add_mutually_exclusive_group()
-    source.add_argument("--state", type=existing_path, default=None, metavar="DIR",
-                        help="manifests of the cluster state (namespaces, profiles, pods, PVCs, claims)")
-    source.add_argument("--kubeconfig", type=existing_path, default=None, metavar="FILE",
-                        help="read the cluster state once from this kubeconfig's cluster (nothing is written there)")
-    source.add_argument("--in-cluster", action="store_true", help="read the cluster state with the pod's service account")
-    add_exception_namespace(apply, "default: none is honoured, as in serve")
-    add_cel_evaluation(apply)
-    apply.add_argument("--allow-empty", action="store_true", help="no warning when --policies holds no policy")
-    apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
-                       help="format of standard output: yaml documents (default) or one json List")
-    apply.add_argument("--policy-report", action="store_true",
-                       help="print a ClusterPolicyReport of every result instead of the resources")
-    apply.add_argument("--detailed-results", action="store_true", help="the table lists passing results too")
-    apply.add_argument("--audit-warn", action="store_true",
-                       help="exit 1 also when a failure was only audited (admitted with a warning)")
-    apply.add_argument("--user", default="", metavar="NAME",
-                       help="the requester's user name, as the API server would authenticate it (a notebook pod: "
-                            "system:serviceaccount:kube-system:statefulset-controller); default quartermaster-apply")
-    apply.add_argument("files", nargs="*", metavar="FILE", help="manifests to admit ('-' reads standard input)")
-    apply.add_argument("-r", "--resource", dest="resources", action="append", default=[], metavar="FILE",
-                       help="a manifest to admit, as kyverno apply spells it (repeatable; beside FILE...)")
+    from webhook.apply_command import add_apply_command
+
+    add_apply_command(commands, summary)
 
 
 def _add_validate(commands: Any, summary: str) -> None:
@@ -275,86 +240,6 @@ def _holds_no_policy_file(path: Path) -> bool:
     from webhook.policy.documents import policy_files
 
     return not policy_files(path)
-
-
-def _apply(args: argparse.Namespace) -> int:
-    import asyncio
-
-    if not (args.files or args.resources):
-        args.parser.error("give the manifests to admit: FILE... or -r/--resource FILE ('-' reads standard input)")
-
-    from webhook.app import PolicyLoadFailed, Quartermaster, Settings
-    from webhook.apply import BadInput, read_resources, run_apply
-    from webhook.engine.offline import OFFLINE_USER
-    from webhook.model.review import UserInfo
-    from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
-    from webhook.policy.family import CelEvaluation
-    from webhook.state.memory import StateSeedError
-
-    configure_cli_logging("quartermaster apply")
-    try:
-        resources = read_resources([*args.files, *args.resources])
-        qm = Quartermaster.build(Settings(policies=args.policies, state=args.state,
-                                          exception_namespaces=tuple(args.exception_namespaces or ()),
-                                          cel_evaluation=CelEvaluation(args.cel_evaluation)),
-                                 state=_cluster_state(args),
-                                 with_metrics=False)
-        loaded = qm.load_policies()
-    except (BadInput, StateSeedError) as exc:
-        print(f"quartermaster apply: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except ClusterUnreadable as exc:
-        print(f"quartermaster apply: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except PolicyLoadFailed as exc:
-        print(f"quartermaster apply: policies refused:\n{exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if not loaded.policies and not args.allow_empty:
-        print(f"quartermaster apply: warning: no policy in {args.policies}: every resource is admitted unchanged "
-              "(--allow-empty to silence)", file=sys.stderr)
-    user = UserInfo(args.user, OFFLINE_USER.groups) if args.user else OFFLINE_USER
-    report = asyncio.run(run_apply(qm, resources, user))
-    _notice_unknown_namespaces(args, sorted({skip.namespace for skip in report.skips}))
-    if args.policy_report:
-        write_policy_report(report, sys.stdout, args.output)
-    else:
-        write_documents(report, sys.stdout, args.output)
-    write_table(report, sys.stderr, detailed=args.detailed_results)
-    if report.denials:
-        return EXIT_DENIED
-    audited = audited_failures(report)
-    if args.audit_warn and audited:
-        print(f"quartermaster apply: {len(audited)} audited failures (--audit-warn)", file=sys.stderr)
-        return EXIT_DENIED
-    return EXIT_OK
-
-
-class ClusterUnreadable(Exception):
-    pass
-
-
-def _cluster_state(args: argparse.Namespace) -> Any:
-    """--kubeconfig/--in-cluster: the live cluster's objects, read once into memory; else None (--state)."""
-    if not (args.kubeconfig or args.in_cluster):
-        return None
-    from webhook.kube.client import explain_error
-    from webhook.kube.snapshot import cluster_objects
-    from webhook.state.memory import InMemoryClusterState
-
-    try:
-        return InMemoryClusterState(cluster_objects(args.kubeconfig, args.in_cluster))
-    except Exception as exc:  # the user's kubeconfig or cluster: say which, exit 2
-        raise ClusterUnreadable(explain_error(exc)) from None
-
-
-def _notice_unknown_namespaces(args: argparse.Namespace, namespaces: list[str]) -> None:
-    if not namespaces:
-        return
-    source = args.state or ("the cluster" if args.kubeconfig or args.in_cluster else None)
-    where = "no --state given, so no namespace is known" if source is None else \
-        f"namespace {', '.join(map(repr, namespaces))} is not in {source}"
-    print(f"quartermaster apply: notice: {where}: policies that select namespaces (every platform policy) match "
-          "nothing there; give the Namespace objects with --state (see examples/state)", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:

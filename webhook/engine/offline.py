@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from webhook.engine.dispatch import AdmissionEngine
 from webhook.model.apiresources import lookup as api_resource
@@ -61,13 +61,17 @@ def offline_request(resource: Mapping[str, Any] | None, *, operation: str = "CRE
 
 async def admit_offline(engine: AdmissionEngine, resource: Mapping[str, Any] | None, *, operation: str = "CREATE",
                         old: Mapping[str, Any] | None = None, user: UserInfo = OFFLINE_USER,
-                        dry_run: bool = False, background: bool = False) -> OfflineResult:
+                        dry_run: bool = False, background: bool = False,
+                        as_sent: Callable[[AdmissionRequest], AdmissionRequest] | None = None) -> OfflineResult:
     """Mutate, then validate the mutated object; `resource` None is a DELETE of `old`.
 
     `background`: an existing object checked by a background scan: no mutation, only the policies that
     take part in background scans, nothing recorded or created (pass dry_run=True as well).
+    `as_sent`: the request as the API server would send it (a Kyverno values file's subresources).
     """
     request = offline_request(resource, operation=operation, old=old, user=user, dry_run=dry_run)
+    if as_sent is not None:
+        request = as_sent(request)
     if background:
         verdict = await engine.validate(request, background=True)
         return OfflineResult(request, verdict.allowed, verdict.message, verdict.results, resource,

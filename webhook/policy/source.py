@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from webhook.model.errors import PolicyLoadError
 from webhook.policy.broken import broken_policies
-from webhook.policy.documents import Document, policy_files
+from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
 from webhook.policy.loader import LoadResult, PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.policy.testfiles import skipped_notice
@@ -51,8 +51,10 @@ class ObjectFeed(Protocol):
 
 class DirectoryPolicySource:
     def __init__(self, root: Path, loader: PolicyLoader, store: PolicyStore, metrics: Metrics | None = None,
-                 objects: ObjectFeed | None = None) -> None:
+                 objects: ObjectFeed | None = None, exception_files: Sequence[Path] = ()) -> None:
+        """`exception_files`: files of PolicyExceptions loaded with the policies (`apply --exception`)."""
         self.root = root
+        self.exception_files = tuple(exception_files)
         self.loader = loader
         self.store = store
         self.metrics = metrics
@@ -63,12 +65,11 @@ class DirectoryPolicySource:
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
-        if self.root.exists():
-            for path in policy_files(self.root):
-                try:
-                    digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
-                except OSError:
-                    digest.update(str(path).encode() + b"\0unreadable\0")
+        for path in [*(policy_files(self.root) if self.root.exists() else []), *self.exception_files]:
+            try:
+                digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+            except OSError:
+                digest.update(str(path).encode() + b"\0unreadable\0")
         if self.objects is not None:
             digest.update(self.objects.fingerprint().encode())
         return digest.hexdigest()
@@ -77,9 +78,10 @@ class DirectoryPolicySource:
         """Files and objects; objects with errors are left out one by one (never a file)."""
         extra = list(self.objects.documents()) if self.objects is not None else []
         considered = tuple(extra)
+        exceptions, exception_errors = given_exceptions(self.exception_files)
         refusals: dict[str, list[PolicyLoadError]] = {}
-        while True:
-            result = self.loader.load(self.root, extra)
+        while True:  # an error of a file (exception files included) stays, and refuses the set
+            result = self.loader.load(self.root, exceptions + extra)
             names = {doc.file for doc in extra}
             bad = [error for error in result.errors if error.file in names]
             if not bad:  # terminates: each round leaves out at least one object
@@ -87,6 +89,8 @@ class DirectoryPolicySource:
             for error in bad:
                 refusals.setdefault(error.file, []).append(error)
             extra = [doc for doc in extra if doc.file not in refusals]
+        if exception_errors:
+            result = replace(result, errors=tuple(exception_errors) + result.errors)
         if self.objects is not None:
             self.objects.refused(considered, refusals)
             for name, errors in refusals.items():
@@ -153,3 +157,28 @@ class DirectoryPolicySource:
                     await asyncio.to_thread(self.reload)
             except Exception:  # a watcher that dies silently would freeze policies forever
                 log.exception("policy watch iteration failed; retrying")
+
+
+def given_exceptions(paths: Sequence[Path]) -> tuple[list[Document], list[PolicyLoadError]]:
+    """The documents of `apply --exception FILE`: PolicyExceptions only, loaded with the policies under the same
+    trust rules (webhook/model/exception_trust.py); any other kind there is an error, never a policy let in."""
+    documents: list[Document] = []
+    errors: list[PolicyLoadError] = []
+    for path in paths:
+        try:
+            read = list(read_documents(path, str(path)))
+        except DocumentError as exc:
+            errors.append(PolicyLoadError(exc.file, exc.index, exc.line, "", exc.message))
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(PolicyLoadError(str(path), 0, None, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
+            continue
+        for doc in read:
+            kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+            if kind == "PolicyException":
+                documents.append(doc)
+            else:
+                errors.append(PolicyLoadError(doc.file, doc.index, doc.line_of(["kind"]), "kind",
+                                              f"an --exception file holds PolicyExceptions only, not {kind!r} "
+                                              "(policies go in --policies)"))
+    return documents, errors

@@ -17,7 +17,8 @@ from typing import Any, Mapping
 from urllib.parse import urlparse
 
 from webhook.testsuite.load import _defaulted, _load_yaml_mapping, read_objects
-from webhook.testsuite.model import Suite, SuiteError, fold
+from webhook.policy.cli_values import fold
+from webhook.testsuite.model import Suite, SuiteError
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$")
 

@@ -20,16 +20,17 @@ from webhook.engine.offline import offline_request
 from webhook.model.errors import PolicyLoadError
 from webhook.model.exception_trust import HONOUR_GIVEN, ExceptionTrust
 from webhook.model.lookups import LookupRefused
-from webhook.model.review import AdmissionRequest, GroupVersionKind, UserInfo
+from webhook.model.review import UserInfo
 from webhook.policy.documents import Document, DocumentError, read_documents
 from webhook.policy.family import CelEvaluation
+from webhook.policy.cli_values import fold
 from webhook.policy.loader import PolicyLoader
 from webhook.policy.snapshot import PolicySnapshot, PolicyStore
 from webhook.state.memory import InMemoryClusterState
 from webhook.testsuite.check import Observed, PolicyInfo
 from webhook.testsuite.context import SuiteContext, cluster_resources, suite_context
 from webhook.testsuite.load import load_context, load_userinfo, read_objects
-from webhook.testsuite.model import Subresource, Suite, SuiteError, fold
+from webhook.testsuite.model import Suite, SuiteError
 from webhook.testsuite.admission import as_kyverno_cli
 
 _COMPILER: CelCompiler | None = None  # one compile cache for every suite of a run
@@ -98,36 +99,11 @@ class SuiteLookups:
 
     def foreach_values_for(self, policy: str, rule: str) -> Mapping[str, list[Any]]:
         """Kyverno CLI `foreachValues` of a rule: per context entry, one value per foreach element."""
-        if self.suite is None:
-            return {}
-        found: dict[str, list[Any]] = {}
-        for entry in self.suite.values.policies:
-            entry = fold(entry)
-            if entry.get("name") == policy:
-                for rule_entry in entry.get("rules") or []:
-                    rule_entry = fold(rule_entry)
-                    if rule_entry.get("name") == rule:
-                        found.update({str(k): list(v or []) for k, v in (rule_entry.get("foreachvalues") or {}).items()})
-        return found
+        return self.suite.values.foreach_values_for(policy, rule) if self.suite is not None else {}
 
     def values_for(self, policy: str, resource: str, rule: str = "") -> Mapping[str, Any]:
-        """Kyverno CLI values for one policy and resource: globalValues, the rule's values (when a rule is
-        named), then the policy's resource values."""
-        if self.suite is None:
-            return {}
-        values = dict(self.suite.values.global_values)
-        for entry in self.suite.values.policies:
-            entry = fold(entry)
-            if entry.get("name") == policy:
-                for rule_entry in entry.get("rules") or [] if rule else []:
-                    rule_entry = fold(rule_entry)
-                    if rule_entry.get("name") == rule:
-                        values.update(rule_entry.get("values") or {})
-                for res in entry.get("resources") or []:
-                    res = fold(res)
-                    if res.get("name") == resource:
-                        values.update(res.get("values") or {})
-        return values
+        """Kyverno CLI values for one policy and resource (webhook/policy/cli_values.py says in which order)."""
+        return self.suite.values.values_for(policy, resource, rule) if self.suite is not None else {}
 
 
 def _documents(suite: Suite, names: Sequence[str]) -> list[Document]:
@@ -153,16 +129,6 @@ def _user(suite: Suite) -> UserInfo:
     extra = {str(k): tuple(str(i) for i in v or []) for k, v in (info.get("extra") or {}).items()}
     return UserInfo(str(info.get("username", "")), tuple(str(g) for g in info.get("groups") or []),
                     str(info.get("uid", "") or ""), extra)
-
-
-def _namespaces(suite: Suite) -> list[dict[str, Any]]:
-    """The values' Namespace objects, and one per `namespaceSelector` entry (its labels) without an object."""
-    found = [dict(ns) for ns in suite.values.namespaces]
-    named = {(ns.get("metadata") or {}).get("name") for ns in found}
-    for name in suite.values.namespace_labels:
-        if name not in named:
-            found.append(dict(suite.values.namespace(name) or {}))
-    return found
 
 
 def _name(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -195,15 +161,6 @@ def _refused(suite: Suite, documents: Sequence[Document], exceptions: set[tuple[
     return refused
 
 
-def _as_subresource(request: AdmissionRequest, subresources: Sequence[Subresource]) -> AdmissionRequest:
-    """A resource the values declare a subresource goes in as the parent's (kind and resource), with the
-    subresource named, as the Kyverno CLI sends it."""
-    for sub in subresources:
-        if sub.api_version == request.kind.api_version and sub.kind == request.kind.kind:
-            return replace(request, kind=GroupVersionKind(*sub.parent), resource=sub.resource, sub_resource=sub.name)
-    return request
-
-
 class SuiteWorld:
     def __init__(self, suite: Suite, resources: list[dict[str, Any]], exceptions: ExceptionTrust = HONOUR_GIVEN,
                  cel_evaluation: CelEvaluation = CelEvaluation.DEFAULT) -> None:
@@ -222,7 +179,7 @@ class SuiteWorld:
         store.publish(PolicySnapshot.of(compiled, 1))
         context_objects, images = load_context(suite)
         clone_sources = tuple(dict.fromkeys(r.clone_source_resource for r in suite.results if r.clone_source_resource))
-        objects = (_namespaces(suite) + context_objects + read_objects(suite, suite.param_resources, "paramResources")
+        objects = (suite.values.namespace_objects() + context_objects + read_objects(suite, suite.param_resources, "paramResources")
                    + read_objects(suite, clone_sources, "cloneSourceResource")
                    + cluster_resources(suite, suite.cluster_resources))
         self.state = InMemoryClusterState(objects + [copy.deepcopy(r) for r in resources])
@@ -232,14 +189,13 @@ class SuiteWorld:
                                     {_name(o): o for o in objects + resources if o.get("kind") == "Secret"})
         self.engine = AdmissionEngine(store, self.state, lookups=self.lookups)
         self.user = _user(suite)
-        self.subresources = suite.values.subresources
+        self.values = suite.values
 
     async def admit(self, resource: Mapping[str, Any], operation: str) -> Observed:
         resource = copy.deepcopy(dict(resource))
         new = None if operation == "DELETE" else resource
         old = copy.deepcopy(resource) if operation in ("UPDATE", "DELETE") else None
-        request = _as_subresource(offline_request(new, operation=operation, old=old, user=self.user),
-                                  self.subresources)
+        request = self.values.as_subresource(offline_request(new, operation=operation, old=old, user=self.user))
         mutated = await self.engine.mutate(request)
         final = dict(mutated.object) if mutated.object is not None else None
         verdict = await self.engine.validate(request if final is None else replace(request, object=final), offline=True)

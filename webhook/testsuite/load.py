@@ -10,7 +10,8 @@ import yaml
 
 from webhook.model import boundedyaml
 from webhook.model.apiresources import is_namespaced
-from webhook.testsuite.model import SUPPORTED, ExpectedResult, Suite, SuiteError, Values, fold
+from webhook.policy.cli_values import Values, ValuesError, fold, read_values_file
+from webhook.testsuite.model import SUPPORTED, ExpectedResult, Suite, SuiteError
 
 TEST_FILE = "kyverno-test.yaml"
 
@@ -70,10 +71,13 @@ def _suite(path: Path, index: int, doc: Any) -> Suite:
     results = tuple(ExpectedResult.parse(i, r, where) for i, r in enumerate(data.get("results") or []))
     name = str(fold(data.get("metadata")).get("name") or data.get("name") or path.parent.name)
     values = Values()
-    if data.get("values") is not None:
-        values = Values.parse(data["values"])
-    elif data.get("variables"):
-        values = Values.parse(_load_yaml_mapping(path.parent / str(data["variables"]), f"{where}: variables"))
+    try:
+        if data.get("values") is not None:
+            values = Values.parse(data["values"], f"{where}: values")
+        elif data.get("variables"):
+            values = read_values_file(path.parent / str(data["variables"]), f"{where}: variables")
+    except ValuesError as exc:
+        raise SuiteError(str(exc)) from None
     unsupported = tuple(sorted(k for k, v in data.items() if k not in SUPPORTED and v))
     return Suite(
         path=path, name=name, policies=_strings(data.get("policies")), resources=_strings(data.get("resources")),

@@ -6,11 +6,11 @@ suites in the wild spell `isMUtatingPolicy`. Unknown fields are kept out, never 
 
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from webhook.model.quickinit import frozen_dataclass
+from webhook.policy.cli_values import Values, fold
 
 RESULTS = ("pass", "fail", "skip", "warn", "error")
 # the Test fields this runner understands; anything else in a suite fails its results with a reason
@@ -23,11 +23,6 @@ FLAGS = ("isValidatingPolicy", "isMutatingPolicy", "isGeneratingPolicy", "isVali
 
 class SuiteError(Exception):
     """The suite cannot be run as written; the message names the file and the field."""
-
-
-def fold(mapping: Any) -> dict[str, Any]:
-    """Keys lower-cased (Go's JSON field matching); a non-mapping becomes {}."""
-    return {str(k).lower(): v for k, v in mapping.items()} if isinstance(mapping, Mapping) else {}
 
 
 @frozen_dataclass
@@ -74,72 +69,6 @@ class ExpectedResult:
             flags=frozenset(f for f in FLAGS if data.get(f.lower()) is True),
             fail_on_missing=data.get("failonmissingresources") is True,
         )
-
-
-@frozen_dataclass
-class Subresource:
-    """A values `subresources` entry: objects of `api_version`/`kind` are sent as `parent`'s subresource
-    (a Binding as pods/binding, a Scale as deployments/scale), with the parent's kind, as the Kyverno CLI does."""
-
-    api_version: str
-    kind: str
-    parent: tuple[str, str, str]  # group, version, kind
-    resource: str                 # the parent's plural
-    name: str                     # the subresource's own name ("binding" of "pods/binding")
-
-    @classmethod
-    def parse(cls, raw: Any) -> "Subresource | None":
-        entry = fold(raw)
-        sub, parent = fold(entry.get("subresource")), fold(entry.get("parentresource"))
-        resource, _, name = str(sub.get("name", "")).partition("/")
-        if not name or not sub.get("kind") or not parent.get("kind"):
-            return None
-        group = str(sub.get("group", "") or "")
-        api_version = f"{group}/{sub.get('version', '')}" if group else str(sub.get("version", ""))
-        return cls(api_version, str(sub["kind"]), (str(parent.get("group", "") or ""), str(parent.get("version", "")),
-                                                   str(parent["kind"])), str(parent.get("name") or resource), name)
-
-
-@frozen_dataclass
-class Values:
-    """What a suite says about the world its resources live in (Kyverno's `Value`)."""
-
-    global_values: Mapping[str, Any] = field(default_factory=dict)
-    policies: tuple[Mapping[str, Any], ...] = ()
-    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    namespaces: tuple[Mapping[str, Any], ...] = ()
-    subresources: tuple[Subresource, ...] = ()
-
-    @classmethod
-    def parse(cls, raw: Any) -> "Values":
-        data = fold(raw)
-        labels: dict[str, Mapping[str, str]] = {}
-        for entry in data.get("namespaceselector") or []:
-            entry = fold(entry)
-            labels[str(entry.get("name", ""))] = dict(entry.get("labels") or {})
-        namespaces = []
-        for ns in data.get("namespaces") or []:
-            if isinstance(ns, Mapping):
-                ns = {**ns, "apiVersion": "v1", "kind": "Namespace"}  # suites write `kind: namespace`
-                namespaces.append(ns)
-                name = str((ns.get("metadata") or {}).get("name", ""))
-                labels[name] = dict((ns.get("metadata") or {}).get("labels") or {})
-        subresources = tuple(s for s in (Subresource.parse(e) for e in data.get("subresources") or []) if s)
-        return cls(dict(data.get("globalvalues") or {}), tuple(data.get("policies") or ()), labels, tuple(namespaces),
-                   subresources)
-
-    def namespace(self, name: str) -> Mapping[str, Any] | None:
-        """The Namespace object a policy sees as namespaceObject, as the Kyverno CLI builds it."""
-        for ns in self.namespaces:
-            if (ns.get("metadata") or {}).get("name") == name:
-                return ns
-        if name in self.namespace_labels:
-            return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(self.namespace_labels[name])}}
-        return None
-
-    @property
-    def operation(self) -> str:
-        return str(self.global_values.get("request.operation", "") or "").upper()
 
 
 @frozen_dataclass

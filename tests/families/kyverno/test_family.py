@@ -127,6 +127,34 @@ spec:
     assert not (await admit_offline(qm.engine, pod("web", privileged=True))).allowed
 
 
+async def test_policy_exception_lifts_a_mutate_rule_before_it_patches(tmp_path):
+    """Kyverno checks exceptions before it mutates: an excepted rule is a skip and its patch is not applied."""
+    label = """
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: add-team}
+spec:
+  rules:
+  - name: team-label
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    mutate: {patchStrategicMerge: {metadata: {labels: {team: a}}}}
+"""
+    exception = """
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: keep-labels, namespace: team-a}
+spec:
+  exceptions: [{policyName: add-team, ruleNames: [team-label]}]
+  match: {any: [{resources: {kinds: [Pod], names: [debug*]}}]}
+"""
+    qm = build(tmp_path, label, exception, exception_namespaces=("team-a",))
+    lifted = await admit_offline(qm.engine, pod("debug-1"))
+    assert lifted.allowed and "labels" not in lifted.object["metadata"] and not lifted.patch
+    assert lifted.results[0].outcome is Outcome.SKIP and "policy exception team-a/keep-labels" in lifted.results[0].message
+    patched = await admit_offline(qm.engine, pod("web"))
+    assert patched.object["metadata"]["labels"] == {"team": "a"}
+
+
 async def test_namespaced_policy_applies_only_in_its_namespace(tmp_path):
     policy = PRIVILEGED.replace("{action}", "Enforce").replace("ClusterPolicy", "Policy").replace(
         "metadata: {name: disallow-privileged}", "metadata: {name: disallow-privileged, namespace: team-a}")

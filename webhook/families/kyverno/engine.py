@@ -8,7 +8,7 @@ Kyverno does. ``applyRules: One`` stops after the first rule that applied.
 from __future__ import annotations
 
 from dataclasses import field, replace
-from typing import Any
+from typing import Any, Callable
 
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome, RuleResult
@@ -106,7 +106,9 @@ def _existing_violation(rule: ValidateRule, env: RuleEnv, request: RequestData) 
 
 
 def mutate_rules(rules: tuple[MutateRule, ...], request: RequestData, env: RuleEnv,
-                 apply_one: bool = False) -> RulesMutation:
+                 apply_one: bool = False, lifted: Callable[[str], bool] | None = None) -> RulesMutation:
+    """`lifted(rule)`: a PolicyException lifts the rule off this request: it patches nothing (a skip, which the
+    policy names the exception in), as Kyverno checks exceptions before it mutates."""
     # a shallow copy: nothing below edits what it is given (merge copies on write, JSON patches copy)
     resource = dict(request.resource)
     results: list[RuleResult] = []
@@ -116,6 +118,9 @@ def mutate_rules(rules: tuple[MutateRule, ...], request: RequestData, env: RuleE
             current = replace(request, object=resource)
         head = rule.head
         if not head.selector.applies(request_info(current, env)):
+            continue
+        if lifted is not None and lifted(head.name):
+            results.append(head.ref.result(Outcome.SKIP, "rule is skipped due to policy exception"))
             continue
         rule_env = env.for_rule(head.name)
         ctx = JsonContext(base_document(current, rule_env.overrides, env.memo), delete=request.operation == "DELETE")

@@ -160,7 +160,8 @@ class KyvernoCompiledPolicy:
 
     def _mutate(self, request: AdmissionRequest, obj: dict[str, Any], ctx: EvalContext) -> MutationOutcome:
         data, env = self._request_data(request, obj, ctx)
-        done = mutate_rules(self.compiled.mutate_rules, data, env, self.compiled.apply_one)
+        lifted = (lambda rule: self._exception(rule, data, env) is not None) if self.exceptions else None
+        done = mutate_rules(self.compiled.mutate_rules, data, env, self.compiled.apply_one, lifted)
         results = self._excepted(done.results, data, env)
         return MutationOutcome(object=done.resource, results=tuple(self._finish(r, data, env) for r in results))
 
@@ -181,17 +182,20 @@ class KyvernoCompiledPolicy:
         """Results of rules a PolicyException lifts off this request become skips."""
         if not self.exceptions:
             return list(results)
-        info = request_info(data, env)
-        ctx = JsonContext(base_document(data, memo=env.memo), delete=data.operation == "DELETE")
         out = []
         for result in results:
-            found = next((e for e in self.exceptions if e.covers(self._exception_key, result.rule)
-                          and e.applies(info, ctx)), None)
+            found = self._exception(result.rule, data, env)
             if found is not None:
                 result = RuleResult(self.id, result.rule, Outcome.SKIP, "rule is skipped due to policy exception "
                                     f"{found.namespace + '/' if found.namespace else ''}{found.name}")
             out.append(result)
         return out
+
+    def _exception(self, rule: str, data: RequestData, env: RuleEnv) -> PolicyException | None:
+        """The PolicyException that lifts `rule` off this request, if one does."""
+        info = request_info(data, env)
+        ctx = JsonContext(base_document(data, memo=env.memo), delete=data.operation == "DELETE")
+        return next((e for e in self.exceptions if e.covers(self._exception_key, rule) and e.applies(info, ctx)), None)
 
     def _action(self, rule: TypedRule, data: RequestData, env: RuleEnv) -> Action:
         """A failing validate rule's action for this request; other rules' failures always count."""
