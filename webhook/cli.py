@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from webhook import __version__
-from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, configure_cli_logging,
-                                 existing_path, port, seconds)
+from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, add_report_format,
+                                 configure_cli_logging, existing_path, port, seconds)
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -70,6 +70,7 @@ def _add_serve(commands: Any, summary: str) -> None:
                        help="live: read the policy objects of these API groups beside --policies (files win on a "
                             "name conflict); add kyverno.io,policies.kyverno.io only where Kyverno does not run; "
                             "none: files only (default: quartermaster.dev)")
+    add_report_format(serve, "live: the reports written")
 
 
 def _add_apply(commands: Any, summary: str) -> None:
@@ -101,7 +102,9 @@ def _add_apply(commands: Any, summary: str) -> None:
     apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
                        help="format of standard output: yaml documents (default) or one json List")
     apply.add_argument("--policy-report", action="store_true",
-                       help="print a ClusterPolicyReport of every result instead of the resources")
+                       help="print a ClusterPolicyReport (a ClusterReport with --report-format openreports) of every "
+                            "result instead of the resources")
+    add_report_format(apply, "with --policy-report, the report printed")
     apply.add_argument("--detailed-results", action="store_true", help="the table lists passing results too")
     apply.add_argument("--audit-warn", action="store_true",
                        help="exit 1 also when a failure was only audited (admitted with a warning)")
@@ -289,6 +292,7 @@ def _apply(args: argparse.Namespace) -> int:
     from webhook.model.review import UserInfo
     from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
     from webhook.policy.family import CelEvaluation
+    from webhook.reports.report_format import format_named
     from webhook.state.memory import StateSeedError
 
     configure_cli_logging("quartermaster apply")
@@ -316,7 +320,7 @@ def _apply(args: argparse.Namespace) -> int:
     report = asyncio.run(run_apply(qm, resources, user))
     _notice_unknown_namespaces(args, sorted({skip.namespace for skip in report.skips}))
     if args.policy_report:
-        write_policy_report(report, sys.stdout, args.output)
+        write_policy_report(report, sys.stdout, args.output, format_named(args.report_format))
     else:
         write_documents(report, sys.stdout, args.output)
     write_table(report, sys.stderr, detailed=args.detailed_results)
