@@ -162,10 +162,12 @@ def _get(url: str) -> tuple[int, dict]:
 
 def test_serve_live_subprocess(apiserver, kubeconfig, tmp_path):
     apiserver.put(namespace("jdoe"))
+    apiserver.put(pod("a", gpus=1))
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(REPO / "policies"),
                              "--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port),
-                             "--kubeconfig", str(kubeconfig), "--namespace", "quartermaster"],
+                             "--kubeconfig", str(kubeconfig), "--namespace", "quartermaster",
+                             "--report-format", "openreports"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 30
@@ -184,6 +186,12 @@ def test_serve_live_subprocess(apiserver, kubeconfig, tmp_path):
         while apiserver.get("v1", "ResourceQuota", "jdoe", "quartermaster-profile-quota") is None:
             assert time.monotonic() < deadline, "no backstop ResourceQuota"
             time.sleep(0.2)
+        # its first background scan reports the pod in the format asked for (--report-format openreports)
+        while (scanned := apiserver.get("openreports.io/v1alpha1", "Report", "jdoe", "pod-a")) is None:
+            assert time.monotonic() < deadline, "no openreports.io Report of the scanned pod"
+            time.sleep(0.2)
+        assert_valid_report(scanned)
+        assert scanned["source"] == "quartermaster" and not apiserver.list("wgpolicyk8s.io/v1alpha2", "PolicyReport")
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
