@@ -82,3 +82,21 @@ def test_denied_and_audited(tmp_path, capsys):
     assert "fail (audit)" in capsys.readouterr().err
     assert main(["apply", "--policies", str(audit), "--state", STATE, "--audit-warn", pods]) == 1
     assert capsys.readouterr().err.endswith("quartermaster apply: 1 audited failures (--audit-warn)\n")
+
+
+def test_policy_report_as_an_openreports_cluster_report(tmp_path, capsys):
+    """--report-format openreports: the same results as one openreports.io/v1alpha1 ClusterReport, with its own
+    `source`; each result names its resource, and the format changes nothing else."""
+    pods = two_gpu_pods(tmp_path)
+    assert main(["apply", "--policies", POLICIES, "--state", STATE, "--policy-report", pods]) == 1
+    wg = yaml.safe_load(capsys.readouterr().out)
+    assert main(["apply", "--policies", POLICIES, "--state", STATE, "--policy-report", "--report-format",
+                 "openreports", "-o", "json", pods]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert_valid_report(report)
+    assert (report["apiVersion"], report["kind"], report["source"]) == ("openreports.io/v1alpha1", "ClusterReport",
+                                                                       "quartermaster")
+    assert report["summary"] == wg["summary"] and report["summary"]["fail"] == 1
+    assert [(r["rule"], r["result"], r["resources"]) for r in report["results"]] == \
+        [(r["rule"], r["result"], r["resources"]) for r in wg["results"]]
+    assert all(r["source"] == "quartermaster" for r in report["results"])

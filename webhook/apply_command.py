@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, configure_cli_logging,
+from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, add_report_format,
+                                 configure_cli_logging,
                                  existing_path)
 
 EXIT_OK, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
@@ -61,7 +62,9 @@ def add_apply_command(commands: Any, summary: str) -> None:
     apply.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml",
                        help="format of standard output: yaml documents (default) or one json List")
     apply.add_argument("--policy-report", action="store_true",
-                       help="print a ClusterPolicyReport of every result instead of the resources")
+                       help="print a ClusterPolicyReport (a ClusterReport with --report-format openreports) of every "
+                            "result instead of the resources")
+    add_report_format(apply, "with --policy-report, the report printed")
     apply.add_argument("--detailed-results", action="store_true", help="the table lists passing results too")
     apply.add_argument("--audit-warn", action="store_true",
                        help="exit 1 also when a failure was only audited (admitted with a warning)")
@@ -105,6 +108,7 @@ def run_apply_command(args: argparse.Namespace) -> int:
     from webhook.app import PolicyLoadFailed, Quartermaster, Settings
     from webhook.apply import BadInput, read_resources, run_apply
     from webhook.apply_output import audited_failures, write_documents, write_policy_report, write_table
+    from webhook.reports.report_format import format_named
     from webhook.engine.offline import OFFLINE_USER
     from webhook.model.review import UserInfo
     from webhook.policy.cli_values import ValuesError
@@ -134,7 +138,7 @@ def run_apply_command(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     _notice_unknown_namespaces(args, sorted({skip.namespace for skip in report.skips}))
     if args.policy_report:
-        write_policy_report(report, sys.stdout, args.output)
+        write_policy_report(report, sys.stdout, args.output, format_named(args.report_format))
     else:
         write_documents(report, sys.stdout, args.output)
     write_table(report, sys.stderr, detailed=args.detailed_results)

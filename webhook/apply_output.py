@@ -1,5 +1,6 @@
-"""What `quartermaster apply` prints: the admitted resources (YAML or JSON), or a PolicyReport
-(`--policy-report`, as `kyverno apply --policy-report` prints one), and the table on standard error.
+"""What `quartermaster apply` prints: the admitted resources (YAML or JSON), or a cluster report
+(`--policy-report`, as `kyverno apply --policy-report` prints one; a ClusterPolicyReport, or with
+`--report-format openreports` a ClusterReport), and the table on standard error.
 
 Kept apart from webhook/apply.py (which runs admission) so that the formats can change without
 touching the engine path.
@@ -16,7 +17,9 @@ import yaml
 from webhook.apply import ApplyReport, Skip
 from webhook.model.results import Outcome, RuleResult
 from webhook.model.shapes import plain
-from webhook.reports.policyreport import API_VERSION, MANAGED_BY, MESSAGE_LIMIT, OUTCOMES, SOURCE
+from webhook.reports.policyreport import MANAGED_BY, OUTCOMES, SOURCE, report_header, result_entry, summary
+from webhook.reports.report_format import DEFAULT_REPORT_FORMAT, ReportFormat
+from webhook.reports.sink import ReportEntry, ResourceRef
 from webhook.model.wording import counted
 
 OUTPUTS = ("yaml", "json")
@@ -44,33 +47,28 @@ def _reference(resource: Mapping[str, Any], namespace: str) -> dict[str, str]:
     return ref
 
 
-def policy_report(report: ApplyReport, now: float | None = None) -> dict[str, Any]:
-    """One ClusterPolicyReport named "merged" with every result, each naming its resource (Kyverno's shape)."""
+def policy_report(report: ApplyReport, now: float | None = None,
+                  fmt: ReportFormat = DEFAULT_REPORT_FORMAT) -> dict[str, Any]:
+    """One cluster report named "merged" with every result, each naming its resource (Kyverno's shape)."""
     seconds = int(now if now is not None else time.time())
     results = []
     for label, result in report.rows:
         resource, namespace = report.resources[label]
-        entry: dict[str, Any] = {"source": SOURCE, "policy": _name(result), "rule": result.rule,
-                                 "result": result.outcome.value, "scored": True,
-                                 "timestamp": {"seconds": seconds, "nanos": 0},
-                                 "resources": [_reference(resource, namespace)],
-                                 "properties": {**dict(result.properties), "mode": result.action.value,
-                                                "policyKind": result.policy.kind}}
-        if result.message:
-            entry["message"] = result.message[:MESSAGE_LIMIT]
-        results.append(entry)
+        reference = _reference(resource, namespace)
+        ref = ResourceRef(reference["apiVersion"], reference["kind"], namespace, reference["name"], "")
+        results.append({**result_entry(ReportEntry(ref, result, float(seconds))), "resources": [reference]})
     for skip in report.skips:
         resource, namespace = report.resources[skip.label]
         results.append({"source": SOURCE, "policy": "-", "rule": "namespace", "result": "skip", "scored": False,
                         "timestamp": {"seconds": seconds, "nanos": 0}, "message": skip.reason,
                         "resources": [_reference(resource, namespace)]})
-    summary = {o: sum(1 for r in results if r["result"] == o) for o in OUTCOMES}
-    return {"apiVersion": API_VERSION, "kind": "ClusterPolicyReport",
-            "metadata": {"name": "merged", "labels": dict(MANAGED_BY)}, "summary": summary, "results": results}
+    return {**report_header(fmt, fmt.cluster_kind, {"name": "merged", "labels": dict(MANAGED_BY)}),
+            "summary": summary(results), "results": results}
 
 
-def write_policy_report(report: ApplyReport, out: TextIO, fmt: str = "yaml") -> None:
-    doc = policy_report(report)
+def write_policy_report(report: ApplyReport, out: TextIO, fmt: str = "yaml",
+                        report_fmt: ReportFormat = DEFAULT_REPORT_FORMAT) -> None:
+    doc = policy_report(report, fmt=report_fmt)
     out.write(json.dumps(doc, indent=2) + "\n" if fmt == "json" else yaml.safe_dump(doc, sort_keys=False))
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from webhook import __version__
-from webhook.commandline import (add_cel_evaluation, add_command, add_exception_namespace, configure_cli_logging,
-                                 existing_path, port, seconds)
+from webhook.commandline import (REPORT_FORMAT_NAMES, add_cel_evaluation, add_command, add_exception_namespace,
+                                 add_report_format, configure_cli_logging, existing_path, port, seconds)
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -70,6 +70,7 @@ def _add_serve(commands: Any, summary: str) -> None:
                        help="live: read the policy objects of these API groups beside --policies (files win on a "
                             "name conflict); add kyverno.io,policies.kyverno.io only where Kyverno does not run; "
                             "none: files only (default: quartermaster.dev)")
+    add_report_format(serve, "live: the reports written")
 
 
 def _add_apply(commands: Any, summary: str) -> None:
@@ -217,6 +218,8 @@ def _serve(args: argparse.Namespace) -> int:
         log.warning("--force-audit: every policy warns and reports, none blocks")
     if settings.cel_evaluation is CelEvaluation.REFERENCE:
         log.warning("--cel-evaluation=reference: every CEL policy takes the reference route (no fast path)")
+    if args.report_format != REPORT_FORMAT_NAMES[0] and not (args.kubeconfig or args.in_cluster):
+        log.warning("--report-format: standalone writes no reports (live mode does; `report` shows them)")
     if not args.allow_empty and _holds_no_policy_file(args.policies):
         log.warning("no policy file in %s: every request is admitted unchanged (--allow-empty to silence)", args.policies)
     try:

@@ -149,3 +149,14 @@ def add_exception_namespace(parser: argparse.ArgumentParser, default_rule: str) 
                         action="append", default=None, metavar="NS",
                         help="honour PolicyExceptions of namespace NS (repeatable; '*' any namespace), each for "
                              f"the resources of its own namespace only; {default_rule}")
+
+
+REPORT_FORMAT_NAMES = ("wgpolicyk8s", "openreports")  # webhook.reports.report_format.REPORT_FORMATS, default first
+
+
+def add_report_format(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--report-format wgpolicyk8s|openreports`, as serve, report and apply take it."""
+    parser.add_argument("--report-format", choices=REPORT_FORMAT_NAMES, default=REPORT_FORMAT_NAMES[0],
+                        help=f"{what}: wgpolicyk8s (wgpolicyk8s.io/v1alpha2 PolicyReport/ClusterPolicyReport, the "
+                             "default) or openreports (openreports.io/v1alpha1 Report/ClusterReport, for Policy "
+                             "Reporter 3.2+ and Kyverno 1.15+ with OpenReports)")

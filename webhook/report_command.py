@@ -1,8 +1,8 @@
 """`quartermaster report`: show policy results as a table, JSON or an HTML page.
 
-Live (--kubeconfig/--in-cluster): the PolicyReports Quartermaster wrote in the cluster.
+Live (--kubeconfig/--in-cluster): the reports Quartermaster wrote in the cluster, of --report-format's API.
 Standalone (otherwise): the state manifests of --state scanned against --policies, exactly as the
-background scan would, shown as the reports live mode would have written.
+background scan would, shown as the reports live mode would have written (in --report-format's API).
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from webhook.commandline import add_command, add_exception_namespace, configure_cli_logging, existing_path
+from webhook.commandline import (add_command, add_exception_namespace, add_report_format, configure_cli_logging,
+                                 existing_path)
 from webhook.model.quickinit import frozen_dataclass
+from webhook.reports.report_format import DEFAULT_REPORT_FORMAT, REPORT_FORMATS, ReportFormat, format_named
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -28,11 +30,13 @@ def add_report_command(commands: Any, summary: str) -> None:
         ["quartermaster report --state examples/state",
          "quartermaster report --state examples/state -o html > report.html",
          "quartermaster report --kubeconfig ~/.kube/config -n jdoe -o yaml",
-         "quartermaster report --in-cluster --fail-on fail     # exit 1 when anything fails (CI, cron)"],
+         "quartermaster report --in-cluster --fail-on fail     # exit 1 when anything fails (CI, cron)",
+         "quartermaster report --kubeconfig ~/.kube/config --report-format openreports   # openreports.io Reports"],
         run_report)
     report.add_argument("-n", "--namespace", default="", help="only this namespace (default: all)")
     report.add_argument("-o", "--output", choices=["table", "json", "yaml", "html"], default="table",
-                        help="table (default), json or yaml (a List of PolicyReports), or html (one self-contained page)")
+                        help="table (default), json or yaml (a List of the reports), or html (one self-contained page)")
+    add_report_format(report, "the reports read (live) or shown (standalone)")
     report.add_argument("--fail-on", choices=["fail", "warn"], default=None,
                         help="exit 1 when a result is this bad: fail (a fail or error row) or warn (fail, error or "
                              "warn); audited results count too (default: exit 0 whatever the results)")
@@ -52,26 +56,29 @@ class Reports:
     reason: str = ""  # why there is no result, when there is none
 
 
-def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str) -> Reports:
+def live_reports(kubeconfig: Path | None, in_cluster: bool, namespace: str, fmt: ReportFormat) -> Reports:
     from webhook.kube.client import KubeApi
-    from webhook.kube.resources import CLUSTER_POLICY_REPORTS, POLICY_REPORTS
+    from webhook.kube.resources import report_type
     from webhook.reports.policyreport import MANAGED_BY
 
     selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
     api = KubeApi.connect(kubeconfig, in_cluster)
     try:
-        reports = api.list(POLICY_REPORTS, (5.0, 60.0), namespace=namespace, label_selector=selector).items
+        reports = api.list(report_type(fmt, True), (5.0, 60.0), namespace=namespace, label_selector=selector).items
         if not namespace:
-            reports += api.list(CLUSTER_POLICY_REPORTS, (5.0, 60.0), label_selector=selector).items
+            reports += api.list(report_type(fmt, False), (5.0, 60.0), label_selector=selector).items
         where = f"namespace {namespace!r}" if namespace else "the cluster"
-        return Reports(reports, f"{where} has no PolicyReport labelled {selector}: Quartermaster writes them in "
-                                "live mode after admissions and background scans (kubectl get policyreports -A)")
+        other = next(name for name in REPORT_FORMATS if name != fmt.name)
+        return Reports(reports, f"{where} has no {fmt.api_version} {fmt.kind} labelled {selector}: Quartermaster "
+                                "writes them in live mode after admissions and background scans (kubectl get "
+                                f"{fmt.plural}.{fmt.group} -A); if it writes the other format, --report-format {other}")
     finally:
         api.close()
 
 
 def standalone_reports(policies: Path, state: Path | None, namespace: str,
-                       exception_namespaces: tuple[str, ...] = ()) -> Reports:
+                       exception_namespaces: tuple[str, ...] = (),
+                       fmt: ReportFormat = DEFAULT_REPORT_FORMAT) -> Reports:
     import asyncio  # here, not at the top: cli.py imports this module to declare `report` for every command
 
     from webhook.app import Quartermaster, Settings
@@ -85,7 +92,7 @@ def standalone_reports(policies: Path, state: Path | None, namespace: str,
     sink = MemoryResultSink()
     asyncio.run(scan(qm.store, qm.state, sink, namespace=namespace))
     metas = {pid: PolicyMeta.of(a) for pid, a in qm.store.snapshot.annotations.items()}
-    return Reports(reports_from_entries(sink.entries, metas), _standalone_reason(policies, state, namespace))
+    return Reports(reports_from_entries(sink.entries, metas, fmt), _standalone_reason(policies, state, namespace))
 
 
 def _standalone_reason(policies: Path, state: Path | None, namespace: str) -> str:
@@ -107,14 +114,15 @@ def run_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
     configure_cli_logging("quartermaster report")
     if not (args.kubeconfig or args.in_cluster) and not args.policies.exists():
         args.parser.error(f"argument --policies: {args.policies}: no such file or directory")
+    fmt = format_named(args.report_format)
     try:
         if args.kubeconfig or args.in_cluster:
-            found = live_reports(args.kubeconfig, args.in_cluster, args.namespace)
+            found = live_reports(args.kubeconfig, args.in_cluster, args.namespace, fmt)
         else:
             found = standalone_reports(args.policies, args.state, args.namespace,
-                                       tuple(args.exception_namespaces or ()))
+                                       tuple(args.exception_namespaces or ()), fmt)
     except Exception as exc:  # every failure here is the user's input or their cluster: say which, exit 2
-        print(f"quartermaster report: {_explain(exc)}", file=sys.stderr)
+        print(f"quartermaster report: {_explain(exc, fmt)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     generated = datetime.now(timezone.utc).strftime("generated %Y-%m-%d %H:%M UTC")
     (out or sys.stdout).write(render(found.items, args.output, generated=generated, reason=found.reason))
@@ -126,7 +134,7 @@ def run_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK
 
 
-def _explain(exc: Exception) -> str:
+def _explain(exc: Exception, fmt: ReportFormat) -> str:
     from webhook.app import PolicyLoadFailed
     from webhook.kube.client import explain_error
     from webhook.state.memory import StateSeedError
@@ -135,4 +143,4 @@ def _explain(exc: Exception) -> str:
         return f"policies refused:\n{exc}"
     if isinstance(exc, StateSeedError):
         return str(exc)
-    return explain_error(exc)
+    return explain_error(exc, f"{fmt.api_version} {fmt.kind}s")

@@ -60,6 +60,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "external-certs": {"certificates": {"mode": "external",
                                         "external": {"secretName": "corp-webhook-tls", "caBundle": "Y2E="}}},
     "policy-reports": {"policyReports": {"installCRDs": True}},
+    "openreports": {"policyReports": {"format": "openreports", "installCRDs": True}},
     "mutation-ignore": {"webhooks": {"mutate": {"failurePolicy": "Ignore"}}},
     "client-auth": {"clientAuth": {"caConfigMap": "apiserver-client-ca"}},
     "network-policy": {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"],

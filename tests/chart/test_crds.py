@@ -8,13 +8,18 @@ import yaml
 
 from tests.chart.apiserver_schema import crd_errors
 from tests.chart.support import CHART, render
-from tests.support import REPO, assert_valid_k8s, load_yaml
+from tests.kube.policyreport_schema import assert_valid_report
+from tests.support import REPO, assert_valid_k8s, load_yaml, pid
 from webhook.app import build_registry
 from webhook.cel import CelCompiler
 from webhook.deploy.chart_files import drift
 from webhook.deploy.crds import generate_crds, plural_of
+from webhook.model.results import Action, failed, passed
 from webhook.platform import platform_kinds
 from webhook.policy.loader import PolicyLoader
+from webhook.reports.policyreport import PolicyMeta, build_report, result_entry
+from webhook.reports.report_format import REPORT_FORMATS
+from webhook.reports.sink import ReportEntry, ResourceRef
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +131,55 @@ def test_policy_report_crds():
     sample["results"][0]["result"] = "maybe"
     assert crd_errors(report, sample)
     assert "policyreports.wgpolicyk8s.io" not in {c["metadata"]["name"] for c in render().of_kind("CustomResourceDefinition")}
+
+
+def _emitted_reports(fmt):
+    """What the writer stores (a Pod's report, a Namespace's) and what `apply --policy-report` prints."""
+    out = []
+    for ref in (ResourceRef("v1", "Pod", "alice", "train", "uid-1"), ResourceRef("v1", "Namespace", "", "alice", "uid-2")):
+        results = [result_entry(ReportEntry(ref, failed(pid("profile-quota"), "gpus", "over quota", Action.AUDIT),
+                                            1_700_000_000.25), PolicyMeta(severity="high", category="GPU")),
+                   result_entry(ReportEntry(ref, passed(pid("profile-quota"), "storage"), 1_700_000_000.0))]
+        out.append(build_report(ref, results, fmt=fmt))
+    return out
+
+
+@pytest.mark.parametrize("name", ["wgpolicyk8s", "openreports"])
+def test_report_crds_of_the_chosen_format_accept_what_quartermaster_writes(name):
+    """policyReports.format picks the CRDs installCRDs renders: the two kinds of that API only, with the names,
+    scopes and version the writer uses (webhook/reports/report_format.py); every report it emits is stored."""
+    fmt = REPORT_FORMATS[name]
+    rendered = render({"policyReports": {"format": name, "installCRDs": True}}).of_kind("CustomResourceDefinition")
+    crds = {c["spec"]["names"]["kind"]: c for c in rendered if c["spec"]["group"] != "quartermaster.dev"}
+    assert set(crds) == {fmt.kind, fmt.cluster_kind}
+    for kind, plural, scope in ((fmt.kind, fmt.plural, "Namespaced"), (fmt.cluster_kind, fmt.cluster_plural, "Cluster")):
+        crd = crds[kind]
+        assert crd["metadata"]["name"] == f"{plural}.{fmt.group}" and crd["spec"]["scope"] == scope
+        assert [v["name"] for v in crd["spec"]["versions"]] == [fmt.version]
+    for report in _emitted_reports(fmt):
+        assert_valid_report(report)
+        assert crd_errors(crds[report["kind"]], report) == [], report["kind"]
+        assert ("source" in report) is fmt.report_source
+        assert all(r["source"] == "quartermaster" for r in report["results"])
+
+
+def test_openreports_crds_take_the_report_level_fields_of_the_api():
+    """openreports.io/v1alpha1 (openreports/reports-api): a report's own `source` and `configuration.limits`,
+    results as in wgpolicyk8s.io; the wgpolicyk8s.io CRD has neither report-level field."""
+    crds = {c["spec"]["names"]["kind"]: c for c in render(
+        {"policyReports": {"format": "openreports", "installCRDs": True}}).of_kind("CustomResourceDefinition")}
+    report = {"apiVersion": "openreports.io/v1alpha1", "kind": "Report", "metadata": {"name": "r"},
+              "source": "quartermaster", "configuration": {"limits": {"maxResults": 10, "statusFilter": ["fail"]}},
+              "scope": {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "alice"},
+              "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+              "results": [{"source": "quartermaster", "policy": "profile-quota", "rule": "gpus", "result": "fail",
+                           "resources": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "alice"}],
+                           "timestamp": {"seconds": 1, "nanos": 0}}]}
+    assert crd_errors(crds["Report"], report) == []
+    for breakage in ({"configuration": {"limits": {"statusFilter": ["maybe"]}}}, {"configuration": {}},
+                     {"owner": "me"}):
+        assert crd_errors(crds["Report"], {**report, **breakage}), breakage
+    wg = {c["spec"]["names"]["kind"]: c for c in render({"policyReports": {"installCRDs": True}}).of_kind(
+        "CustomResourceDefinition")}["PolicyReport"]
+    assert crd_errors(wg, {**report, "apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport"}) == [
+        ".source: unknown field", ".configuration: unknown field"]

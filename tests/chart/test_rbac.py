@@ -169,3 +169,26 @@ def test_the_role_grants_what_the_policy_object_feed_watches():
     statuses = {(group, name[:-len("/status")]) for (group, name, _), verbs in granted.items()
                 if name.endswith("/status") and group in groups}
     assert statuses == {(r.group, r.plural) for r in POLICY_RESOURCES}
+
+
+@pytest.mark.parametrize("name", ["wgpolicyk8s", "openreports"])
+def test_the_role_grants_the_report_group_the_format_writes(name):
+    """policyReports.format: the ClusterRole grants exactly the kinds the writer of that format writes
+    (webhook/kube/resources.report_type), none of the other format, and serve is told the format."""
+    from webhook.kube.resources import report_type
+    from webhook.reports.report_format import REPORT_FORMATS
+
+    values = {"policyReports": {"format": name}}
+    granted = grants(render(values).one("ClusterRole", "qm-quartermaster"))
+    for fmt in REPORT_FORMATS.values():
+        for namespaced in (True, False):
+            resource = report_type(fmt, namespaced)
+            verbs = granted.get((resource.group, resource.plural, ()), set())
+            assert verbs == (READ | WRITE | {"delete"} if fmt.name == name else set()), resource
+    (container,) = render(values).one("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert f"--report-format={name}" in container["args"]
+
+
+def test_an_unknown_report_format_is_refused():
+    with pytest.raises(Exception, match="policyReports.format must be wgpolicyk8s or openreports"):
+        render({"policyReports": {"format": "openreport"}})

@@ -21,6 +21,8 @@ RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
     ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
     ("wgpolicyk8s.io", "v1alpha2", "policyreports"): ("PolicyReport", True),
     ("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports"): ("ClusterPolicyReport", False),
+    ("openreports.io", "v1alpha1", "reports"): ("Report", True),
+    ("openreports.io", "v1alpha1", "clusterreports"): ("ClusterReport", False),
     ("events.k8s.io", "v1", "events"): ("Event", True),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
     # policy kinds kept as objects (webhook/kube/policy_objects.py); their status is a subresource

@@ -1,5 +1,8 @@
-"""The openAPIV3Schema of the wgpolicyk8s.io/v1alpha2 PolicyReport CRD (kubernetes-sigs/wg-policy-prototypes),
-strict: kubernetes-validate knows no CRDs, so reports are checked against this instead."""
+"""The openAPIV3Schemas of the report CRDs, strict: kubernetes-validate knows no CRDs, so reports are checked
+against these instead. wgpolicyk8s.io/v1alpha2 PolicyReport (kubernetes-sigs/wg-policy-prototypes) and
+openreports.io/v1alpha1 Report (openreports/reports-api, config/crd/openreports.io_reports.yaml and
+apis/openreports.io/v1alpha1/report_types.go): the same results, summary, scope and scopeSelector; OpenReports
+adds the report's own `source` and an optional `configuration` (limits: maxResults, statusFilter)."""
 
 from typing import Any, Mapping
 
@@ -29,24 +32,42 @@ _RESULT = {
                                      "seconds": {"type": "integer"}}},
     },
 }
-SCHEMA = {
-    "type": "object", "additionalProperties": False, "required": ["apiVersion", "kind", "metadata"],
-    "properties": {
-        "apiVersion": {"const": "wgpolicyk8s.io/v1alpha2"},
-        "kind": {"enum": ["PolicyReport", "ClusterPolicyReport"]},
-        "metadata": {"type": "object", "required": ["name"]},
-        "scope": _OBJECT_REFERENCE,
-        "scopeSelector": {"type": "object"},
-        "summary": {"type": "object", "additionalProperties": False,
-                    "properties": {k: {"type": "integer", "minimum": 0} for k in ("error", "fail", "pass", "skip", "warn")}},
-        "results": {"type": "array", "items": _RESULT},
-    },
-}
-_VALIDATOR = Draft202012Validator(SCHEMA)
+_STATUSES = ["pass", "fail", "warn", "error", "skip"]
+
+
+def _report_schema(api_version: str, kinds: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object", "additionalProperties": False, "required": ["apiVersion", "kind", "metadata"],
+        "properties": {
+            "apiVersion": {"const": api_version},
+            "kind": {"enum": kinds},
+            "metadata": {"type": "object", "required": ["name"]},
+            "scope": _OBJECT_REFERENCE,
+            "scopeSelector": {"type": "object"},
+            "summary": {"type": "object", "additionalProperties": False,
+                        "properties": {k: {"type": "integer", "minimum": 0} for k in _STATUSES}},
+            "results": {"type": "array", "items": _RESULT},
+            **extra,
+        },
+    }
+
+
+SCHEMA = _report_schema("wgpolicyk8s.io/v1alpha2", ["PolicyReport", "ClusterPolicyReport"], {})
+OPENREPORTS_SCHEMA = _report_schema("openreports.io/v1alpha1", ["Report", "ClusterReport"], {
+    "source": {"type": "string"},
+    "configuration": {
+        "type": "object", "additionalProperties": False, "required": ["limits"],
+        "properties": {"limits": {"type": "object", "additionalProperties": False, "properties": {
+            "maxResults": {"type": "integer"}, "statusFilter": {"type": "array", "items": {"enum": _STATUSES}}}}}},
+})
+_VALIDATORS = {schema["properties"]["apiVersion"]["const"]: Draft202012Validator(schema)
+               for schema in (SCHEMA, OPENREPORTS_SCHEMA)}
 
 
 def assert_valid_report(report: Mapping[str, Any]) -> None:
-    errors = sorted(_VALIDATOR.iter_errors(dict(report)), key=lambda e: list(e.absolute_path))
+    """Valid under the schema of its apiVersion (wgpolicyk8s.io/v1alpha2 or openreports.io/v1alpha1)."""
+    validator = _VALIDATORS.get(report.get("apiVersion", ""), _VALIDATORS["wgpolicyk8s.io/v1alpha2"])
+    errors = sorted(validator.iter_errors(dict(report)), key=lambda e: list(e.absolute_path))
     assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors]
     name = report["metadata"]["name"]
     assert len(name) <= 253 and name == name.lower()

@@ -17,12 +17,13 @@ from tests.support import pid, REPO, free_port
 from webhook.cli import main
 from webhook.model.results import Action, failed, passed
 from webhook.reports.policyreport import build_report, result_entry
+from webhook.reports.report_format import OPENREPORTS, WGPOLICY
 from webhook.reports.sink import ReportEntry, ResourceRef
 
 
-def stored_report(kind, ns, name, *results):
+def stored_report(kind, ns, name, *results, fmt=WGPOLICY):
     ref = ResourceRef("v1", kind, ns, name, f"uid-{name}")
-    return build_report(ref, [result_entry(ReportEntry(ref, r, 1_700_000_000.5)) for r in results])
+    return build_report(ref, [result_entry(ReportEntry(ref, r, 1_700_000_000.5)) for r in results], fmt=fmt)
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_live_yaml_and_fail_on(apiserver, kubeconfig, reports_in_cluster, capsys
     capsys.readouterr()
     assert main(["report", "--kubeconfig", str(kubeconfig), "-n", "nobody", "--fail-on", "warn"]) == 0
     out = capsys.readouterr().out
-    assert "no results: namespace 'nobody' has no PolicyReport labelled app.kubernetes.io/managed-by=quartermaster" in out
+    assert "no results: namespace 'nobody' has no wgpolicyk8s.io/v1alpha2 PolicyReport labelled app.kubernetes.io/managed-by=quartermaster" in out
 
 
 def test_standalone_scans_the_state(tmp_path, capsys):
@@ -99,6 +100,33 @@ def test_standalone_scans_the_state(tmp_path, capsys):
     assert main(["report", "--policies", str(policies), "--state", str(state), "-n", "ml-team"]) == 0
     table = capsys.readouterr().out
     assert "Pod ml-team/c" in table and "jdoe" not in table
+
+
+def test_openreports_live_and_standalone(apiserver, kubeconfig, reports_in_cluster, tmp_path, capsys):
+    """--report-format openreports reads the cluster's openreports.io Reports and ClusterReports (not the
+    PolicyReports beside them), and a standalone scan prints Reports."""
+    apiserver.put(stored_report("Pod", "jdoe", "serve", failed(pid("profile-quota"), "gpu-quota", "over"), fmt=OPENREPORTS))
+    apiserver.put(stored_report("Namespace", "", "ml-team", passed(pid("profiles"), "owner"), fmt=OPENREPORTS))
+    assert main(["report", "--kubeconfig", str(kubeconfig), "--report-format", "openreports", "-o", "yaml"]) == 0
+    listed = yaml.safe_load(capsys.readouterr().out)["items"]
+    assert [(r["kind"], r["scope"]["name"]) for r in listed] == [("Report", "serve"), ("ClusterReport", "ml-team")]
+    for report in listed:
+        assert_valid_report(report)
+    assert main(["report", "--kubeconfig", str(kubeconfig), "--report-format", "openreports", "-n", "ml-team"]) == 0
+    assert "has no openreports.io/v1alpha1 Report labelled" in capsys.readouterr().out
+    apiserver.absent.add(("openreports.io", "v1alpha1", "reports"))
+    assert main(["report", "--kubeconfig", str(kubeconfig), "--report-format", "openreports"]) == 2
+    assert "does not serve openreports.io/v1alpha1 Reports (is the CRD installed?)" in capsys.readouterr().err
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "objects.yaml").write_text(yaml.safe_dump_all([namespace("jdoe"), pod("a", gpus=1), pod("b", gpus=1)]))
+    assert main(["report", "--policies", str(REPO / "policies"), "--state", str(state), "--report-format",
+                 "openreports", "-o", "json"]) == 0
+    reports = json.loads(capsys.readouterr().out)["items"]
+    assert reports and {r["apiVersion"] for r in reports} == {"openreports.io/v1alpha1"}
+    for report in reports:
+        assert_valid_report(report)
+        assert report["source"] == "quartermaster"
 
 
 def test_errors_exit_2_with_a_reason(apiserver, kubeconfig, tmp_path, capsys):
@@ -134,10 +162,12 @@ def _get(url: str) -> tuple[int, dict]:
 
 def test_serve_live_subprocess(apiserver, kubeconfig, tmp_path):
     apiserver.put(namespace("jdoe"))
+    apiserver.put(pod("a", gpus=1))
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--policies", str(REPO / "policies"),
                              "--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(port),
-                             "--kubeconfig", str(kubeconfig), "--namespace", "quartermaster"],
+                             "--kubeconfig", str(kubeconfig), "--namespace", "quartermaster",
+                             "--report-format", "openreports"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 30
@@ -156,6 +186,12 @@ def test_serve_live_subprocess(apiserver, kubeconfig, tmp_path):
         while apiserver.get("v1", "ResourceQuota", "jdoe", "quartermaster-profile-quota") is None:
             assert time.monotonic() < deadline, "no backstop ResourceQuota"
             time.sleep(0.2)
+        # its first background scan reports the pod in the format asked for (--report-format openreports)
+        while (scanned := apiserver.get("openreports.io/v1alpha1", "Report", "jdoe", "pod-a")) is None:
+            assert time.monotonic() < deadline, "no openreports.io Report of the scanned pod"
+            time.sleep(0.2)
+        assert_valid_report(scanned)
+        assert scanned["source"] == "quartermaster" and not apiserver.list("wgpolicyk8s.io/v1alpha2", "PolicyReport")
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

@@ -16,6 +16,7 @@ from webhook.kube.runtime import resolver
 from webhook.model.results import Action, errored, failed, passed
 from webhook.observability.metrics import Metrics
 from webhook.reports.policyreport import PolicyMeta
+from webhook.reports.report_format import OPENREPORTS, WGPOLICY
 from webhook.reports.sink import ResourceRef
 
 POLICIES = frozenset({"quota", "labels", "audited", "other-replica"})
@@ -158,3 +159,39 @@ async def test_events_for_policies_that_ask(apiserver, kube_api, calls, cluster)
     assert event["note"] == "audited/gpu-model fail (audit): pick a GPU model"
     by_rule = {r["rule"]: r for r in report(apiserver)["results"]}
     assert by_rule["gpu-model"]["severity"] == "high" and by_rule["gpu-model"]["category"] == "GPU"
+
+
+async def test_openreports_format_writes_reports_and_cluster_reports(apiserver, kube_api, calls, cluster):
+    """report_format=openreports: the same per-resource reports as openreports.io/v1alpha1 Report (a ClusterReport
+    for a cluster-scoped resource), each with its own `source`; nothing is written to wgpolicyk8s.io."""
+    state, pods = cluster
+    jdoe = apiserver.get("v1", "Namespace", "", "jdoe")
+    async with writer_for(state, kube_api, calls, report_format=OPENREPORTS) as writer:
+        writer.submit(ref("a"), (failed(pid("labels"), "team-label", "add the label team", Action.AUDIT),))
+        writer.submit(ResourceRef("v1", "Namespace", "", "jdoe", jdoe["metadata"]["uid"]), (passed(pid("quota"), "owner"),))
+        written = await async_eventually(lambda: apiserver.get("openreports.io/v1alpha1", "Report", "jdoe", "pod-a"))
+        cluster_report = await async_eventually(
+            lambda: apiserver.get("openreports.io/v1alpha1", "ClusterReport", "", "namespace-jdoe"))
+        writer.submit(ref("a"), (passed(pid("labels"), "team-label"),))  # read-merge-PUT in this format too
+        await async_eventually(lambda: apiserver.get("openreports.io/v1alpha1", "Report", "jdoe", "pod-a")
+                               ["summary"]["pass"] == 1)
+    for stored in (written, cluster_report):
+        assert_valid_report(stored)
+        assert stored["source"] == "quartermaster" and all(r["source"] == "quartermaster" for r in stored["results"])
+    assert written["kind"] == "Report" and written["scope"]["uid"] == pods["a"]["metadata"]["uid"]
+    assert written["metadata"]["ownerReferences"][0]["uid"] == pods["a"]["metadata"]["uid"]
+    assert cluster_report["kind"] == "ClusterReport" and cluster_report["scope"]["name"] == "jdoe"
+    assert report(apiserver) is None and not apiserver.seen(plural="policyreports")
+    assert any(s.method == "PUT" for s in apiserver.seen(plural="reports"))
+
+
+def test_serve_takes_the_report_format_into_live_settings(tmp_path):
+    from webhook.cli import build_parser
+    from webhook.kube.settings import live_settings
+
+    argv = ["serve", "--kubeconfig", str(tmp_path)]
+    assert live_settings(build_parser(argv).parse_args(argv), "qm").report_format is WGPOLICY
+    argv += ["--report-format", "openreports"]
+    assert live_settings(build_parser(argv).parse_args(argv), "qm").report_format is OPENREPORTS
+    with pytest.raises(SystemExit):
+        build_parser(argv).parse_args([*argv[:-1], "openreport"])

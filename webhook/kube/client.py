@@ -237,14 +237,14 @@ class KubeApi:
             raise
 
 
-def explain_error(exc: BaseException) -> str:
-    """One line for a person: what failed talking to the cluster."""
+def explain_error(exc: BaseException, missing: str = "wgpolicyk8s.io/v1alpha2 PolicyReports") -> str:
+    """One line for a person: what failed talking to the cluster. `missing`: what a 404 says is not served."""
     if isinstance(exc, KubeConfigError):
         return str(exc)
     if isinstance(exc, ApiException):
         status = ApiStatus.of(exc)
         if status.code == 404:
-            return "the cluster does not serve wgpolicyk8s.io/v1alpha2 PolicyReports (is the CRD installed?)"
+            return f"the cluster does not serve {missing} (is the CRD installed?)"
         if status.code in (401, 403):
             return f"the cluster refused the request ({status}); see docs/live.md for the RBAC this needs"
         return f"the cluster answered {status}"

@@ -1,4 +1,4 @@
-"""PolicyReports and Events written off the request path.
+"""Policy reports (in the format LiveSettings.report_format names) and Events written off the request path.
 
 `submit` runs inside an admission: it appends to a bounded queue and returns; when the queue is
 full the results are dropped and counted (quartermaster_reports_dropped_total), never waited for.
@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook.kube.calls import BlockingCalls
 from webhook.kube.client import ApiStatus, KubeApi
-from webhook.kube.resources import CLUSTER_POLICY_REPORTS, EVENTS, POLICY_REPORTS
+from webhook.kube.resources import EVENTS, report_type
 from webhook.kube.settings import LiveSettings
 from webhook.model.results import PolicyId, RuleResult
 from webhook.observability.metrics import Metrics
@@ -98,6 +98,8 @@ class PolicyReportWriter:
         self.known_policies = known_policies
         self.resolve = resolve
         self.clock = clock
+        fmt = settings.report_format
+        self._report_types = {namespaced: report_type(fmt, namespaced) for namespaced in (True, False)}
         self._queue: deque[tuple[ResourceRef, tuple[RuleResult, ...], float, bool]] = deque()
         self._pending: dict[tuple[str, str, str, str], _Pending] = {}
         self._known: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
@@ -244,7 +246,7 @@ class PolicyReportWriter:
 
     # --- blocking, in a worker thread ----------------------------------------------------------
     def _write_report(self, ref: ResourceRef, new: list[dict[str, Any]], known: frozenset[str]) -> None:
-        resource = POLICY_REPORTS if ref.namespace else CLUSTER_POLICY_REPORTS
+        resource = self._report_types[bool(ref.namespace)]
         name = report_name(ref)
         key = (ref.namespace, name)
         with self._known_lock:
@@ -260,7 +262,7 @@ class PolicyReportWriter:
             if existing is None and not self._new_report_allowed(ref.namespace):
                 self._drop(len(new))  # this namespace had its share of new reports in this window
                 return
-            body = build_report(ref, results, existing)
+            body = build_report(ref, results, existing, self.settings.report_format)
             try:
                 if existing is None:
                     written = self.api.create(resource, body, self.settings.api_timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from webhook.model.cluster import NAMESPACE, POD, PROFILE, PVC, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from webhook.model.quickinit import frozen_dataclass
+from webhook.reports.report_format import OPENREPORTS, WGPOLICY, ReportFormat
 
 
 @frozen_dataclass
@@ -41,16 +42,25 @@ PROFILES = ResourceType(PROFILE, "kubeflow.org", "v1", "profiles", namespaced=Fa
 # API server or RBAC without them, and the identity is then unknown (refused, never guessed)
 STATEFULSETS = ResourceType("StatefulSet", "apps", "v1", "statefulsets", namespaced=True, optional=True)
 NOTEBOOKS = ResourceType("Notebook", "kubeflow.org", "v1", "notebooks", namespaced=True, optional=True)
-POLICY_REPORTS = ResourceType("PolicyReport", "wgpolicyk8s.io", "v1alpha2", "policyreports", namespaced=True)
-CLUSTER_POLICY_REPORTS = ResourceType("ClusterPolicyReport", "wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports",
-                                      namespaced=False)
+
+
+def report_type(fmt: ReportFormat, namespaced: bool) -> ResourceType:
+    """Where the reports of this format live: the namespaced kind, or the cluster-scoped one."""
+    return ResourceType(fmt.kind_for(namespaced), fmt.group, fmt.version, fmt.plural_for(namespaced), namespaced)
+
+
+POLICY_REPORTS = report_type(WGPOLICY, namespaced=True)
+CLUSTER_POLICY_REPORTS = report_type(WGPOLICY, namespaced=False)
+OPEN_REPORTS = report_type(OPENREPORTS, namespaced=True)
+CLUSTER_OPEN_REPORTS = report_type(OPENREPORTS, namespaced=False)
 EVENTS = ResourceType("Event", "events.k8s.io", "v1", "events", namespaced=True)
 LEASES = ResourceType("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True)
 CONFIG_MAPS = ResourceType("ConfigMap", "", "v1", "configmaps", namespaced=True)  # the quota ledger (reservations.py)
 
 # What the informers watch: every kind of the ClusterState protocol.
 WATCHED = (NAMESPACES, PODS, PVCS, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, PROFILES, STATEFULSETS, NOTEBOOKS)
-KNOWN = WATCHED + (RESOURCE_QUOTAS, POLICY_REPORTS, CLUSTER_POLICY_REPORTS, EVENTS, LEASES, CONFIG_MAPS)
+KNOWN = WATCHED + (RESOURCE_QUOTAS, POLICY_REPORTS, CLUSTER_POLICY_REPORTS, OPEN_REPORTS, CLUSTER_OPEN_REPORTS, EVENTS,
+                   LEASES, CONFIG_MAPS)
 _BY_KIND = {(r.api_version, r.kind): r for r in KNOWN}
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.model.quickinit import frozen_dataclass
+from webhook.reports.report_format import DEFAULT_REPORT_FORMAT, ReportFormat, format_named
 
 
 def default_identity() -> str:
@@ -51,6 +52,7 @@ class LiveSettings:
     reports_per_namespace: int = 500
     report_window_seconds: float = 600.0
     report_message_bytes: int = 1_024  # a result message longer than this is cut (reports are for reading)
+    report_format: ReportFormat = DEFAULT_REPORT_FORMAT  # wgpolicyk8s.io PolicyReports or openreports.io Reports
     # --- background work (one replica: the Lease holder) ---
     scan_interval: float = 3600.0  # 0: scan only when the policies change
     lease_name: str = "quartermaster-background"
@@ -73,8 +75,8 @@ class LiveSetupError(Exception):
 
 
 def live_settings(args: Any, namespace: str) -> LiveSettings:
-    """From `serve`'s arguments: --kubeconfig/--in-cluster, --scan-interval, --no-quota-backstop."""
+    """From `serve`'s arguments: --kubeconfig/--in-cluster, --scan-interval, --no-quota-backstop, --report-format."""
     groups = tuple(g for g in str(getattr(args, "policy_objects", "quartermaster.dev")).split(",") if g and g != "none")
     return LiveSettings(kubeconfig=args.kubeconfig, in_cluster=bool(args.in_cluster), namespace=namespace,
                         scan_interval=float(args.scan_interval), backstop=not args.no_quota_backstop,
-                        policy_object_groups=groups)
+                        policy_object_groups=groups, report_format=format_named(args.report_format))

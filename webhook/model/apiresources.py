@@ -66,6 +66,7 @@ _TABLE = {
     "policies.kyverno.io/v1": "ValidatingPolicy validatingpolicies!|MutatingPolicy mutatingpolicies!|"
                               "GeneratingPolicy generatingpolicies!|PolicyException policyexceptions",
     "wgpolicyk8s.io/v1alpha2": "PolicyReport policyreports|ClusterPolicyReport clusterpolicyreports!",
+    "openreports.io/v1alpha1": "Report reports|ClusterReport clusterreports!",
     "gateway.networking.k8s.io/v1": "Gateway gateways|GatewayClass gatewayclasses!|HTTPRoute httproutes|"
                                     "GRPCRoute grpcroutes",
 }

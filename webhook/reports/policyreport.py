@@ -1,4 +1,8 @@
-"""PolicyReport objects (wgpolicyk8s.io/v1alpha2) from rule results: pure functions, no API calls.
+"""Policy report objects from rule results: pure functions, no API calls.
+
+Written as wgpolicyk8s.io/v1alpha2 PolicyReports (the default) or openreports.io/v1alpha1 Reports: the
+two differ only in what webhook.reports.report_format tabulates (apiVersion, kinds, a report-level
+`source`); every builder here takes the format.
 
 One report per resource (docs/live.md argues why): named after the resource, owned by it (so the
 garbage collector removes it with the resource), with a `scope` naming it. Results are keyed by
@@ -14,9 +18,9 @@ from typing import Any, Iterable, Mapping
 
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import Outcome, PolicyId, RuleResult
+from webhook.reports.report_format import DEFAULT_REPORT_FORMAT, ReportFormat
 from webhook.reports.sink import ReportEntry, ResourceRef
 
-API_VERSION = "wgpolicyk8s.io/v1alpha2"
 SOURCE = "quartermaster"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "quartermaster"}
 OUTCOMES = tuple(o.value for o in Outcome)  # pass, fail, warn, error, skip: the summary's keys
@@ -51,8 +55,8 @@ class PolicyMeta:
         return self.events == "fail" and outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.WARN)
 
 
-def report_kind(resource: ResourceRef) -> str:
-    return "PolicyReport" if resource.namespace else "ClusterPolicyReport"
+def report_kind(resource: ResourceRef, fmt: ReportFormat = DEFAULT_REPORT_FORMAT) -> str:
+    return fmt.kind_for(bool(resource.namespace))
 
 
 def report_name(resource: ResourceRef) -> str:
@@ -122,8 +126,16 @@ def scope_of(resource: ResourceRef) -> dict[str, Any]:
     return scope
 
 
-def build_report(resource: ResourceRef, results: list[dict[str, Any]],
-                 existing: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def report_header(fmt: ReportFormat, kind: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """apiVersion, kind, metadata, and the report's own `source` where the format has one."""
+    header: dict[str, Any] = {"apiVersion": fmt.api_version, "kind": kind, "metadata": metadata}
+    if fmt.report_source:
+        header["source"] = SOURCE
+    return header
+
+
+def build_report(resource: ResourceRef, results: list[dict[str, Any]], existing: Mapping[str, Any] | None = None,
+                 fmt: ReportFormat = DEFAULT_REPORT_FORMAT) -> dict[str, Any]:
     """The whole report object; with `existing`, ready for a PUT (its resourceVersion kept)."""
     metadata: dict[str, Any] = {"name": report_name(resource), "labels": dict(MANAGED_BY)}
     if resource.namespace:
@@ -134,11 +146,12 @@ def build_report(resource: ResourceRef, results: list[dict[str, Any]],
     old = (existing or {}).get("metadata") or {}
     if old.get("resourceVersion"):
         metadata["resourceVersion"] = old["resourceVersion"]
-    return {"apiVersion": API_VERSION, "kind": report_kind(resource), "metadata": metadata,
+    return {**report_header(fmt, report_kind(resource, fmt), metadata),
             "scope": scope_of(resource), "summary": summary(results), "results": results}
 
 
-def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[PolicyId, PolicyMeta] | None = None) -> list[dict[str, Any]]:
+def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[PolicyId, PolicyMeta] | None = None,
+                         fmt: ReportFormat = DEFAULT_REPORT_FORMAT) -> list[dict[str, Any]]:
     """Standalone mode: the results kept in memory, as the reports live mode would have written."""
     metas = metas or {}
     grouped: dict[tuple[str, str, str, str], tuple[ResourceRef, list[dict[str, Any]]]] = {}
@@ -149,4 +162,4 @@ def reports_from_entries(entries: Iterable[ReportEntry], metas: Mapping[PolicyId
         new = [result_entry(entry, metas.get(entry.result.policy, PolicyMeta()))]
         results = merge_results(current[1] if current else [], new)
         grouped[key] = (ref if ref.uid or current is None else current[0], results)
-    return [build_report(ref, results) for ref, results in (grouped[k] for k in sorted(grouped))]
+    return [build_report(ref, results, fmt=fmt) for ref, results in (grouped[k] for k in sorted(grouped))]

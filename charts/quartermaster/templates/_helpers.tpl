@@ -85,6 +85,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail (printf "networkPolicy.apiServerCIDRs[%d]: %q is not a CIDR (address/prefix, e.g. 10.0.0.0/24)" $i (toString $cidr)) }}
 {{- end }}
 {{- end }}
+{{- if not (has .Values.policyReports.format (list "wgpolicyk8s" "openreports")) }}
+{{- fail "policyReports.format must be wgpolicyk8s or openreports" }}
+{{- end }}
 {{- if and (eq .Values.clusterState "standalone") (gt (int .Values.replicaCount) 1) }}
 {{- fail "clusterState=standalone keeps quota state in one process's memory: set replicaCount to 1 (or use live)" }}
 {{- end }}
