@@ -9,17 +9,15 @@ import yaml
 from tests.chart.apiserver_schema import crd_errors
 from tests.chart.support import CHART, render
 from tests.kube.policyreport_schema import assert_valid_report
-from tests.support import REPO, assert_valid_k8s, load_yaml, pid
+from tests.reports.emitted import emitted_reports
+from tests.support import REPO, assert_valid_k8s, load_yaml
 from webhook.app import build_registry
 from webhook.cel import CelCompiler
 from webhook.deploy.chart_files import drift
 from webhook.deploy.crds import generate_crds, plural_of
-from webhook.model.results import Action, failed, passed
 from webhook.platform import platform_kinds
 from webhook.policy.loader import PolicyLoader
-from webhook.reports.policyreport import PolicyMeta, build_report, result_entry
 from webhook.reports.report_format import REPORT_FORMATS
-from webhook.reports.sink import ReportEntry, ResourceRef
 
 
 @pytest.fixture(scope="module")
@@ -133,17 +131,6 @@ def test_policy_report_crds():
     assert "policyreports.wgpolicyk8s.io" not in {c["metadata"]["name"] for c in render().of_kind("CustomResourceDefinition")}
 
 
-def _emitted_reports(fmt):
-    """What the writer stores (a Pod's report, a Namespace's) and what `apply --policy-report` prints."""
-    out = []
-    for ref in (ResourceRef("v1", "Pod", "alice", "train", "uid-1"), ResourceRef("v1", "Namespace", "", "alice", "uid-2")):
-        results = [result_entry(ReportEntry(ref, failed(pid("profile-quota"), "gpus", "over quota", Action.AUDIT),
-                                            1_700_000_000.25), PolicyMeta(severity="high", category="GPU")),
-                   result_entry(ReportEntry(ref, passed(pid("profile-quota"), "storage"), 1_700_000_000.0))]
-        out.append(build_report(ref, results, fmt=fmt))
-    return out
-
-
 @pytest.mark.parametrize("name", ["wgpolicyk8s", "openreports"])
 def test_report_crds_of_the_chosen_format_accept_what_quartermaster_writes(name):
     """policyReports.format picks the CRDs installCRDs renders: the two kinds of that API only, with the names,
@@ -156,7 +143,7 @@ def test_report_crds_of_the_chosen_format_accept_what_quartermaster_writes(name)
         crd = crds[kind]
         assert crd["metadata"]["name"] == f"{plural}.{fmt.group}" and crd["spec"]["scope"] == scope
         assert [v["name"] for v in crd["spec"]["versions"]] == [fmt.version]
-    for report in _emitted_reports(fmt):
+    for report in emitted_reports(fmt):
         assert_valid_report(report)
         assert crd_errors(crds[report["kind"]], report) == [], report["kind"]
         assert ("source" in report) is fmt.report_source
