@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import json
 import os
@@ -25,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     setup = commands.add_parser("install", help="install Quartermaster into the control plane of DIR as the tests do: "
                                 "the chart's CRDs and RBAC, one live replica, the chart's webhook configurations")
     setup.add_argument("directory", type=Path)
+    setup.add_argument("--set", dest="values", action="append", default=[], metavar="KEY=VALUE",
+                       help="a chart value, as helm's --set spells it (image.repository=..., notebook.issuer=...)")
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"control plane ready in {time.monotonic() - started:.1f} s: {record.server}")
             print(f"kubectl --kubeconfig {record.admin_kubeconfig} get nodes")
         elif args.command == "install":
-            print(install_quartermaster(args.directory.resolve()))
+            print(install_quartermaster(args.directory.resolve(), chart_values_set(parser, args.values)))
         else:
             stop_quartermaster(args.directory.resolve())
             down(args.directory)
@@ -44,8 +47,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def install_quartermaster(directory: Path) -> str:
-    """One replica of `quartermaster serve --kubeconfig`, left running; its pid in DIR/quartermaster.json."""
+def chart_values_set(parser: argparse.ArgumentParser, settings: list[str]) -> dict[str, Any]:
+    """helm's --set, for string values: a.b=c becomes {"a": {"b": "c"}}."""
+    values: dict[str, Any] = {}
+    for setting in settings:
+        key, equals, value = setting.partition("=")
+        if not equals or not key:
+            parser.error(f"--set {setting!r}: expected KEY=VALUE")
+        *parents, leaf = key.split(".")
+        node = values
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return values
+
+
+def install_quartermaster(directory: Path, values: dict[str, Any] | None = None) -> str:
+    """One replica of `quartermaster serve --kubeconfig`, left running; its pid in DIR/quartermaster.json. `values`:
+    the chart values a site sets (docs/deploy.md), for the rendered policies and objects."""
     from tests.cluster.devices import device_classes, resource_slices
     from tests.cluster.kube import Kube
     from tests.cluster.kubeflow import install_notebook_crd
@@ -56,7 +75,7 @@ def install_quartermaster(directory: Path) -> str:
     admin.apply_all(device_classes())
     admin.apply_all(resource_slices())
     install_notebook_crd(admin)
-    installation = install(admin, record, directory / "quartermaster")
+    installation = install(admin, record, directory / "quartermaster", values=values)
     replica = installation.start_replica("replica-a")
     installation.url = f"https://127.0.0.1:{replica.port}"
     installation.register()
