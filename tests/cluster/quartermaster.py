@@ -105,6 +105,7 @@ class Installation:
     replicas: list[Replica] = field(default_factory=list)
     front: subprocess.Popen[bytes] | None = None
     webhooks: list[dict[str, Any]] = field(default_factory=list)
+    values: Mapping[str, Any] = field(default_factory=dict)  # the site's chart values it was installed with
 
     @property
     def ca_bundle(self) -> str:
@@ -164,7 +165,9 @@ class Installation:
         eventually(listening, 20, message="round-robin front listening")
 
     def register(self, values: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        rendered = render(chart_values(self.ca_bundle, values), namespace=NAMESPACE, release=RELEASE)
+        """The chart's webhook configurations, rendered with `values` (default: those it was installed with)."""
+        rendered = render(chart_values(self.ca_bundle, self.values if values is None else values),
+                          namespace=NAMESPACE, release=RELEASE)
         self.webhooks = registrations(rendered.objects, self.url)
         self.kube.apply_all(self.webhooks)
         return self.webhooks
@@ -218,7 +221,7 @@ def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path | N
     kube.dynamic.resources.invalidate_cache()
     if policies is None:
         policies = chart_policies(workdir / "policies", values)
-    return Installation(kube, workdir, cert_dir, kubeconfig, policies)
+    return Installation(kube, workdir, cert_dir, kubeconfig, policies, values=dict(values or {}))
 
 
 def crd_established(kube: Kube, name: str) -> bool:
