@@ -148,6 +148,22 @@ class Installation:
                 bodies.append(json.loads(error.read()))
         return bodies
 
+    def knows_namespace(self, namespace: str) -> bool:
+        """Every replica has the namespace in its cluster state: a dry-run GPU pod there, reviewed by each replica
+        directly, is not refused for want of it (a dry run reserves nothing)."""
+        from tests.cluster.workloads import pod
+        from tests.support import review
+
+        context = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        body = json.dumps(review(pod("probe", namespace, limits={"nvidia.com/gpu": "1"}), dry_run=True)).encode()
+        for replica in self.replicas:
+            request = urllib.request.Request(f"https://127.0.0.1:{replica.port}/validate", data=body,
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, context=context, timeout=5) as answer:
+                if "does not know namespace" in answer.read().decode():
+                    return False
+        return True
+
     def policy_counts(self) -> list[int]:
         """How many policies each replica serves."""
         return [sum(body.get("policyRoutes", {}).values()) for body in self.readiness()]

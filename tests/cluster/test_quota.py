@@ -41,6 +41,9 @@ def test_concurrent_gpu_pods_in_a_one_gpu_profile_admit_exactly_one(admin: Kube,
     assert len(quartermaster.replicas) == 2
     for round_number in range(ROUNDS):
         namespace = make_profile(admin, prefix="race")["metadata"]["name"]
+        # the race, not the informers' lag: a replica that has not seen the namespace yet refuses with "try again"
+        eventually(lambda: quartermaster.knows_namespace(namespace), 30, interval=0.2,
+                   message=f"both replicas know {namespace}")
         with ThreadPoolExecutor(CONCURRENT) as pool:
             outcomes = list(pool.map(lambda i: _create(admin, namespace, i), range(CONCURRENT)))
         admitted = [o for o in outcomes if o.admitted]
@@ -109,6 +112,8 @@ def _create_claim(admin: Kube, namespace: str, index: int) -> CreateOutcome:
 def test_concurrent_claims_created_directly_admit_exactly_one(admin: Kube, quartermaster: Installation) -> None:
     for round_number in range(3):
         namespace = make_profile(admin, prefix="claims")["metadata"]["name"]
+        eventually(lambda: quartermaster.knows_namespace(namespace), 30, interval=0.2,
+                   message=f"both replicas know {namespace}")
         with ThreadPoolExecutor(CONCURRENT) as pool:
             outcomes = list(pool.map(lambda i: _create_claim(admin, namespace, i), range(CONCURRENT)))
         assert sum(o.admitted for o in outcomes) == 1, f"round {round_number}: {[o.status for o in outcomes]}"
@@ -141,6 +146,7 @@ def passthrough_namespace(admin: Kube, quartermaster: Installation) -> Iterator[
                                      check=False)
         return probe.returncode != 0 and "e2e-passthrough" in probe.stderr
     eventually(lambda: all(loaded() for _ in range(4)), 60, interval=1, message="the applied ProfileQuota")
+    eventually(lambda: quartermaster.knows_namespace(name), 30, interval=0.2, message=f"both replicas know {name}")
     yield name
     admin.delete("v1", "Namespace", name)
     admin.delete("quartermaster.dev/v1alpha1", "ProfileQuota", "e2e-passthrough")

@@ -74,8 +74,9 @@ class DirectoryPolicySource:
             digest.update(self.objects.fingerprint().encode())
         return digest.hexdigest()
 
-    def _load(self) -> LoadResult:
-        """Files and objects; objects with errors are left out one by one (never a file)."""
+    def _load(self) -> tuple[LoadResult, tuple[Document, ...], dict[str, list[PolicyLoadError]]]:
+        """Files and objects; objects with errors are left out one by one (never a file). Also the objects
+        considered, and the refusals of those left out."""
         extra = list(self.objects.documents()) if self.objects is not None else []
         considered = tuple(extra)
         exceptions, exception_errors = given_exceptions(self.exception_files)
@@ -91,17 +92,26 @@ class DirectoryPolicySource:
             extra = [doc for doc in extra if doc.file not in refusals]
         if exception_errors:
             result = replace(result, errors=tuple(exception_errors) + result.errors)
-        if self.objects is not None:
-            self.objects.refused(considered, refusals)
-            for name, errors in refusals.items():
-                log.warning("policy object refused: %s", "; ".join(str(e) for e in errors), extra={"file": name})
-        return result
+        return result, considered, refusals
+
+    def _tell_objects(self, published: bool, considered: tuple[Document, ...],
+                      refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None:
+        """Word on the objects, once the set is served: an object marked loaded is in what answers. A set refused
+        for a file's error serves none of them, so only the objects refused for their own errors are told."""
+        if self.objects is None:
+            return
+        judged = considered if published else tuple(doc for doc in considered if doc.file in refusals)
+        self.objects.refused(judged, refusals)
+        for name, errors in refusals.items():
+            log.warning("policy object refused: %s", "; ".join(str(e) for e in errors), extra={"file": name})
 
     def reload(self) -> LoadResult:
         """Load everything; publish only a fully valid set, else keep serving the previous snapshot."""
         fingerprint = self.fingerprint()
+        considered: tuple[Document, ...] = ()
+        refusals: dict[str, list[PolicyLoadError]] = {}
         try:
-            result = self._load()
+            result, considered, refusals = self._load()
         except Exception as exc:  # a loader bug must show as a refused load (degraded, listed), not a crash loop
             log.exception("policy load failed")
             failure = PolicyLoadError(str(self.root), 0, None, "", f"policy load failed: {type(exc).__name__}: {exc}")
@@ -131,6 +141,7 @@ class DirectoryPolicySource:
             self.store.refuse(result.errors)
             for error in result.errors:
                 log.error("policy refused: %s", error, extra={"file": error.file})
+        self._tell_objects(result.ok, considered, refusals)
         return result
 
     def _display(self, path: str) -> str:
