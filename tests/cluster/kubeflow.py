@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.control import ClusterRecord
-from tests.cluster.kube import Kube, eventually
-from tests.cluster.quartermaster import crd_established
+from tests.cluster.kube import Kube
+from tests.cluster.quartermaster import apply_crds
 from tests.cluster.pki import ClientIdentity, issue_client, kubeconfig_text
 
 KUBEFLOW = "kubeflow"
@@ -43,9 +43,7 @@ def _cluster_role(name: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]
 
 def install_notebook_crd(admin: Kube) -> None:
     """Kubeflow is installed before Quartermaster, as on a platform: its informers find the CRD at start."""
-    admin.apply_all([NOTEBOOK_CRD])
-    eventually(lambda: crd_established(admin, "notebooks.kubeflow.org"), 30, message="Notebook CRD established")
-    admin.dynamic.resources.invalidate_cache()
+    apply_crds(admin, [NOTEBOOK_CRD])
 
 
 def install_kubeflow(admin: Kube, record: ClusterRecord, workdir: Path) -> dict[str, Kube]:

@@ -223,21 +223,24 @@ def install(kube: Kube, record: ClusterRecord, workdir: Path, policies: Path | N
     if kube.get("v1", "Namespace", NAMESPACE) is None:
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     rendered = render(chart_values(ca_bundle, values), namespace=NAMESPACE, release=RELEASE)
-    crds = [o for o in rendered.objects if o["kind"] == "CustomResourceDefinition"]
-    kube.apply_all(crds)
-    for crd in crds:
-        eventually(lambda crd=crd: crd_established(kube, crd["metadata"]["name"]), 30,
-                   message=f"CRD {crd['metadata']['name']} established")
+    apply_crds(kube, [o for o in rendered.objects if o["kind"] == "CustomResourceDefinition"])
     kube.apply_all([o for o in rendered.objects if o["kind"] in IDENTITY_KINDS])
     token = kube.token_for(NAMESPACE, SERVICE_ACCOUNT)
     kubeconfig = workdir / "quartermaster.kubeconfig"
     kubeconfig.write_text(kubeconfig_text(record.server, record.pki, user_name="quartermaster", token=token))
     kubeconfig.chmod(0o600)
-    # the discovery cache of the dynamic client predates the CRDs
-    kube.dynamic.resources.invalidate_cache()
     if policies is None:
         policies = chart_policies(workdir / "policies", values)
     return Installation(kube, workdir, cert_dir, kubeconfig, policies, values=dict(values or {}))
+
+
+def apply_crds(kube: Kube, crds: list[dict[str, Any]]) -> None:
+    """Apply the CRDs and return once each is established and the dynamic client's discovery knows its kinds."""
+    kube.apply_all(crds)
+    for crd in crds:
+        eventually(lambda crd=crd: crd_established(kube, crd["metadata"]["name"]), 30,
+                   message=f"CRD {crd['metadata']['name']} established")
+    kube.dynamic.resources.invalidate_cache()  # its discovery cache predates the CRDs
 
 
 def crd_established(kube: Kube, name: str) -> bool:

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from tests.chart.support import render
-from tests.cluster.kube import Kube, eventually
-from tests.cluster.quartermaster import Installation, crd_established
+from tests.cluster.kube import Kube
+from tests.cluster.quartermaster import Installation, apply_crds
 from tests.cluster.workloads import unique
 from tests.reports.emitted import emitted_reports
+from webhook.kube.policy_objects import KEPT_METADATA
 from webhook.reports.report_format import REPORT_FORMATS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 def authored(obj: dict[str, Any]) -> dict[str, Any]:
     """The object without what the API server adds to metadata (uid, resourceVersion, managedFields...)."""
     meta = obj.get("metadata") or {}
-    kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
+    kept = {k: meta[k] for k in KEPT_METADATA if meta.get(k)}
     return {**{k: v for k, v in obj.items() if k != "metadata"}, "metadata": kept}
 
 
@@ -31,11 +32,7 @@ def test_the_api_server_stores_every_report_as_written(admin: Kube, quartermaste
     crds = [c for c in render({"policyReports": {"format": name, "installCRDs": True}}).of_kind(
         "CustomResourceDefinition") if c["spec"]["group"] == fmt.group]
     assert {c["spec"]["names"]["kind"] for c in crds} == {fmt.kind, fmt.cluster_kind}
-    admin.apply_all(crds)
-    for crd in crds:
-        eventually(lambda crd=crd: crd_established(admin, crd["metadata"]["name"]), 30,
-                   message=f"CRD {crd['metadata']['name']} established")
-    admin.dynamic.resources.invalidate_cache()
+    apply_crds(admin, crds)
     namespace = unique(f"reports-{name}")
     admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     reports = emitted_reports(fmt, namespace)

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from webhook.platform.notebook import credentials, merge
 from webhook.platform.notebook.config import MergeStrategy
 from webhook.platform.notebook.credentials import credential_conflicts
-from webhook.platform.notebook.merge import Conflict, MergeLog, covers, merge_mount, same_path
+from webhook.platform.notebook.merge import Conflict, MergeLog, merge_mount, place_mount, same_path
 
 PATHS = st.one_of(st.sampled_from(["/eos", "/eos/", "//eos", "/eos/.", "/eos/..", "/a/../eos", "/./eos", "eos", "/",
                                    "/home/jovyan", "/home//jovyan", "/home/jovyan/", "/run/secrets/oidc", ""]),
@@ -34,17 +34,7 @@ def _merge_mount_reference(container, desired, strategy, setting, log) -> None:
     mounts = container.get("volumeMounts") or []
     clashes = [i for i, m in enumerate(mounts)
                if m.get("name") == desired["name"] or same_path(m.get("mountPath"), desired["mountPath"])]
-    if not clashes:
-        container["volumeMounts"] = [*mounts, dict(desired)]
-        return
-    if any(covers(mounts[i], desired) for i in clashes):
-        return
-    subject = f"mount {desired['mountPath']} (volume {desired['name']!r}) of container {container.get('name')!r}"
-    theirs = mounts[clashes[0]] if len(clashes) == 1 else [mounts[i] for i in clashes]
-    if log.resolve(strategy, Conflict(subject, theirs, desired, setting)):
-        kept = [m for i, m in enumerate(mounts) if i not in clashes]
-        kept.insert(clashes[0], dict(desired))
-        container["volumeMounts"] = kept
+    place_mount(container, mounts, clashes, desired, strategy, setting, log)  # the clashes are what is compared
 
 
 _MOUNT = st.fixed_dictionaries({"name": st.sampled_from(["eos", "home", "oidc-token", "x"]),

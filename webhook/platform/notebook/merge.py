@@ -164,6 +164,12 @@ def merge_mount(container: dict[str, Any], desired: Mapping[str, Any], strategy:
             same_path(a, path) if type(a := m.get("mountPath")) is not str else (a == path or (last in a and same_path(a, path))))]
     else:
         clashes = [i for i, m in enumerate(mounts) if m.get("name") == name or same_path(m.get("mountPath"), path)]
+    place_mount(container, mounts, clashes, desired, strategy, setting, log)
+
+
+def place_mount(container: dict[str, Any], mounts: list[Any], clashes: list[int], desired: Mapping[str, Any],
+                strategy: MergeStrategy, setting: str, log: MergeLog) -> None:
+    """The desired mount into `container`, given the indices of the mounts it clashes with."""
     if not clashes:
         container["volumeMounts"] = [*mounts, dict(desired)]
         return
