@@ -95,3 +95,26 @@ def test_the_package_has_no_import_cycles():
                 if len(component) > 1:
                     cycles.append(sorted(component))
     assert cycles == [], cycles
+
+
+# the only reflective reads left, each on something that is not one of our contracts
+REFLECTION_ALLOWED = {
+    "webhook/kube/client.py": "the kubernetes client's generated API methods, named by verb and resource",
+    "webhook/model/quickinit.py": "a dataclass's optional __post_init__, as dataclasses itself asks",
+    "webhook/model/boundedyaml.py": "PyYAML built without libyaml has no CSafeLoader",
+    "webhook/compiled.py": "a module's __file__ (a namespace package has none)",
+    "webhook/observability/logs.py": "the extra fields a caller passed to logging, as logging stores them",
+    "webhook/cel/exact_time.py": "the nanoseconds an exact duration or timestamp keeps beside Python's own",
+    "webhook/cel/backend_py.py": "a thread-local counter that starts unset in each thread",
+}
+
+
+def test_contracts_are_declared_not_read_through_getattr():
+    """What the engine, loader, states and families read of each other is declared in their protocols
+    (ClusterState, Lookups, CompiledPolicy...): a getattr would be a contract nobody can see."""
+    import re
+
+    readers = {str(path.relative_to(REPO)) for path in (REPO / "webhook").rglob("*.py")
+               if re.search(r"\b(getattr|hasattr)\(", path.read_text())}
+    assert readers - set(REFLECTION_ALLOWED) == set()
+    assert set(REFLECTION_ALLOWED) <= readers, "an allowance for a module that no longer reflects"

@@ -22,6 +22,7 @@ from webhook.model.cluster import ObjectKey
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.results import RuleResult
 from webhook.model.review import object_problem
+from webhook.model.boundedyaml import yaml_problem
 from webhook.policy.documents import safe_load_all
 
 
@@ -61,9 +62,8 @@ def read_resources(paths: list[str], stdin: TextIO = sys.stdin) -> list[dict[str
         except OSError as exc:
             raise BadInput(f"{name}: cannot read: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{name}:{mark.line + 1}" if mark is not None else name
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            line, problem = yaml_problem(exc)
+            where = f"{name}:{line}" if line else name
             raise BadInput(f"{where}: invalid YAML: {problem}") from None
         for index, doc in enumerate(docs):
             if doc is None:

@@ -138,6 +138,8 @@ DEVICES = [
 class OfflineLookups:
     """No cluster objects, no global context, network refused: both backends must fail the same way."""
 
+    supplied = None
+
     def get(self, api_version, kind, namespace, name):
         return None
 

@@ -41,6 +41,8 @@ def test_construction_is_refused_outside_mutating_envs(cpp):
 
 
 class FakeLookups:
+    supplied = None
+
     def __init__(self):
         self.calls = []
 

@@ -65,7 +65,7 @@ def test_reloads_leave_no_listener_behind():
     kept = []
     for generation in range(5):
         usage = _StateUsage.__new__(_StateUsage)
-        state.add_listener(_weak_listener(usage))
+        state.add_listener(*_weak_listener(usage))
         if generation == 4:
             kept.append(usage)
         del usage

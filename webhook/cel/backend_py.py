@@ -281,6 +281,12 @@ class PyProgram:
     def __init__(self, program: Any, namespaces: Mapping[str, Any]) -> None:
         self._program, self._namespaces = program, namespaces
 
+    def serialized(self) -> bytes | None:
+        return None  # cel-python keeps a parse tree of its own, not a checked one
+
+    def run_strict(self, activation: Mapping[str, Any], shared: Any) -> Any:
+        return self.run(activation, shared)  # no cheaper path here
+
     def run(self, activation: Mapping[str, Any], shared: Any = None) -> Any:
         """`shared` (an Activation): the values are converted once for all the expressions of a request,
         about half of a simple expression's cost here (`load-tests/bench_cel.py`)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from webhook.cel import (call_routes, checked, comprehensions, cost, dra, estimate, lib_time, literal_types,
                          numeric_order, source)
@@ -54,6 +54,18 @@ def _short(expression: str) -> str:
     return flat if len(flat) <= 160 else flat[:157] + "..."
 
 
+class BackendProgram(Protocol):
+    """An expression as a backend compiled it (backend_cpp.CppProgram, backend_py.PyProgram)."""
+
+    def run(self, activation: Mapping[str, Any], shared: Activation | None = None) -> Any: ...
+
+    def run_strict(self, activation: Mapping[str, Any], shared: Activation) -> Any:
+        """The common case at the least cost, no retries; any error is a CelError (CelProgram.evaluate_strict)."""
+
+    def serialized(self) -> bytes | None:
+        """The checked tree (a serialized cel.expr.CheckedExpr), None when the backend has none to give."""
+
+
 @frozen_dataclass(eq=False)
 class CelProgram:
     expression: str
@@ -62,7 +74,7 @@ class CelProgram:
     variable_refs: frozenset[str]      # names used as variables.<name>
     uses_all_variables: bool           # `variables` used whole: every variable may be needed
     _spec: EnvSpec
-    _program: Any
+    _program: BackendProgram
     estimated_cost: int = 0            # its worst case (webhook.cel.estimate), for a policy's total
 
     @property
@@ -114,11 +126,11 @@ class CelProgram:
         """The expression tree the runtime compiled and runs in `evaluate_strict` (webhook.cel.checked), for
         the Python form (webhook.cel.to_python); None when the backend has none to give (the pure-Python one)
         or it is not one webhook.cel.checked can read."""
-        serialized = getattr(self._program, "serialized", None)
+        serialized = self._program.serialized()
         if serialized is None:
             return None
         try:
-            return checked.parse_checked(serialized())
+            return checked.parse_checked(serialized)
         except (ValueError, RuntimeError):
             return None
 

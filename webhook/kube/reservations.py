@@ -49,7 +49,7 @@ DEPARTED_SECONDS = 3_600.0  # the longest reservationSeconds a ProfileQuota acce
 class WatchedState(Protocol):
     """What the ledger reads of the live ClusterState: its informers' events (deletions end Holds)."""
 
-    def add_listener(self, hook: EventHook) -> None: ...
+    def add_listener(self, hook: EventHook, expired: Callable[[], bool] = ...) -> bool: ...
 
 
 class Departed:

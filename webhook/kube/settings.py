@@ -76,7 +76,7 @@ class LiveSetupError(Exception):
 
 def live_settings(args: Any, namespace: str) -> LiveSettings:
     """From `serve`'s arguments: --kubeconfig/--in-cluster, --scan-interval, --no-quota-backstop, --report-format."""
-    groups = tuple(g for g in str(getattr(args, "policy_objects", "quartermaster.dev")).split(",") if g and g != "none")
+    groups = tuple(g for g in str(args.policy_objects).split(",") if g and g != "none")
     return LiveSettings(kubeconfig=args.kubeconfig, in_cluster=bool(args.in_cluster), namespace=namespace,
                         scan_interval=float(args.scan_interval), backstop=not args.no_quota_backstop,
                         policy_object_groups=groups, report_format=format_named(args.report_format))

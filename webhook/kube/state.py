@@ -24,7 +24,7 @@ from webhook.kube.client import ApiStatus, KubeApi
 from webhook.kube.informer import EventHook, Informer, InformerStatus, backoff_delay
 from webhook.kube.resources import WATCHED, ResourceType, resource_for
 from webhook.kube.settings import LiveSettings
-from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateRefused, StateUnavailable
+from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateRefused, StateUnavailable, never_expires
 from webhook.state.lookups import StateLookups
 from webhook.state.packed import packs
 
@@ -49,7 +49,7 @@ class LiveClusterState:
         self.calls = calls
         self.caches = {r.kind: ObjectCache(r.namespaced, packs(r.kind)) for r in resources}
         self.informers = {r.kind: Informer(api, r, self.caches[r.kind], settings, self._event) for r in resources}
-        self._listeners: list[EventHook] = []
+        self._listeners: list[tuple[EventHook, Callable[[], bool]]] = []
         # policies may look up what the informers hold; other kinds are refused, never fetched per request
         self.lookups = StateLookups(self.get, self.list, lambda kind: kind in self.caches,
                                     "the live cluster cache (informers for " + ", ".join(sorted(self.caches)) + ")")
@@ -67,14 +67,14 @@ class LiveClusterState:
         for informer in self.informers.values():
             informer.stop(timeout=max(0.0, deadline - time.monotonic()))
 
-    def add_listener(self, hook: EventHook) -> None:
-        """Called from informer threads on every change (and "RELIST"); keep it quick and thread-safe.
-        Listeners whose `expired()` says so (a replaced policy's index) are dropped here, so reloads leave none;
-        the list is replaced, never edited, so an informer thread iterating the old one is undisturbed."""
-        self._listeners = [h for h in self._listeners if not _expired(h)] + [hook]
+    def add_listener(self, hook: EventHook, expired: Callable[[], bool] = never_expires) -> bool:
+        """Called from informer threads on every change (and "RELIST"). The list is replaced, never edited, so
+        an informer thread iterating the old one is undisturbed."""
+        self._listeners = [(h, e) for h, e in self._listeners if not e()] + [(hook, expired)]
+        return True
 
     def _event(self, kind: str, event: str, obj: Mapping[str, Any] | None) -> None:
-        for hook in self._listeners:
+        for hook, _ in self._listeners:
             try:
                 hook(kind, event, obj)
             except Exception:  # a listener bug must not kill an informer
@@ -194,8 +194,3 @@ class LiveClusterState:
             except Exception as exc:  # the create succeeded in effect; the object's body is a nicety
                 log.info("reading existing %s failed: %s", key, exc)
         return wanted
-
-
-def _expired(hook: Callable[..., Any]) -> bool:
-    expired = getattr(hook, "expired", None)
-    return bool(expired()) if callable(expired) else False

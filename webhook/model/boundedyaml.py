@@ -38,6 +38,16 @@ class BoundedYamlError(yaml.MarkedYAMLError):
     """A YAMLError, so that whoever reports YAML errors reports this one too, with its line."""
 
 
+def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
+    """The 1-based line a YAML error points at (None when it has no mark) and its problem in one line."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        if exc.problem:
+            return line, exc.problem
+        return line, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]

@@ -5,7 +5,7 @@ Narrow on purpose: the standalone store and the live informer cache both impleme
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from webhook.model.lookups import Lookups
 from webhook.model.quickinit import frozen_dataclass
@@ -53,6 +53,14 @@ class StateRefused(Exception):
     reason is the user's answer."""
 
 
+# told of every change a state sees: (kind, event type, the object; None on a relist)
+StateHook = Callable[[str, str, Mapping[str, Any] | None], None]
+
+
+def never_expires() -> bool:
+    return False
+
+
 class ClusterState(Protocol):
     # what policies may look up (by apiVersion and kind); the engine hands it to them in EvalContext
     lookups: Lookups
@@ -80,6 +88,15 @@ class ClusterState(Protocol):
 
     def kinds(self) -> list[str]:
         """Every kind it holds (a background scan and `report` look at each)."""
+
+    def add_listener(self, hook: StateHook, expired: Callable[[], bool] = never_expires) -> bool:
+        """Call `hook` on every change (a write, an informer's event); keep it quick and thread-safe. Dropped
+        once `expired()` says so (a replaced policy's index), so reloads leave none behind. False when this state
+        tells nobody (a dry run's overlay changes nothing): a caller keeping totals must recount instead."""
+
+    def sync_details(self) -> dict[str, Any]:
+        """For /readyz: per kind, what the state knows of its source (live: each informer's state); empty for a
+        state that is its own source."""
 
     @property
     def synced(self) -> bool:

@@ -13,7 +13,24 @@ class LookupRefused(Exception):
     """This source cannot answer that lookup (offline HTTP, a kind no informer holds...); the message says why."""
 
 
+class SuppliedValues(Protocol):
+    """What a `kyverno test` suite or `apply --values-file/--set` says about the world a resource lives in
+    (webhook/policy/cli_values.py): only the offline commands have them."""
+
+    # the suite's userinfo file as Kyverno reads it ({roles, clusterRoles, userInfo}); empty when none
+    request_info: Mapping[str, Any]
+
+    def values_for(self, policy: str, resource: str, rule: str = "") -> Mapping[str, Any]:
+        """Values for one policy and resource, and for one of its rules when `rule` names it."""
+
+    def foreach_values_for(self, policy: str, rule: str) -> Mapping[str, list[Any]]:
+        """A rule's `foreachValues`: per context entry, one value per foreach element."""
+
+
 class Lookups(Protocol):
+    # the values the offline commands supply (None in admission: the cluster is the only source)
+    supplied: SuppliedValues | None
+
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
     def list(self, api_version: str, kind: str, namespace: str = "",
@@ -31,6 +48,8 @@ class Lookups(Protocol):
 
 class NoLookups:
     """Refuses everything: the default where no state was wired (unit tests of one policy)."""
+
+    supplied: SuppliedValues | None = None
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         raise LookupRefused(f"no cluster state to read {kind} {namespace + '/' if namespace else ''}{name} from")

@@ -30,6 +30,7 @@ class NamespaceBoundLookups:
     def __init__(self, inner: Lookups, namespace: str) -> None:
         self.inner = inner
         self.namespace = namespace
+        self.supplied = inner.supplied
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         if namespace != self.namespace:

@@ -206,12 +206,13 @@ def read_values_file(path: Path, where: str = "") -> Values:
     name = f"{where}: {path}" if where else str(path)
     try:
         raw = boundedyaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValuesError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise ValuesError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValuesError(f"{name}: cannot read: {exc}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ValuesError(f"{name}{line}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        line, problem = boundedyaml.yaml_problem(exc)
+        raise ValuesError(f"{name}{f':{line}' if line else ''}: invalid YAML: {problem}") from None
     return Values.parse(raw, name)
 
 
@@ -230,9 +231,12 @@ def parse_set(texts: Sequence[str]) -> dict[str, str]:
 class ValuesLookups:
     """The state's lookups with the values of a run (`apply -f/--set`), for families that read them."""
 
+    request_info: Mapping[str, Any] = {}  # a run's values name no roles
+
     def __init__(self, base: Any, values: Values) -> None:
         self.base = base
         self.values = values
+        self.supplied = self
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.base.get(api_version, kind, namespace, name)  # type: ignore[no-any-return]

@@ -181,8 +181,11 @@ def given_exceptions(paths: Sequence[Path]) -> tuple[list[Document], list[Policy
         except DocumentError as exc:
             errors.append(PolicyLoadError(exc.file, exc.index, exc.line, "", exc.message))
             continue
-        except (OSError, UnicodeDecodeError) as exc:
-            errors.append(PolicyLoadError(str(path), 0, None, "", f"cannot read: {getattr(exc, 'strerror', None) or exc}"))
+        except OSError as exc:
+            errors.append(PolicyLoadError(str(path), 0, None, "", f"cannot read: {exc.strerror or exc}"))
+            continue
+        except UnicodeDecodeError as exc:
+            errors.append(PolicyLoadError(str(path), 0, None, "", f"cannot read: {exc}"))
             continue
         for doc in read:
             kind = doc.data.get("kind") if isinstance(doc.data, dict) else None

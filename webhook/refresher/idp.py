@@ -130,7 +130,7 @@ class IdentityProvider:
         try:
             return dict(request(endpoints.token))
         except AuthlibBaseError as exc:
-            error = getattr(exc, "error", "") or ""
+            error = exc.error or ""
             raise IdpError(f"{what} refused by {self.issuer}: {exc}", permanent=error in PERMANENT_ERRORS) from exc
         except (requests.RequestException, ValueError) as exc:
             raise IdpError(f"{what} at {endpoints.token} failed: {exc}") from exc

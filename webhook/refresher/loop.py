@@ -97,7 +97,7 @@ class Refresher:
         if not self.ready:
             mark_ready(self._output.ready_file, False)
             self._metrics.ready.set(0)
-        permanent = getattr(exc, "permanent", False)
+        permanent = isinstance(exc, IdpError) and exc.permanent
         delay = self._schedule.max_backoff if permanent else backoff_delay(
             self._schedule, failures=self._failures, now=started, expires_at=self._expires_at, rng=self._rng)
         log.warning("%s; %s; retrying in %.1fs%s", exc,

@@ -11,6 +11,7 @@ from typing import Awaitable, Callable
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from webhook.engine import AdmissionEngine
 from webhook.engine.dispatch import DEFAULT_BUDGET
@@ -55,7 +56,9 @@ class Services:
 def _http_reason(exc: Exception) -> str:
     """aiohttp's parser errors carry the reason as `message` below the exception that reports them."""
     cause = exc.__cause__ or exc
-    return str(getattr(cause, "message", "") or cause).strip()
+    if isinstance(cause, HttpProcessingError) and cause.message:
+        return str(cause.message).strip()
+    return str(cause).strip()
 
 
 CLIENT_CERT_REASON = "a client certificate signed by the --client-ca CA is required"
@@ -179,9 +182,9 @@ def health_handlers(services: Services) -> dict[str, Callable[[web.Request], Awa
             # how many policies take each evaluation route (`quartermaster validate --explain` says which and why)
             "policyRoutes": dict(Counter(p.traits.route for p in services.store.snapshot.policies)),
         }
-        details = getattr(services.state, "sync_details", None)  # live mode: per-kind informer state
-        if callable(details):
-            body["stateDetails"] = details()
+        details = services.state.sync_details()  # live mode: per-kind informer state
+        if details:
+            body["stateDetails"] = details
         ready = status.loaded and services.state.synced
         body["status"] = ("degraded" if errors or status.broken else "ready") if ready else "unready"
         return web.json_response(body, status=200 if ready else 503)

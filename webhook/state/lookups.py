@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from webhook.model.lookups import LookupRefused
+from webhook.model.lookups import LookupRefused, SuppliedValues
 from webhook.model.selectors import parse_selector
 
 
@@ -18,6 +18,8 @@ def _group(api_version: str) -> str:
 
 
 class StateLookups:
+    supplied: SuppliedValues | None = None  # admission: the cluster is the only source
+
     def __init__(self, get: Callable[[str, str, str], Mapping[str, Any] | None],
                  list_: Callable[[str, str], list[Mapping[str, Any]]], holds: Callable[[str], bool], where: str) -> None:
         self._get, self._list, self._holds, self._where = get, list_, holds, where

@@ -23,7 +23,7 @@ import orjson
 import yaml
 
 from webhook.model import boundedyaml
-from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey
+from webhook.model.cluster import CLUSTER_SCOPED, CreateResult, ObjectKey, StateHook, never_expires
 from webhook.model.jsoncopy import Sharer
 from webhook.state.deletion import deleted, updated
 from webhook.state.lookups import StateLookups
@@ -51,9 +51,8 @@ def _documents(path: Path) -> list[Any]:
         # node graph, before anything walks the data as a tree (the seed's sharing and every policy would)
         return boundedyaml.safe_load_all(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""  # file:line, as policy errors name theirs
-        problem = getattr(exc, "problem", None) or str(exc)
+        line, problem = boundedyaml.yaml_problem(exc)
+        where = f":{line}" if line else ""  # file:line, as policy errors name theirs
         raise StateSeedError(f"{path}{where}: invalid YAML: {problem}") from None
 
 
@@ -137,7 +136,7 @@ class InMemoryClusterState:
         self._scopes: dict[tuple[str, str], dict[str, dict[str, Any] | bytes]] = {}
         self._lock = threading.Lock()
         self._resource_version = 0
-        self._listeners: list[Callable[[str, str, Mapping[str, Any] | None], None]] = []
+        self._listeners: list[tuple[StateHook, Callable[[], bool]]] = []
         self.lookups = StateLookups(self.get, self.list, lambda kind: True, "the standalone state (--state)")
         for obj in objects:
             self._put(obj, owned=owned)
@@ -231,13 +230,16 @@ class InMemoryClusterState:
             del scope[name]
             self._notify(kind, "DELETED", stored)
 
-    def add_listener(self, hook: Callable[[str, str, Mapping[str, Any] | None], None]) -> None:
-        """Called on every write, as live informers call theirs (quota totals follow the state this way).
-        Listeners whose `expired()` says so (a replaced policy's index) are dropped here, so reloads leave none."""
-        self._listeners = [h for h in self._listeners if not _expired(h)] + [hook]
+    def add_listener(self, hook: StateHook, expired: Callable[[], bool] = never_expires) -> bool:
+        """Called on every write, as live informers call theirs (quota totals follow the state this way)."""
+        self._listeners = [(h, e) for h, e in self._listeners if not e()] + [(hook, expired)]
+        return True
+
+    def sync_details(self) -> dict[str, Any]:
+        return {}  # its own source
 
     def _notify(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
-        for hook in self._listeners:
+        for hook, _ in self._listeners:
             try:
                 hook(kind, event, obj)
             except Exception:  # a listener bug must not lose the write
@@ -312,8 +314,3 @@ def _items(doc: Any) -> list[Any]:
     if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
         return doc["items"]
     return [doc]
-
-
-def _expired(hook: Callable[..., Any]) -> bool:
-    expired = getattr(hook, "expired", None)
-    return bool(expired()) if callable(expired) else False

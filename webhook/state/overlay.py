@@ -9,9 +9,9 @@ quota counts on it from scratch.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from webhook.model.cluster import CLUSTER_SCOPED, ClusterState, CreateResult, ObjectKey
+from webhook.model.cluster import CLUSTER_SCOPED, ClusterState, CreateResult, ObjectKey, StateHook, never_expires
 
 
 class OverlaidState:
@@ -49,6 +49,12 @@ class OverlaidState:
 
     def kinds(self) -> list[str]:
         return sorted(set(self.base.kinds()) | {key.kind for key in self._laid_over})
+
+    def add_listener(self, hook: StateHook, expired: Callable[[], bool] = never_expires) -> bool:
+        return False  # nothing changes in a dry run
+
+    def sync_details(self) -> dict[str, Any]:
+        return self.base.sync_details()
 
     @property
     def synced(self) -> bool:

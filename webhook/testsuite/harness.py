@@ -60,6 +60,10 @@ class SuiteLookups:
     # cannot know a CRD kind's capitals (ComputeClass)
     kinds: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def supplied(self) -> "SuiteLookups":
+        return self
+
     def _kind(self, kind: str) -> str:
         return self.kinds.get(kind.lower(), kind)
 

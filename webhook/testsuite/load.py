@@ -48,9 +48,9 @@ def read_suites(path: Path) -> list[Suite]:
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(f"{path}: cannot read: {exc}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        return [Suite(path, path.parent.name, (), (), (), error=f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}")]
+        line, problem = boundedyaml.yaml_problem(exc)
+        where = f"{path}:{line}" if line else str(path)
+        return [Suite(path, path.parent.name, (), (), (), error=f"{where}: invalid YAML: {problem}")]
     suites = []
     for index, doc in enumerate(docs):
         try:

@@ -13,6 +13,8 @@ CONFIG = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "registr
 
 
 class State:
+    supplied = None
+
     def __init__(self, *objects):
         self.objects = list(objects)
 

@@ -12,6 +12,7 @@ import yaml
 from webhook.app import Quartermaster, Settings
 from webhook.cel import CelCompiler
 from webhook.model.review import AdmissionRequest, parse_review
+from webhook.model.cluster import never_expires
 from webhook.platform import platform_family
 from webhook.policy.documents import Document
 from webhook.platform.quota.policy import ProfileQuotaPolicy, compile_quota
@@ -202,13 +203,13 @@ class NotifiedLate(InMemoryClusterState):
         self.late = False
         self.held: list[tuple[Any, str, str, Any]] = []
 
-    def add_listener(self, hook: Any) -> None:
+    def add_listener(self, hook: Any, expired: Any = never_expires) -> bool:
         def gated(kind: str, event: str, obj: Any) -> None:
             if self.late:
                 self.held.append((hook, kind, event, obj))
             else:
                 hook(kind, event, obj)
-        super().add_listener(gated)
+        return super().add_listener(gated, expired)
 
     def flush(self) -> None:
         self.late, held, self.held = False, self.held, []

@@ -79,15 +79,13 @@ def test_laying_changes_over_the_totals_counts_them_and_undoes_them_exactly():
         assert snapshot(profile) == before
 
 
-def test_a_state_without_a_change_hook_is_recounted():
-    class Plain:
-        def __init__(self, inner):
-            self.inner = inner
+def test_a_state_that_tells_no_changes_is_recounted():
+    from webhook.state.overlay import OverlaidState
 
-        def list(self, kind, namespace=""):
-            return self.inner.list(kind, namespace)
-
-    assert UsageIndex(RULES).profile(Plain(seeded_state()), "jdoe") is None
+    index = UsageIndex(RULES)
+    dry_run = OverlaidState(seeded_state(pod("a", gpus=1)), [])  # a dry run's overlay changes nothing, tells no one
+    assert index.profile(dry_run, "jdoe") is None
+    assert index.current(dry_run, "jdoe") is None
 
 
 def test_a_relist_reloads_the_profile():

@@ -58,7 +58,7 @@ def compile_expr(cel: CelCompiler, text: Any, field: str, env: str) -> Expr:
     except CelError as exc:
         raise CompileFailed(field, str(exc)) from None
     refs = frozenset(program.variable_refs)
-    if getattr(program, "uses_all_variables", False):  # `variables` used whole: any of them may be read
+    if program.uses_all_variables:  # `variables` used whole: any of them may be read
         refs = refs | {ALL}
     expr = Expr(field, text, program, refs)
     compiled = _COMPILED.get()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
+from webhook.model.lookups import Lookups
 from webhook.model.policy_scope import home_namespace
 from webhook.model.quickinit import frozen_dataclass
 
@@ -103,7 +104,7 @@ class ConfigMapSource:
         spec = substitute_all(self.spec, ctx)
         # no namespace: the policy's own (a namespaced Policy), else `default`, as Kyverno reads it
         namespace = str(spec.get("namespace") or home_namespace(lookups))
-        return _lookup(lookups, "get", "v1", "ConfigMap", namespace, str(spec.get("name")), entry=name)
+        return _get(lookups, "v1", "ConfigMap", namespace, str(spec.get("name")), name)
 
 
 @frozen_dataclass
@@ -134,7 +135,8 @@ class ImageRegistrySource:
 
     def load(self, name: str, ctx: JsonContext, lookups: Any) -> Any:
         spec = substitute_all(self.spec, ctx)
-        data = _lookup(lookups, "image_data", str(spec.get("reference")), entry=name)
+        reference = str(spec.get("reference"))
+        data = _lookup(lookups, name, f"image data for {reference}", lambda source: source.image_data(reference))
         return query(spec["jmesPath"], data) if spec.get("jmesPath") else data
 
 
@@ -175,24 +177,29 @@ def _variable(spec: Mapping[str, Any], ctx: JsonContext) -> Any:
     return default if value is None else value
 
 
-def _lookup(lookups: Any, method: str, *args: Any, entry: str) -> Any:
+def _lookup(lookups: Lookups | None, entry: str, what: str, ask: Callable[[Lookups], Any]) -> Any:
+    """What `ask` reads of the lookups; `what` names it in the errors."""
     if lookups is None:
-        raise ContextError(f"context entry {entry!r}: no cluster state to answer {method}")
+        raise ContextError(f"context entry {entry!r}: no cluster state to answer for {what}")
     try:
-        result = getattr(lookups, method)(*args)
+        result = ask(lookups)
     except Exception as exc:  # LookupRefused and friends: the message says what was refused
         raise ContextError(f"context entry {entry!r}: {type(exc).__name__}: {exc}") from exc
     if result is None:
-        raise ContextError(f"context entry {entry!r}: {args[1] if len(args) > 1 else ''} "
-                           f"{'/'.join(str(a) for a in args[2:] if a)} not found")
+        raise ContextError(f"context entry {entry!r}: {what} not found")
     return result
+
+
+def _get(lookups: Lookups | None, api_version: str, kind: str, namespace: str, name: str, entry: str) -> Any:
+    what = f"{kind} {namespace + '/' if namespace else ''}{name}"
+    return _lookup(lookups, entry, what, lambda source: source.get(api_version, kind, namespace, name))
 
 
 def _api_call(spec: Mapping[str, Any], ctx: JsonContext, lookups: Any, entry: str) -> Any:
     if spec.get("service"):
         service = spec["service"]
-        data = _lookup(lookups, "http", str(spec.get("method", "GET")), str(service.get("url")),
-                       _data_body(spec.get("data")), entry=entry)
+        method, url, body = str(spec.get("method", "GET")), str(service.get("url")), _data_body(spec.get("data"))
+        data = _lookup(lookups, entry, f"{method} {url}", lambda source: source.http(method, url, body))
         if isinstance(data, Mapping) and set(data) == {"body", "statusCode"}:
             data = data["body"]  # a response envelope (a test's apiCallResponses): jmesPath reads the body
     else:
@@ -223,7 +230,7 @@ def _rest_get(url: str, lookups: Any, entry: str) -> Any:
     kind = kind_for_plural(match.group("plural"))
     namespace, name = match.group("ns") or "", match.group("name")
     if name:
-        return _lookup(lookups, "get", api_version, kind, namespace, name, entry=entry)
+        return _get(lookups, api_version, kind, namespace, name, entry)
     if lookups is None:
         raise ContextError(f"context entry {entry!r}: no cluster state to answer {url}")
     items = lookups.list(api_version, kind, namespace)

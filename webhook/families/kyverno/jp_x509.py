@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 
 def decode(pem: str) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def _name(name: x509.Name) -> dict[str, Any]:
 
 def _public_key(key: Any) -> dict[str, Any]:
     """Go marshals an *rsa.PublicKey as {N, E}; other key types keep only their type name."""
-    numbers = getattr(key, "public_numbers", None)
-    if numbers is not None and hasattr(numbers(), "n"):
-        return {"N": numbers().n, "E": numbers().e}
+    if isinstance(key, rsa.RSAPublicKey):
+        numbers = key.public_numbers()
+        return {"N": numbers.n, "E": numbers.e}
     return {"Type": type(key).__name__}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from webhook.model.policy import (EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyTraits, SourceRef,
                                   ValidationOutcome)
+from webhook.model.lookups import SuppliedValues
 from webhook.model.policy_scope import bound_lookups
 from webhook.model.results import Action, Outcome, PolicyId, RuleResult, errored, failed, warned
 from webhook.model.review import AdmissionRequest
@@ -79,7 +80,8 @@ class KyvernoCompiledPolicy:
         return built
 
     def _build_request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
-        values = dict(self._values(ctx, request, ""))
+        supplied = ctx.lookups.supplied
+        values = dict(self._values(supplied, request, "")) if supplied is not None else {}
         shared = not values and not self.uses_roles  # (admission always; a test that sets no values)
         found = ctx.memo.get(_SHARED_DATA) if shared else None
         if found is not None and found[0] is request and found[1] is obj:
@@ -88,9 +90,13 @@ class KyvernoCompiledPolicy:
             data = self._request_data_of(request, obj, ctx, values)
             if shared:
                 ctx.memo[_SHARED_DATA] = (request, obj, data)
-        rule_values = (lambda rule: self._values(ctx, request, rule)) if hasattr(ctx.lookups, "values_for") else None
-        foreach_for = getattr(ctx.lookups, "foreach_values_for", None)
-        rule_foreach = (lambda rule: foreach_for(self.compiled.name, rule)) if foreach_for else None
+        if supplied is not None:
+            rule_values: Callable[[str], Mapping[str, Any]] | None = (
+                lambda rule: self._values(supplied, request, rule))
+            rule_foreach: Callable[[str], Mapping[str, list[Any]]] | None = (
+                lambda rule: supplied.foreach_values_for(self.compiled.name, rule))
+        else:
+            rule_values = rule_foreach = None
         # a namespaced Policy reads (configMap, apiCall, clone sources) and generates in its own namespace only
         home = self.compiled.namespace
         env = RuleEnv(lookups=bound_lookups(ctx.lookups, home), overrides=values,
@@ -114,27 +120,22 @@ class KyvernoCompiledPolicy:
 
     def _roles(self, request: AdmissionRequest, ctx: EvalContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """A test's userinfo names the roles outright; otherwise they come from the RBAC bindings in the state."""
-        given = getattr(ctx.lookups, "request_info", None)
+        supplied = ctx.lookups.supplied
+        given = supplied.request_info if supplied is not None else None
         if given and (given.get("roles") or given.get("clusterRoles")):
             return tuple(given.get("roles") or ()), tuple(given.get("clusterRoles") or ())
         return roles_of(request.user.username, tuple(request.user.groups), request.namespace, ctx.lookups)
 
-    def _values(self, ctx: EvalContext, request: AdmissionRequest, rule: str) -> Mapping[str, Any]:
-        values_for = getattr(ctx.lookups, "values_for", None)
-        if values_for is None:
-            return {}
+    def _values(self, supplied: SuppliedValues, request: AdmissionRequest, rule: str) -> Mapping[str, Any]:
         if not rule:
-            return values_for(self.compiled.name, request.name)
+            return supplied.values_for(self.compiled.name, request.name)
         # values written for rule X also hold for autogen-X and autogen-cronjob-X, as in the Kyverno CLI
         base = rule.removeprefix("autogen-cronjob-") if rule.startswith("autogen-cronjob-") else rule.removeprefix(
             "autogen-")
-        try:
-            values = dict(values_for(self.compiled.name, request.name, base))
-            if base != rule:
-                values.update(values_for(self.compiled.name, request.name, rule))
-            return values
-        except TypeError:  # a test source without rule values
-            return values_for(self.compiled.name, request.name)
+        values = dict(supplied.values_for(self.compiled.name, request.name, base))
+        if base != rule:
+            values.update(supplied.values_for(self.compiled.name, request.name, rule))
+        return values
 
     def matches(self, request: AdmissionRequest, obj: Mapping[str, Any] | None, ctx: EvalContext) -> bool:
         if not self.compiled.admission and not _background_scan(request):

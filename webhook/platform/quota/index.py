@@ -11,6 +11,7 @@ import threading
 import weakref
 from typing import Any, Callable, Mapping
 
+from webhook.model.cluster import ClusterState, StateHook
 from webhook.platform.quota.objects import COUNTED_KINDS
 from webhook.platform.quota.reads import Key
 from webhook.platform.quota.settings import CountingRules
@@ -84,7 +85,7 @@ class UsageIndex:
         self.rules = rules
         self._states: weakref.WeakKeyDictionary[Any, _StateUsage] = weakref.WeakKeyDictionary()
 
-    def current(self, state: Any, namespace: str) -> ProfileUsage | None:
+    def current(self, state: ClusterState, namespace: str) -> ProfileUsage | None:
         """The profile brought up to date when it is counted already (bringing it up to date costs only what
         changed); None when it is not (the caller counts it off the event loop, with `profile`)."""
         usage = self._states.get(state) if _weakable(state) else None
@@ -92,15 +93,16 @@ class UsageIndex:
             return None
         return usage.profile(state, namespace)
 
-    def profile(self, state: Any, namespace: str) -> ProfileUsage | None:
+    def profile(self, state: ClusterState, namespace: str) -> ProfileUsage | None:
         """None when the state cannot tell us what changed (then the caller recounts)."""
         usage = self._states.get(state) if _weakable(state) else None
         if usage is None:
-            subscribe: Callable[[Callable[..., None]], None] | None = getattr(state, "add_listener", None)
-            if subscribe is None or not _weakable(state):
+            if not _weakable(state):
                 return None
-            usage = self._states[state] = _StateUsage(self.rules)
-            subscribe(_weak_listener(usage))
+            fresh = _StateUsage(self.rules)
+            if not state.add_listener(*_weak_listener(fresh)):
+                return None
+            usage = self._states[state] = fresh
         return usage.profile(state, namespace)
 
 
@@ -112,8 +114,9 @@ def _weakable(state: Any) -> bool:
     return True
 
 
-def _weak_listener(usage: _StateUsage) -> Callable[[str, str, Mapping[str, Any] | None], None]:
-    """The state must not keep a replaced policy's index alive: after a reload this listener goes quiet."""
+def _weak_listener(usage: _StateUsage) -> tuple[StateHook, Callable[[], bool]]:
+    """The state must not keep a replaced policy's index alive: after a reload this listener goes quiet, and the
+    state drops it once its index is gone."""
     ref = weakref.ref(usage)
 
     def listener(kind: str, event: str, obj: Mapping[str, Any] | None) -> None:
@@ -121,5 +124,4 @@ def _weak_listener(usage: _StateUsage) -> Callable[[str, str, Mapping[str, Any] 
         if target is not None:
             target.changed(kind, event, obj)
 
-    listener.expired = lambda: ref() is None  # type: ignore[attr-defined]  # states prune expired listeners
-    return listener
+    return listener, lambda: ref() is None
