@@ -25,6 +25,7 @@ from webhook.platform.quota.backstop import QuotaPolicyLimits
 from webhook.policy.cli_values import Values, ValuesLookups
 from webhook.policy.family import CelEvaluation, FamilyRegistry, LazyFamily, PolicyFamily
 from webhook.policy.loader import LoadResult, PolicyLoader
+from webhook.policy.object_check import PolicyObjectCheck
 from webhook.policy.snapshot import PolicyStore
 from webhook.policy.source import DirectoryPolicySource
 from webhook.reports.sink import ResultSink
@@ -180,7 +181,8 @@ class Quartermaster:
     def services(self) -> "Services":
         from webhook.server.handlers import Services
 
-        return Services(self.engine, self.store, self.state, self._served_metrics(), self.tracing)
+        return Services(self.engine, self.store, self.state, self._served_metrics(), self.tracing,
+                        PolicyObjectCheck(self.source.loader))
 
     def _served_metrics(self) -> "Metrics":
         if self.metrics is None:

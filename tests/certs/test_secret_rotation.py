@@ -16,6 +16,7 @@ from webhook.kube.webhook_ca import ApiCallFailed, WebhookCaClient
 
 SECRET = "qm-quartermaster-tls"
 WEBHOOKS = "qm-quartermaster"
+HOOKS = 3  # the chart's webhooks: mutate, validate, validate-policy
 SERVICE = f"qm-quartermaster.{NAMESPACE}.svc"
 
 
@@ -54,7 +55,7 @@ def test_ca_rollover_publishes_bundle_before_secret(cluster):
         result = rotate_secret(client, NAMESPACE, SECRET, [WEBHOOKS], [WEBHOOKS], rotate_ca=True)
     after = stored_material(server)
     assert len(after.bundle) == 2 and after.bundle[0] == before.bundle[0]
-    assert ca_bundles(server) == [after.to_data()["ca.crt"]] * 2
+    assert ca_bundles(server) == [after.to_data()["ca.crt"]] * HOOKS
     puts = [s.plural for s in server.seen("PUT")]
     assert puts == ["mutatingwebhookconfigurations", "validatingwebhookconfigurations", "secrets"]
     assert len(result.published) == 3
@@ -75,7 +76,7 @@ def test_nothing_due_still_repairs_a_reset_ca_bundle(cluster):
         result = rotate_secret(client, NAMESPACE, SECRET, [WEBHOOKS], [WEBHOOKS])
     assert not result.plan.changed
     assert [s.plural for s in server.seen("PUT")] == ["validatingwebhookconfigurations"]
-    assert ca_bundles(server) == [stored_material(server).to_data()["ca.crt"]] * 2
+    assert ca_bundles(server) == [stored_material(server).to_data()["ca.crt"]] * HOOKS
 
 
 def test_concurrent_change_of_the_secret_is_not_overwritten(cluster):
@@ -89,7 +90,7 @@ def test_concurrent_change_of_the_secret_is_not_overwritten(cluster):
     # the next run puts the caBundle back in line with the Secret as it is
     with WebhookCaClient.connect(kubeconfig, in_cluster=False) as client:
         rotate_secret(client, NAMESPACE, SECRET, [WEBHOOKS], [WEBHOOKS])
-    assert ca_bundles(server) == [stored_material(server).to_data()["ca.crt"]] * 2
+    assert ca_bundles(server) == [stored_material(server).to_data()["ca.crt"]] * HOOKS
 
 
 def test_cronjob_command_line(cluster, capsys):

@@ -28,7 +28,7 @@ def test_builtin_secret_and_ca_bundle_belong_together():
     assert secret["type"] == "kubernetes.io/tls"
     assert set(secret["data"]) == {"ca.crt", "ca.key", "tls.crt", "tls.key"}
     bundles = webhook_ca_bundles(rendered)
-    assert len(bundles) == 2 and set(bundles) == {secret["data"]["ca.crt"]}
+    assert len(bundles) == 3 and set(bundles) == {secret["data"]["ca.crt"]}  # mutate, validate, validate-policy
     material = builtin_material(rendered)
     now = dt.datetime.now(dt.timezone.utc)
     for name in SERVICE_NAMES[2:]:  # the API server calls <service>.<namespace>.svc
@@ -80,7 +80,7 @@ def test_cert_manager_issues_and_injects():
     assert volume["secret"]["secretName"] == serving["spec"]["secretName"]
     for config in (c for c in rendered.objects if c["kind"].endswith("WebhookConfiguration")):
         assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/qm-quartermaster-serving"
-    assert webhook_ca_bundles(rendered) == [None, None]  # cainjector fills them
+    assert webhook_ca_bundles(rendered) == [None] * 3  # cainjector fills them
 
 
 def test_cert_manager_with_an_existing_issuer():
@@ -93,7 +93,7 @@ def test_cert_manager_with_an_existing_issuer():
 def test_external_certificates():
     rendered = render(VARIANTS["external-certs"])
     assert not {"Secret", "CronJob", "Certificate"} & rendered.kinds()
-    assert webhook_ca_bundles(rendered) == ["Y2E=", "Y2E="]
+    assert webhook_ca_bundles(rendered) == ["Y2E="] * 3
     volume = next(v for v in rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls")
     assert volume["secret"]["secretName"] == "corp-webhook-tls"
 

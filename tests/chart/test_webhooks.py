@@ -9,6 +9,7 @@ from tests.support import review
 from webhook.cel import CelCompiler
 
 OPT_OUT = "quartermaster.dev/admission"
+POLICY_HOOK = "validate-policy.quartermaster.dev"
 
 
 def hooks(values=None):
@@ -28,14 +29,28 @@ def mutate(values=None):
 
 
 def validate(values=None):
-    return the_hook(values, "ValidatingWebhookConfiguration")
+    return the_named(values, "validate.quartermaster.dev")
+
+
+def validate_policy(values=None):
+    found, _ = hooks(values)
+    named = [hook for hook in found.get("ValidatingWebhookConfiguration", []) if hook["name"] == POLICY_HOOK]
+    return named[0] if named else None
+
+
+def the_named(values, name):
+    found, _ = hooks(values)
+    (hook,) = [hook for hook in found["ValidatingWebhookConfiguration"] if hook["name"] == name]
+    return hook
 
 
 def test_registration_basics():
     found, rendered = hooks()
     service = rendered.one("Service")
+    assert [hook["name"] for hook in found["ValidatingWebhookConfiguration"]] == ["validate.quartermaster.dev",
+                                                                                   POLICY_HOOK]
     for kind, path in (("MutatingWebhookConfiguration", "/mutate"), ("ValidatingWebhookConfiguration", "/validate")):
-        (hook,) = found[kind]
+        hook = found[kind][0]
         assert hook["sideEffects"] == "NoneOnDryRun"
         assert hook["timeoutSeconds"] == 5
         assert hook["admissionReviewVersions"] == ["v1"]
@@ -253,3 +268,24 @@ def test_notebook_identity_reaches_the_validating_webhook_even_without_controlle
         "sources": [{"serviceAccountToken": {"path": "token"}}]}}]
     plain["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}]
     assert not sent(hook, plain)
+
+
+def test_policy_objects_are_checked_as_they_are_applied_for_the_groups_read():
+    hook = validate_policy()
+    assert hook["clientConfig"]["service"]["path"] == "/validate-policy"
+    assert hook["sideEffects"] == "None" and hook["failurePolicy"] == "Ignore"
+    assert hook["rules"] == [{"apiGroups": ["quartermaster.dev"], "apiVersions": ["*"],
+                              "resources": ["deviceclaimrewrites", "notebookinjections", "profilequotas",
+                                            "queueassignments"],
+                              "operations": ["CREATE", "UPDATE"], "scope": "*"}]
+    kyverno = validate_policy({"live": {"policyObjectGroups": ["kyverno.io", "policies.kyverno.io",
+                                                               "admissionregistration.k8s.io"]}})
+    # Kubernetes' own admission policies are checked by the API server itself
+    assert [rule["apiGroups"] for rule in kyverno["rules"]] == [["kyverno.io"], ["policies.kyverno.io"]]
+    assert "clusterpolicies" in kyverno["rules"][0]["resources"]
+    assert validate_policy({"webhooks": {"validatePolicy": {"failurePolicy": "Fail"}}})["failurePolicy"] == "Fail"
+    assert validate_policy({"auditOnly": True})["failurePolicy"] == "Ignore"
+    # nothing to check: no policy objects read, the check off, or standalone state (which reads no objects)
+    assert validate_policy({"live": {"policyObjectGroups": []}}) is None
+    assert validate_policy({"webhooks": {"validatePolicy": {"enabled": False}}}) is None
+    assert validate_policy({"clusterState": "standalone", "replicaCount": 1}) is None

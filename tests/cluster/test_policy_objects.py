@@ -1,6 +1,7 @@
 """Policy objects applied with `kubectl apply`, through the real API server and its CRD: an object takes effect
-beside the files, a broken one is refused alone (its status Ready=False and a Warning Event), a name the files
-define already is refused (files win), and a fixed object loads. The replicas watch quartermaster.dev (the
+beside the files, a broken one is refused as it is applied (the policy webhook, with the field and the reason), a
+name the files define already is stored and refused at load (its status Ready=False and a Warning Event: files
+win), and a fixed object loads. The replicas watch quartermaster.dev (the
 chart's default `policyObjectGroups`)."""
 
 from __future__ import annotations
@@ -78,16 +79,20 @@ def test_policy_objects_applied_with_kubectl_load_and_refusals_are_told(admin: K
         assert refused_by_object()
     assert admin.kubectl_create(pod("cpu", namespace), check=False).returncode == 0  # other pods still pass
 
-    apply(admin, quota("e2e-broken", "one"))  # the CRD lets any value through: the webhook checks it
-    broken = eventually(lambda: condition(admin, "e2e-broken"), 60, message="the broken object's condition")
-    assert broken["status"] == "False" and broken["reason"] == "Refused", broken
-    assert "spec.classes" in broken["message"] and "'one'" in broken["message"], broken["message"]
+    # the CRD lets any value through: the policy webhook checks it as it is applied, and kubectl says why
+    result = admin.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(quota("e2e-broken", "one")), check=False)
+    assert result.returncode != 0, result.stdout
+    assert 'admission webhook "validate-policy.quartermaster.dev" denied the request: ProfileQuota/e2e-broken ' \
+           "(cluster object) would not load: spec.classes." in result.stderr, result.stderr
+    assert "'one'" in result.stderr and admin.get(API, "ProfileQuota", "e2e-broken") is None
+    # what no object can tell alone is told on the object once the set loads: a name a file defines loses
     apply(admin, quota("profile-quota", 4))  # policies/profile-quota.yaml defines this name
     duplicate = eventually(lambda: condition(admin, "profile-quota"), 60, message="the duplicate's condition")
-    assert duplicate["status"] == "False" and "already defined in profile-quota.yaml" in duplicate["message"]
-    eventually(lambda: refused(admin) >= {"e2e-broken", "profile-quota"}, 60, message="PolicyRefused Warning events")
+    assert duplicate["status"] == "False" and duplicate["reason"] == "Refused", duplicate
+    assert "already defined in profile-quota.yaml" in duplicate["message"]
+    eventually(lambda: "profile-quota" in refused(admin), 60, message="a PolicyRefused Warning event")
 
-    apply(admin, quota("e2e-broken", 2))  # fixed
+    apply(admin, quota("e2e-broken", 2))  # fixed: admitted, and it loads
     eventually(lambda: (condition(admin, "e2e-broken") or {}).get("status") == "True", 60,
                message="the fixed object loaded")
     # the files' policies and the objects all serve: the stricter object still refuses

@@ -13,7 +13,7 @@ from tests.cluster.kube import Kube
 from tests.cluster.quartermaster import Installation, apply_crds
 from tests.cluster.workloads import unique
 from tests.reports.emitted import emitted_reports
-from webhook.kube.policy_objects import KEPT_METADATA
+from webhook.policy.object_check import AUTHORED_METADATA
 from webhook.reports.report_format import REPORT_FORMATS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 def authored(obj: dict[str, Any]) -> dict[str, Any]:
     """The object without what the API server adds to metadata (uid, resourceVersion, managedFields...)."""
     meta = obj.get("metadata") or {}
-    kept = {k: meta[k] for k in KEPT_METADATA if meta.get(k)}
+    kept = {k: meta[k] for k in AUTHORED_METADATA if meta.get(k)}
     return {**{k: v for k, v in obj.items() if k != "metadata"}, "metadata": kept}
 
 

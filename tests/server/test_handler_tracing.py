@@ -24,7 +24,7 @@ class _Engine:
 
 
 async def _post(tracing: Tracing) -> dict:
-    services = Services(_Engine(), None, None, Metrics(), tracing)  # type: ignore[arg-type]
+    services = Services(_Engine(), None, None, Metrics(), tracing, None)  # type: ignore[arg-type]
     async with TestClient(TestServer(build_app(services))) as client:
         answer = await client.post("/validate", data=json.dumps(review(POD, uid="u-7")))
         assert answer.status == 200

@@ -27,6 +27,7 @@ from webhook.kube.resources import EVENTS, ResourceType
 from webhook.kube.settings import LiveSettings
 from webhook.model.errors import PolicyLoadError
 from webhook.policy.documents import Document
+from webhook.policy.object_check import authored, object_name
 from webhook.reports.events import event_name
 
 log = logging.getLogger(__name__)
@@ -61,25 +62,18 @@ POLICY_RESOURCES = (
     ResourceType("MutatingAdmissionPolicyBinding", "admissionregistration.k8s.io", "v1",
                  "mutatingadmissionpolicybindings", False, optional=True),
 )
-KEPT_METADATA = ("name", "namespace", "labels", "annotations")
 TIMEOUT = (5.0, 10.0)
 
 
 def object_file(resource: ResourceType, obj: Mapping[str, Any]) -> str:
     """How errors name the object: `ClusterPolicy/require-team (cluster object)`."""
     meta = obj.get("metadata") or {}
-    where = f"{meta.get('namespace')}/" if resource.namespaced and meta.get("namespace") else ""
-    return f"{resource.kind}/{where}{meta.get('name', '')} (cluster object)"
+    return object_name(resource.kind, str(meta.get("namespace") or "") if resource.namespaced else "",
+                       str(meta.get("name", "")))
 
 
 def as_document(resource: ResourceType, obj: Mapping[str, Any]) -> Document:
-    """The object as its author wrote it: no status, no server-set metadata (uid, managedFields...)."""
-    meta = obj.get("metadata") or {}
-    data = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-    data["metadata"] = {k: meta[k] for k in KEPT_METADATA if k in meta}
-    data.setdefault("apiVersion", resource.api_version)
-    data.setdefault("kind", resource.kind)
-    return Document(object_file(resource, obj), 0, data, None)
+    return Document(object_file(resource, obj), 0, authored(obj, resource.api_version, resource.kind), None)
 
 
 class PolicyObjectFeed:

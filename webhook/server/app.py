@@ -8,8 +8,8 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from webhook.server.guard import ADMISSION, CLIENT_CERT_REQUIRED, GUARD, LIMITS, ConnectionGuard
-from webhook.server.handlers import (INTERNAL_ERROR, MAX_BODY, AdmissionEndpoint, Services, admission_handler,
-                                     health_handlers)
+from webhook.server.handlers import (ADMISSION_ENDPOINTS, INTERNAL_ERROR, MAX_BODY, AdmissionEndpoint, Services,
+                                     admission_handler, health_handlers)
 from webhook.server.limits import ServerLimits
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def build_app(services: Services, limits: ServerLimits | None = None, client_cer
     guard = app[GUARD] = ConnectionGuard(limits, on_close=services.metrics.connection_closed)
     health = health_handlers(services)
     # the endpoints' work once a body is in; the listener's fast lane answers through the same objects
-    endpoints = app[ADMISSION] = {name: AdmissionEndpoint(services, name, limits) for name in ("mutate", "validate")}
+    endpoints = app[ADMISSION] = {name: AdmissionEndpoint(services, name, limits) for name in ADMISSION_ENDPOINTS}
     for name, endpoint in endpoints.items():
         app.router.add_post(f"/{name}", guarded(admission_handler(endpoint), guard))
     for name in ("healthz", "readyz", "metrics"):

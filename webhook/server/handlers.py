@@ -24,6 +24,7 @@ from webhook.observability.logs import RepeatWindow, log_admission
 from webhook.observability.metrics import CONTENT_TYPE, Metrics
 from webhook.observability.tracing import Tracing
 from webhook.policy.snapshot import PolicyStore
+from webhook.policy.object_check import PolicyObjectCheck
 from webhook.server.guard import CLIENT_CERT_REQUIRED
 from webhook.server.limits import ServerLimits
 from webhook.server.timeouts import evaluation_budget
@@ -38,6 +39,9 @@ def json_bytes(obj: object) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
+# the endpoints an AdmissionReview is posted to: the engine's two, and the policy objects' check
+POLICY_ENDPOINT = "validate-policy"
+ADMISSION_ENDPOINTS = ("mutate", "validate", POLICY_ENDPOINT)
 MAX_BODY = 3 * 1024 * 1024  # the API server's own limit on an AdmissionReview
 MAX_LISTED = 50  # broken policies /readyz names (policy objects may be many); brokenPolicyCount has them all
 
@@ -51,6 +55,8 @@ class Services:
     state: ClusterState
     metrics: Metrics
     tracing: Tracing
+    # policy objects judged as they are applied (/validate-policy: webhook.policy.object_check)
+    policy_check: PolicyObjectCheck
 
 
 def _http_reason(exc: Exception) -> str:
@@ -120,6 +126,8 @@ class AdmissionEndpoint:
     async def _evaluate(self, request: AdmissionRequest, budget: float) -> Verdict:
         if self.endpoint == "mutate":
             return (await self.services.engine.mutate(request, budget)).verdict
+        if self.endpoint == POLICY_ENDPOINT:  # compiling a policy is work for a thread, not the event loop
+            return await asyncio.to_thread(self.services.policy_check.judge, request)
         return await self.services.engine.validate(request, budget)
 
 

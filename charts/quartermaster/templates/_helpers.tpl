@@ -256,6 +256,33 @@ watches the API instead, so DELETE is sent only in standalone mode.
 {{- toJson $plurals }}
 {{- end }}
 
+{{/* The policy objects' resources (plurals) per API group, as JSON: what the ClusterRole grants and the
+     policy webhook checks, for the groups in live.policyObjectGroups */}}
+{{- define "quartermaster.policyObjectResources" -}}
+{{- dict "quartermaster.dev" (include "quartermaster.policyPlurals" . | fromJsonArray)
+         "kyverno.io" (list "clusterpolicies" "policies" "policyexceptions")
+         "policies.kyverno.io" (list "validatingpolicies" "mutatingpolicies" "generatingpolicies"
+                                    "namespacedvalidatingpolicies" "namespacedmutatingpolicies"
+                                    "namespacedgeneratingpolicies")
+         "admissionregistration.k8s.io" (list "validatingadmissionpolicies" "validatingadmissionpolicybindings"
+                                             "mutatingadmissionpolicies" "mutatingadmissionpolicybindings") | toJson }}
+{{- end }}
+
+{{/* The policy webhook's rules: CREATE and UPDATE of the policy objects read (live.policyObjectGroups), but
+     Kubernetes' own admission policies, which the API server checks itself */}}
+{{- define "quartermaster.policyObjectRules" -}}
+{{- $kinds := include "quartermaster.policyObjectResources" . | fromJson }}
+{{- $rules := list }}
+{{- range $group := .Values.live.policyObjectGroups }}
+{{- $plurals := index $kinds $group | default list }}
+{{- if and $plurals (ne $group "admissionregistration.k8s.io") }}
+{{- $rules = append $rules (dict "apiGroups" (list $group) "apiVersions" (list "*") "resources" $plurals
+                                 "operations" (list "CREATE" "UPDATE") "scope" "*") }}
+{{- end }}
+{{- end }}
+{{- toYaml $rules }}
+{{- end }}
+
 {{/* NetworkPolicy ----------------------------------------------------------------------------------- */}}
 {{/* The CIDRs the API server calls the webhook from, as a YAML list: networkPolicy.apiServerCIDRs when set;
      else the API servers' own addresses, read at install from the EndpointSlices of the `kubernetes` Service
