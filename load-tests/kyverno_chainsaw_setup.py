@@ -162,11 +162,16 @@ def registrations(url: str, ca_bundle: str) -> list[dict[str, Any]]:
     validating = {**common, "name": "validate.chainsaw.quartermaster.dev",
                   "clientConfig": {"url": f"{url}/validate", "caBundle": ca_bundle},
                   "rules": rules(["CREATE", "UPDATE", "DELETE", "CONNECT"])}
+    # policies that would not load are refused as they are applied, as Kyverno's policy webhook refuses them
+    policy_check = {**common, "name": "validate-policy.chainsaw.quartermaster.dev", "sideEffects": "None",
+                    "clientConfig": {"url": f"{url}/validate-policy", "caBundle": ca_bundle},
+                    "rules": [{"apiGroups": [group], "apiVersions": ["*"], "resources": ["*"],
+                               "operations": ["CREATE", "UPDATE"], "scope": "*"} for group in POLICY_GROUPS]}
     meta = {"name": "quartermaster-chainsaw"}
     return [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
              "metadata": meta, "webhooks": [mutating]},
             {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-             "metadata": meta, "webhooks": [validating]}]
+             "metadata": meta, "webhooks": [validating, policy_check]}]
 
 
 @dataclass(frozen=True)
@@ -192,6 +197,8 @@ def install_quartermaster(record: Any, qmcluster: Path, workdir: Path) -> Instal
     url = f"https://127.0.0.1:{replica.port}"
     ca_bundle = base64.b64encode((installation.cert_dir / "ca.crt").read_bytes()).decode()
     kube.apply_all(registrations(url, ca_bundle))
+    # the namespace Kyverno is installed in, where its tests put their PolicyExceptions
+    kube.apply_all([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kyverno"}}])
     return Installed(url, replica.log, replica.process.pid)
 
 
