@@ -107,3 +107,66 @@ def test_every_kyverno_cel_policy_kind_applied_as_an_object_is_watched_and_grant
                for resource in rule["resources"] for verb in rule["verbs"]}
     for resource in watched.values():
         assert {(resource.plural, "list"), (resource.plural, "watch"), (f"{resource.plural}/status", "patch")} <= granted
+
+
+# Kyverno v1.19.1's own expectation (test/conformance/chainsaw/autogen/only-deployment): the policy, and the
+# status.autogen Kyverno writes for it
+ONLY_DEPLOYMENT = {
+    "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+    "metadata": {"name": "only-deployment", "uid": "u1", "generation": 1,
+                 "annotations": {"pod-policies.kyverno.io/autogen-controllers": "Deployment"}},
+    "spec": {"rules": [{"name": "require-image-tag", "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                        "validate": {"failureAction": "Audit", "message": "An image tag is required.",
+                                     "pattern": {"spec": {"containers": [{"image": "*:*"}]}}}}]},
+}
+KYVERNO_AUTOGEN = {"rules": [{
+    "match": {"any": [{"resources": {"kinds": ["apps/v1/Deployment"]}}]}, "name": "autogen-require-image-tag",
+    "validate": {"failureAction": "Audit", "message": "An image tag is required.",
+                 "pattern": {"spec": {"template": {"spec": {"containers": [{"image": "*:*"}]}}}}}}]}
+
+
+def _loaded(api: RecordingApi, tmp_path: Any, *objects: dict[str, Any]) -> None:
+    """The objects loaded as live mode loads them: the real loader, the policy source, the feed's word."""
+    from webhook.app import build_registry
+    from webhook.cel import CelCompiler
+    from webhook.policy.loader import PolicyLoader
+    from webhook.policy.snapshot import PolicyStore
+    from webhook.policy.source import DirectoryPolicySource
+    from webhook.state.ledger import ReservationLedgers
+
+    (tmp_path / "policies").mkdir(exist_ok=True)
+    loader = PolicyLoader(build_registry(ReservationLedgers()), CelCompiler())
+    source = DirectoryPolicySource(tmp_path / "policies", loader, PolicyStore(), objects=feed_with(api, *objects))
+    assert source.reload().ok
+
+
+def test_a_cluster_policy_shows_the_rules_autogen_made_as_kyverno_does(tmp_path: Any) -> None:
+    api = RecordingApi()
+    _loaded(api, tmp_path, ONLY_DEPLOYMENT)
+    status = api.statuses["ClusterPolicy"]
+    assert status["autogen"] == KYVERNO_AUTOGEN
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True")]
+
+
+def test_a_policy_without_autogen_shows_an_empty_autogen_and_clears_rules_shown_before(tmp_path: Any) -> None:
+    api = RecordingApi()
+    none = {**ONLY_DEPLOYMENT, "metadata": {**ONLY_DEPLOYMENT["metadata"],
+                                            "annotations": {"pod-policies.kyverno.io/autogen-controllers": "none"}}}
+    _loaded(api, tmp_path, none)
+    # merged into a status that showed rules before, it leaves `autogen: {}`, as Kyverno shows none
+    assert api.statuses["ClusterPolicy"]["autogen"] == {"rules": None}
+    assert merge_patch({"autogen": KYVERNO_AUTOGEN}, api.statuses["ClusterPolicy"])["autogen"] == {}
+    assert merge_patch({}, api.statuses["ClusterPolicy"])["autogen"] == {}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386, as the API server applies the status patch."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out

@@ -26,6 +26,7 @@ from webhook.kube.informer import Informer
 from webhook.kube.resources import EVENTS, ResourceType
 from webhook.kube.settings import LiveSettings
 from webhook.model.errors import PolicyLoadError
+from webhook.model.policy import NOTHING_SHOWN
 from webhook.policy.documents import Document
 from webhook.policy.object_check import authored, object_name
 from webhook.reports.events import event_name
@@ -111,7 +112,8 @@ class PolicyObjectFeed:
             digest.update(doc.file.encode() + b"\0" + json.dumps(doc.data, sort_keys=True, default=str).encode() + b"\0")
         return digest.hexdigest()
 
-    def refused(self, considered: Sequence[Document], refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None:
+    def refused(self, considered: Sequence[Document], refusals: Mapping[str, Sequence[PolicyLoadError]],
+                shown: Mapping[str, Mapping[str, Any]] = NOTHING_SHOWN) -> None:
         loaded = {doc.file: doc.data for doc in considered}
         present: set[tuple[str, str, Any]] = set()
         for resource, obj in self._objects():
@@ -123,12 +125,14 @@ class PolicyObjectFeed:
             key = (name, str(meta.get("uid", "")), meta.get("generation"))
             present.add(key)
             text = "; ".join(e.message if not e.field else f"field {e.field}: {e.message}" for e in refusals.get(name, ()))
+            extra = {} if text else dict(shown.get(name) or {})
+            verdict = text + json.dumps(extra, sort_keys=True, default=str)
             with self._lock:
-                if self._verdicts.get(key) == text:
+                if self._verdicts.get(key) == verdict:
                     continue
-                self._verdicts[key] = text
+                self._verdicts[key] = verdict
             try:
-                self._tell(resource, obj, text)
+                self._tell(resource, obj, text, extra)
             except ApiException as exc:  # feedback is best effort: the load itself already happened
                 log.warning("could not mark %s: %s", name, ApiStatus.of(exc))
             except Exception as exc:
@@ -137,7 +141,9 @@ class PolicyObjectFeed:
             for key in [k for k in self._verdicts if k not in present]:
                 del self._verdicts[key]
 
-    def _tell(self, resource: ResourceType, obj: Mapping[str, Any], refusal: str) -> None:
+    def _tell(self, resource: ResourceType, obj: Mapping[str, Any], refusal: str,
+              extra: Mapping[str, Any] = NOTHING_SHOWN) -> None:
+        """`extra`: what else the status shows of a loaded policy (PolicyTraits.shown)."""
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name", ""))
         now = datetime.now(timezone.utc)
@@ -148,7 +154,7 @@ class PolicyObjectFeed:
                      "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
         if meta.get("generation") is not None:
             condition["observedGeneration"] = meta["generation"]
-        self.api.patch_status(resource, namespace, name, ready_status(resource, condition), TIMEOUT)
+        self.api.patch_status(resource, namespace, name, {**extra, **ready_status(resource, condition)}, TIMEOUT)
         if refusal:
             self.api.create(EVENTS, _refusal_event(resource, obj, refusal, self.settings.who, now), TIMEOUT)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from enum import Enum
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol
 
 from webhook.model.activation import admission_activation, request_variable
@@ -100,6 +101,9 @@ class ValidationOutcome:
     generates: tuple[Mapping[str, Any], ...] = ()
 
 
+NOTHING_SHOWN: Mapping[str, Any] = MappingProxyType({})
+
+
 @frozen_dataclass
 class PolicyTraits:
     """What the engine and the tools read of a policy besides its identity, fixed when the policy is built."""
@@ -114,6 +118,10 @@ class PolicyTraits:
     # how its family evaluates it, and why (`validate --explain`); families with one way say so
     route: str = "reference"
     why: str = ""
+    # what its policy object's status shows beside the Ready condition, as the kind's own engine shows it
+    # (Kyverno's `status.autogen`: the rules it made for pod controllers), as a JSON merge patch of that status
+    # (None removes a field); empty for most kinds
+    shown: Mapping[str, Any] = field(default_factory=lambda: NOTHING_SHOWN)
 
 
 class CompiledPolicy(Protocol):

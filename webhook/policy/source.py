@@ -21,9 +21,10 @@ import hashlib
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from webhook.model.errors import PolicyLoadError
+from webhook.model.policy import NOTHING_SHOWN, CompiledPolicy
 from webhook.policy.broken import broken_policies
 from webhook.policy.documents import Document, DocumentError, policy_files, read_documents
 from webhook.policy.loader import LoadResult, PolicyLoader
@@ -45,8 +46,10 @@ class ObjectFeed(Protocol):
     def fingerprint(self) -> str: ...  # changes whenever documents() would
 
     # word on the documents a load judged, refused (by document file) or loaded; {} = none refused. Only those: an
-    # object that arrived or changed during the load is judged by the next one, never told it loaded unseen
-    def refused(self, considered: Sequence[Document], refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None: ...
+    # object that arrived or changed during the load is judged by the next one, never told it loaded unseen.
+    # `shown`: by document file, what a loaded policy's status shows beside its Ready condition (PolicyTraits.shown)
+    def refused(self, considered: Sequence[Document], refusals: Mapping[str, Sequence[PolicyLoadError]],
+                shown: Mapping[str, Mapping[str, Any]] = NOTHING_SHOWN) -> None: ...
 
 
 class DirectoryPolicySource:
@@ -95,13 +98,15 @@ class DirectoryPolicySource:
         return result, considered, refusals
 
     def _tell_objects(self, published: bool, considered: tuple[Document, ...],
-                      refusals: Mapping[str, Sequence[PolicyLoadError]]) -> None:
+                      refusals: Mapping[str, Sequence[PolicyLoadError]], policies: Sequence[CompiledPolicy]) -> None:
         """Word on the objects, once the set is served: an object marked loaded is in what answers. A set refused
         for a file's error serves none of them, so only the objects refused for their own errors are told."""
         if self.objects is None:
             return
         judged = considered if published else tuple(doc for doc in considered if doc.file in refusals)
-        self.objects.refused(judged, refusals)
+        shown = {policy.source.file: policy.traits.shown for policy in policies if policy.traits.shown} \
+            if published else {}
+        self.objects.refused(judged, refusals, shown)
         for name, errors in refusals.items():
             log.warning("policy object refused: %s", "; ".join(str(e) for e in errors), extra={"file": name})
 
@@ -141,7 +146,7 @@ class DirectoryPolicySource:
             self.store.refuse(result.errors)
             for error in result.errors:
                 log.error("policy refused: %s", error, extra={"file": error.file})
-        self._tell_objects(result.ok, considered, refusals)
+        self._tell_objects(result.ok, considered, refusals, result.policies)
         return result
 
     def _display(self, path: str) -> str:

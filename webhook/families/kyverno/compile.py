@@ -39,6 +39,8 @@ class KyvernoPolicy:
     id: PolicyId
     annotations: Mapping[str, str]
     rules: tuple[TypedRule, ...]     # every rule, autogen included, in the policy's order
+    # the rules autogen made, as written (Kyverno shows them in the object's status.autogen.rules)
+    autogen: tuple[Mapping[str, Any], ...] = ()
     background: bool = True
     failure_policy: str = "Fail"
     apply_one: bool = False
@@ -80,12 +82,15 @@ def compile_policy(document: Mapping[str, Any], cel: Any = None) -> KyvernoPolic
         _check_rule(name, index, rule, seen)
     policy_id = PolicyId(str(document.get("apiVersion")), str(document.get("kind")), name,
                          str(meta.get("namespace") or "") if document.get("kind") == "Policy" else "")
-    rules = tuple(_compile_rule(policy_id, raw, action, cel) for raw in expand_rules(dict(document)))
+    expanded = expand_rules(dict(document))
+    rules = tuple(_compile_rule(policy_id, raw, action, cel) for raw in expanded)
+    written = {id(rule) for rule in spec["rules"]}
     failure_policy = str(spec.get("failurePolicy") or "Fail")
     if failure_policy not in ("Fail", "Ignore"):
         raise PolicyError(f"{name}: spec.failurePolicy must be Fail or Ignore, got {failure_policy!r}")
     return KyvernoPolicy(
         id=policy_id, annotations=dict(meta.get("annotations") or {}), rules=rules,
+        autogen=tuple(rule for rule in expanded if id(rule) not in written),
         background=spec.get("background", True) is not False, failure_policy=failure_policy,
         apply_one=str(spec.get("applyRules") or "All") == "One", admission=spec.get("admission", True) is not False,
         action=action, validate_rules=tuple(r for r in rules if isinstance(r, ValidateRule)),

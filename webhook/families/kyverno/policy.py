@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping
 
 from webhook.model.policy import (EvalContext, FailurePolicy, MutationOutcome, Phase, PolicyTraits, SourceRef,
                                   ValidationOutcome)
@@ -26,6 +27,16 @@ from .variables import JsonContext
 
 
 _SHARED_DATA = object()  # EvalContext.memo key: (request, object, RequestData) the admission's policies share
+# mutate() never edits the object it is handed (the strategic merge copies on write, JSON patches copy): the
+# engine need not copy it first
+KYVERNO_TRAITS = PolicyTraits(copies_input=True, why="a Kyverno policy, rule by rule")
+
+
+def _traits(compiled: KyvernoPolicy) -> PolicyTraits:
+    """Its object's status shows the rules autogen made, as Kyverno's does: `autogen: {}` when none (merged into
+    the status, None removes the rules an earlier generation showed)."""
+    shown = {"autogen": {"rules": list(compiled.autogen) if compiled.autogen else None}}
+    return replace(KYVERNO_TRAITS, shown=MappingProxyType(shown))
 
 
 @dataclass(eq=False)
@@ -44,9 +55,7 @@ class KyvernoCompiledPolicy:
     kinds: frozenset[str] = frozenset({"*"})    # bare kinds any rule names ("*": some rule uses a wildcard)
     has_foreach: bool = False  # a validate or mutate foreach: evaluated beside the event loop on large objects
     rules_by_name: Mapping[str, TypedRule] = field(default_factory=dict, repr=False)
-    # mutate() never edits the object it is handed (the strategic merge copies on write, JSON patches copy):
-    # the engine need not copy it first
-    traits: ClassVar[PolicyTraits] = PolicyTraits(copies_input=True, why="a Kyverno policy, rule by rule")
+    traits: PolicyTraits = KYVERNO_TRAITS
 
     @property
     def _exception_key(self) -> str:
@@ -66,7 +75,7 @@ class KyvernoCompiledPolicy:
             overrides=tuple(spec.get("validationFailureActionOverrides") or ()),
             uses_roles="'roles'" in text or "'clusterRoles'" in text, kinds=_bare_kinds(compiled),
             has_foreach=any(rule.head.foreach for rule in compiled.rules),
-            rules_by_name={rule.head.name: rule for rule in compiled.rules})
+            rules_by_name={rule.head.name: rule for rule in compiled.rules}, traits=_traits(compiled))
 
     # -- matching -----------------------------------------------------------------------------------------
     def _request_data(self, request: AdmissionRequest, obj: Any, ctx: EvalContext) -> tuple[RequestData, RuleEnv]:
