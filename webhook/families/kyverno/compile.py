@@ -12,6 +12,7 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from .autogen import expand_rules
+from .spec_checks import SpecRefused, check_spec
 from .compile_rules import RULE_TYPES, RuleCompileError, TypedRule, compile_rule
 from .conditions import OPERATORS
 from .fields import unknown_fields
@@ -80,6 +81,10 @@ def compile_policy(document: Mapping[str, Any], cel: Any = None) -> KyvernoPolic
     seen: set[str] = set()
     for index, rule in enumerate(spec["rules"]):
         _check_rule(name, index, rule, seen)
+    try:
+        check_spec(spec, namespaced=document.get("kind") == "Policy")
+    except SpecRefused as exc:
+        raise PolicyError(f"{name}: {exc}") from None
     policy_id = PolicyId(str(document.get("apiVersion")), str(document.get("kind")), name,
                          str(meta.get("namespace") or "") if document.get("kind") == "Policy" else "")
     expanded = expand_rules(dict(document))
