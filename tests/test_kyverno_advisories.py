@@ -118,28 +118,44 @@ async def test_ghsa_fpjq_c37h_cqcv_a_foreach_patch_that_resolves_to_nothing_is_a
         assert response["allowed"] is False and "foreach element 0" in response["status"]["message"]
 
 
-async def test_ghsa_gg4x_fgg2_h9w9_an_exception_of_single_pod_security_controls_is_refused(tmp_path):
-    """Taken as a whole-rule exemption, an exception meant for one control would lift them all."""
-    from webhook.app import PolicyLoadFailed
-
+async def test_ghsa_gg4x_fgg2_h9w9_an_exception_of_single_pod_security_controls_exempts_only_those(tmp_path):
+    """An exception meant for one control (here: a hostPath of /var/log) lifts exactly that: another path, or
+    another control the pod also fails, still fails the rule; two such exceptions lift what each names."""
     policy = cluster_policy("""\
     match: {any: [{resources: {kinds: [Pod]}}]}
     validate:
       podSecurity: {level: baseline, version: latest}
 """, name="psa")
-    exception = """\
+
+    def exception(name: str, control: str) -> str:
+        return f"""\
 apiVersion: kyverno.io/v2
 kind: PolicyException
-metadata: {name: host-path-only, namespace: platform}
+metadata: {{name: {name}, namespace: platform}}
 spec:
-  exceptions: [{policyName: psa, ruleNames: [r]}]
-  match: {any: [{resources: {kinds: [Pod]}}]}
-  podSecurity: [{controlName: HostPath Volumes, restrictedField: "spec.volumes[*].hostPath", values: [/var/log]}]
+  exceptions: [{{policyName: psa, ruleNames: [r]}}]
+  match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}
+  podSecurity: [{control}]
 """
-    policies = policy_dir(tmp_path / "p", {"p.yaml": policy, "exception.yaml": exception})
-    with pytest.raises(PolicyLoadFailed, match="spec.podSecurity"):
-        async with running_server(policies, tmp_path, exception_namespaces=("platform",)):
-            pass
+    host_path = '{controlName: HostPath Volumes, restrictedField: "spec.volumes[*].hostPath", values: [/var/log]}'
+    host_ports = "{controlName: Host Ports, images: [registry.example.org/agent*]}"
+    policies = policy_dir(tmp_path / "p", {"p.yaml": policy, "e1.yaml": exception("host-path-only", host_path),
+                                           "e2.yaml": exception("agent-ports", host_ports)})
+
+    def pod(path: str, image: str = "registry.example.org/agent:1", privileged: bool = False, port: int = 0) -> dict:
+        container = {"name": "c", "image": image, "securityContext": {"privileged": privileged},
+                     "ports": [{"containerPort": 80, "hostPort": port}] if port else []}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "platform"},
+                "spec": {"containers": [container], "volumes": [{"name": "v", "hostPath": {"path": path}}]}}
+
+    async with running_server(policies, tmp_path, exception_namespaces=("platform",)) as server:
+        exempted = await answered(server, "/validate", review(pod("/var/log", port=8080)))
+        assert exempted["allowed"] is True  # each control it fails is named by one of the two exceptions
+        for denied_pod, control in ((pod("/etc"), "HostPath"), (pod("/var/log", privileged=True), "Privileged"),
+                                    (pod("/var/log", image="docker.io/other:1", port=8080), "Host Ports")):
+            response = await answered(server, "/validate", review(denied_pod))
+            assert response["allowed"] is False, denied_pod
+            assert control in response["status"]["message"], response["status"]["message"]
 
 
 class Listener:

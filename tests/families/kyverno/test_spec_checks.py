@@ -71,3 +71,34 @@ def test_what_kyverno_refuses_is_refused_with_its_words(doc, message):
 ])
 def test_what_kyverno_accepts_still_loads(doc):
     assert compile_policy(doc, CelCompiler()).name == "p"
+
+
+EXCEPTION = {"apiVersion": "kyverno.io/v2", "kind": "PolicyException", "metadata": {"name": "e", "namespace": "ns"},
+             "spec": {"exceptions": [{"policyName": "psa", "ruleNames": ["restricted"]}],
+                      "match": {"all": [{"resources": {"kinds": ["Pod"]}}]}}}
+
+
+@pytest.mark.parametrize("entries, messages", [
+    ([{"controlName": "Capabilities"}, {"controlName": "Seccomp"}, {"controlName": "Privilege Escalation"}],
+     ["spec.podSecurity[0].controlName: Invalid value: 'Capabilities': exclude.images must be specified",
+      "spec.podSecurity[2].controlName: Invalid value: 'Privilege Escalation'"]),
+    ([{"controlName": "HostPath Volumes", "images": ["nginx"]}], ["exclude.images must not be specified for the pod"]),
+    ([{"controlName": "/proc Mount Type", "images": ["nginx"], "restrictedField": "spec.containers[*].x"}],
+     ["spec.podSecurity[0].values: Forbidden: values is required"]),
+    ([{"controlName": "Seccomp", "values": ["Unconfined"]}],
+     ["spec.podSecurity[0].restrictedField: Forbidden: restrictedField is required"]),
+])
+def test_an_exceptions_pod_security_entries_are_checked_as_kyverno_checks_them(entries, messages):
+    from webhook.families.kyverno.exceptions import ExceptionError, compile_exception
+
+    with pytest.raises(ExceptionError) as refused:
+        compile_exception({**EXCEPTION, "spec": {**EXCEPTION["spec"], "podSecurity": entries}})
+    for message in messages:
+        assert message in str(refused.value)
+
+
+def test_a_rules_pod_security_exclusions_are_checked_with_their_path():
+    rule = {**RULE, "validate": {"podSecurity": {"level": "baseline", "exclude": [
+        {"controlName": "HostPath Volumes", "restrictedField": "spec.volumes[*].hostPath"}]}}}
+    with pytest.raises(PolicyError, match=r"spec\.rules\[0\]\.podSecurity\.exclude\[0\]\.values: Forbidden: values is"):
+        compile_policy(policy(rule=rule))

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from .conditions import ConditionError, evaluate_conditions
 from .gotypes import wildcard_match
 from .match import RequestInfo, block_matches
+from .podsecurity import exclusion_problems
 from .variables import JsonContext
 
 from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
@@ -28,6 +29,13 @@ class PolicyException:
     match: Mapping[str, Any]
     conditions: Any = None
     reach: str = ANY_RESOURCE  # the namespace whose resources it may exempt (ExceptionTrust.reach)
+    # spec.podSecurity: the Pod Security controls it exempts (podSecurity.exclude entries); empty: the whole rule
+    pod_security: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """How Kyverno names it in a skip's message: namespace/name."""
+        return f"{self.namespace + '/' if self.namespace else ''}{self.name}"
 
     def names(self, policy: str) -> bool:
         """Whether it names this policy: "name" a ClusterPolicy, "namespace/name" a Policy (Kyverno's key)."""
@@ -59,12 +67,17 @@ def compile_exception(document: Mapping[str, Any], reach: str = ANY_RESOURCE) ->
         targets.append((str(entry["policyName"]), tuple(str(r) for r in entry["ruleNames"])))
     if not targets:
         raise ExceptionError("spec.exceptions must name at least one policy and its rules")
-    if spec.get("podSecurity"):
-        # exempting single Pod Security controls: not implemented, and taken as a whole-rule exemption it would
-        # lift far more than written (Kyverno's GHSA-gg4x-fgg2-h9w9 widened such exemptions the same way)
-        raise ExceptionError("spec.podSecurity (exempting single Pod Security controls) is not supported: "
-                             "exempt the whole rule, or exclude the resources in the policy")
+    # exempting single Pod Security controls: never taken as a whole-rule exemption, which would lift far more
+    # than written (Kyverno's GHSA-gg4x-fgg2-h9w9 widened such exemptions that way)
+    pod_security = tuple(spec.get("podSecurity") or ())
+    problems = []
+    for index, entry in enumerate(pod_security):
+        if not isinstance(entry, Mapping) or not entry.get("controlName"):
+            raise ExceptionError(f"spec.podSecurity[{index}] needs controlName")
+        problems += exclusion_problems(entry, f"spec.podSecurity[{index}]")
+    if problems:
+        raise ExceptionError("; ".join(problems))
     if not isinstance(spec.get("match"), Mapping):
         raise ExceptionError("spec.match is required")
     return PolicyException(str(meta.get("name") or ""), str(meta.get("namespace") or ""), tuple(targets),
-                           spec["match"], spec.get("conditions"), reach)
+                           spec["match"], spec.get("conditions"), reach, pod_security)

@@ -61,7 +61,10 @@ def baseline(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Iterator[Viola
             yield Violation("Host Namespaces", None, f"spec.{field}", True)
     for volume in spec.get("volumes") or []:
         if isinstance(volume, Mapping) and volume.get("hostPath") is not None:
-            yield Violation("HostPath Volumes", None, "spec.volumes[*].hostPath", volume.get("name"))
+            # the path is what an exclusion's values name (Kyverno's pss tests: values [/etc/nginx])
+            yield Violation("HostPath Volumes", None, "spec.volumes[*].hostPath",
+                            (volume.get("hostPath") or {}).get("path") if isinstance(volume.get("hostPath"), Mapping)
+                            else None)
     for key, value in ((meta.get("annotations") or {}).items()):
         if key.startswith("container.apparmor.security.beta.kubernetes.io/") and not (
                 value == "runtime/default" or str(value).startswith("localhost/")):
@@ -181,17 +184,40 @@ class PodSecurityCheck:
         """validate.podSecurity as a rule's handler (rule_types.ValidationHandler); nothing on DELETE."""
         if resource is None:
             return None
-        rule = ref.name
-        found = self.violations(resource)
-        if not found:
-            return ref.result(Outcome.PASS, f"validation rule '{rule}' passed.")
-        details = "; ".join(f"{v.control} ({v.field}={v.value})" for v in found)
-        return ref.result(Outcome.FAIL, f"Validation rule '{rule}' failed. It violates PodSecurity \"{self.level}:"
-                                        f"{self.version}\": {details}")
+        if not self.violations(resource):
+            return ref.result(Outcome.PASS, f"validation rule '{ref.name}' passed.")
+        return ref.result(Outcome.FAIL, self.failure_message(ref.name, resource))
+
+    def failure_message(self, rule: str, resource: Mapping[str, Any]) -> str:
+        details = "; ".join(f"{v.control} ({v.field}={v.value})" for v in self.violations(resource))
+        return f"Validation rule '{rule}' failed. It violates PodSecurity \"{self.level}:{self.version}\": {details}"
 
 
 def _field_matches(pattern: str, field: str) -> bool:
     return wildcard_match(pattern.replace("[*]", "*"), field.replace("[*]", "*")) or pattern == field
+
+
+# the controls Kyverno checks per container (an exclusion must name images) and per pod (it must not)
+CONTAINER_CONTROLS = ("Capabilities", "Privileged Containers", "Host Ports", "/proc Mount Type", "Privilege Escalation")
+POD_CONTROLS = ("Host Namespaces", "HostPath Volumes", "Sysctls", "Volume Types")
+
+
+def exclusion_problems(entry: Mapping[str, Any], path: str) -> list[str]:
+    """What Kyverno says of an exclusion of Pod Security controls (its PodSecurityStandard.Validate), in a rule's
+    `podSecurity.exclude` or an exception's `podSecurity`; `path` is the entry's."""
+    problems = []
+    control = entry.get("controlName")
+    if control in CONTAINER_CONTROLS and not entry.get("images"):
+        problems.append(f"{path}.controlName: Invalid value: {control!r}: exclude.images must be specified for the "
+                        "container level control")
+    elif control in POD_CONTROLS and entry.get("images"):
+        problems.append(f"{path}.controlName: Invalid value: {control!r}: exclude.images must not be specified for the "
+                        "pod level control")
+    if entry.get("restrictedField") and not entry.get("values"):
+        problems.append(f"{path}.values: Forbidden: values is required")
+    if not entry.get("restrictedField") and entry.get("values"):
+        problems.append(f"{path}.restrictedField: Forbidden: restrictedField is required")
+    return problems
 
 
 def compile_pod_security(spec: Mapping[str, Any]) -> PodSecurityCheck:

@@ -22,6 +22,7 @@ from .match import parse_kind_selector
 from .offload import beside_the_loop, large
 from .rbac import roles_of
 from .rule_env import RuleEnv
+from .podsecurity import PodSecurityCheck
 from .rule_types import ValidateRule
 from .variables import JsonContext
 
@@ -189,23 +190,43 @@ class KyvernoCompiledPolicy:
         return ValidationOutcome(results=tuple(self._finish(r, data, env) for r in results), generates=tuple(objects))
 
     def _excepted(self, results: Iterable[RuleResult], data: RequestData, env: RuleEnv) -> list[RuleResult]:
-        """Results of rules a PolicyException lifts off this request become skips."""
+        """Results of rules a PolicyException lifts off this request become skips; exceptions that exempt Pod
+        Security controls only lift a podSecurity rule's failure when the controls they name were all it failed,
+        as Kyverno's validatePssHandler does."""
         if not self.exceptions:
             return list(results)
         out = []
         for result in results:
-            found = self._exception(result.rule, data, env)
-            if found is not None:
-                result = RuleResult(self.id, result.rule, Outcome.SKIP, "rule is skipped due to policy exception "
-                                    f"{found.namespace + '/' if found.namespace else ''}{found.name}")
+            found = self._exceptions(result.rule, data, env)
+            whole = next((e for e in found if not e.pod_security), None)
+            if whole is not None:
+                result = RuleResult(self.id, result.rule, Outcome.SKIP, f"rule is skipped due to policy exception "
+                                                                        f"{whole.key}")
+            elif found and result.outcome is Outcome.FAIL:
+                result = self._with_controls_exempted(result, found, data)
             out.append(result)
         return out
 
-    def _exception(self, rule: str, data: RequestData, env: RuleEnv) -> PolicyException | None:
-        """The PolicyException that lifts `rule` off this request, if one does."""
+    def _with_controls_exempted(self, result: RuleResult, found: list[PolicyException],
+                                data: RequestData) -> RuleResult:
+        rule = self.rules_by_name.get(result.rule)
+        if not isinstance(rule, ValidateRule) or not isinstance(rule.handler, PodSecurityCheck) or data.object is None:
+            return result
+        widened = replace(rule.handler, exclude=rule.handler.exclude + tuple(x for e in found for x in e.pod_security))
+        if widened.violations(data.object):
+            return replace(result, message=widened.failure_message(result.rule, data.object))
+        return RuleResult(self.id, result.rule, Outcome.SKIP,
+                          f"rule is skipped due to policy exceptions {', '.join(e.key for e in found)}")
+
+    def _exceptions(self, rule: str, data: RequestData, env: RuleEnv) -> list[PolicyException]:
+        """The PolicyExceptions that name `rule` and match this request."""
         info = request_info(data, env)
         ctx = JsonContext(base_document(data, memo=env.memo), delete=data.operation == "DELETE")
-        return next((e for e in self.exceptions if e.covers(self._exception_key, rule) and e.applies(info, ctx)), None)
+        return [e for e in self.exceptions if e.covers(self._exception_key, rule) and e.applies(info, ctx)]
+
+    def _exception(self, rule: str, data: RequestData, env: RuleEnv) -> PolicyException | None:
+        """The PolicyException that lifts `rule` off this request whole, if one does."""
+        return next((e for e in self._exceptions(rule, data, env) if not e.pod_security), None)
 
     def _action(self, rule: TypedRule, data: RequestData, env: RuleEnv) -> Action:
         """A failing validate rule's action for this request; other rules' failures always count."""

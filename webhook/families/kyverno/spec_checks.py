@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from .match import parse_kind_selector
+from .podsecurity import exclusion_problems
 
 SUBJECT_KINDS = ("User", "Group", "ServiceAccount")
 SUBRESOURCE_ONLY_KINDS = ("Scale",)
@@ -40,8 +41,14 @@ def check_spec(spec: Mapping[str, Any], namespaced: bool) -> None:
 
 
 def _check_rule(path: str, rule: Mapping[str, Any], background: bool) -> None:
-    if rule.get("celPreconditions") and not (rule.get("validate") or {}).get("cel"):
+    validate = rule.get("validate") if isinstance(rule.get("validate"), Mapping) else {}
+    if rule.get("celPreconditions") and not validate.get("cel"):
         raise SpecRefused(f"{path}.celPreconditions: Forbidden: celPrecondition can only be used with validate.cel")
+    pod_security = validate.get("podSecurity") if isinstance(validate.get("podSecurity"), Mapping) else {}
+    problems = [problem for number, entry in enumerate(pod_security.get("exclude") or []) if isinstance(entry, Mapping)
+                for problem in exclusion_problems(entry, f"{path}.podSecurity.exclude[{number}]")]
+    if problems:
+        raise SpecRefused("; ".join(problems))
     for where, block in _filters(path, rule):
         for number, subject in enumerate(block.get("subjects") or []):
             _check_subject(f"{where}.subjects[{number}]", subject)
