@@ -172,6 +172,8 @@ def configuration(site: Mapping[str, Any], *, webhook_port: int, health_port: in
         "internalCertManagement": {"enable": False},
     }
     config.update({k: copy.deepcopy(v) for k, v in site.items() if k not in ("apiVersion", "kind")})
+    # the visibility API is an aggregated API server of its own, which nothing here asks
+    config["featureGates"] = {"VisibilityOnDemand": False, **(site.get("featureGates") or {})}
     return config
 
 
@@ -189,7 +191,7 @@ class Kueue:
     process: subprocess.Popen[bytes] | None = None
     webhooks: list[dict[str, Any]] = field(default_factory=list)
     starts: int = 0
-    running: str = ""  # the site Configuration and feature gates it runs with
+    running: str = ""  # the site Configuration it runs with
 
     @property
     def url(self) -> str:
@@ -203,19 +205,18 @@ class Kueue:
     def log(self) -> Path:
         return self.workdir / "kueue.log"
 
-    def start(self, site: Mapping[str, Any], feature_gates: str = "VisibilityOnDemand=false",
-              pod_reinvocation: str | None = "IfNeeded") -> None:
+    def start(self, site: Mapping[str, Any], pod_reinvocation: str | None = "IfNeeded") -> None:
         """Kueue running with the site's Configuration (restarted if it ran with another) and its webhooks
         registered, the pod webhook with `pod_reinvocation`."""
-        wanted = json.dumps([site, feature_gates], sort_keys=True)
+        wanted = json.dumps(site, sort_keys=True)
         if self.process is None or self.process.poll() is not None or wanted != self.running:
             self.stop()
-            self._run(site, feature_gates)
+            self._run(site)
             self.running = wanted
         self.webhooks = webhook_configurations(self.source, self.url, self.ca_bundle, pod_reinvocation)
         self.kube.apply_all(self.webhooks)
 
-    def _run(self, site: Mapping[str, Any], feature_gates: str) -> None:
+    def _run(self, site: Mapping[str, Any]) -> None:
         self.starts += 1
         health_port = free_port()
         config = configuration(site, webhook_port=self.webhook_port, health_port=health_port, cert_dir=self.cert_dir)
@@ -228,7 +229,7 @@ class Kueue:
             unshare[1:1] = ["--user", "--map-root-user"]
         argv = [*unshare, "sh", "-c", _MOUNT_SCRIPT, "kueue-mounts", str(layer), str(self.cert_dir),
                 str(self.binary), f"--config={config_path}", f"--kubeconfig={self.kubeconfig}",
-                f"--feature-gates={feature_gates}", "--zap-log-level=2"]
+                "--zap-log-level=2"]
         with open(self.log, "ab") as out:
             out.write(f"--- start {self.starts}: {config_path}\n".encode())
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

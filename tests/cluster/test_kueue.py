@@ -14,7 +14,9 @@ kubectl, narrowed to this file's profiles. Then, read back from the API server:
 - with Kueue's pod webhook as Kueue ships it (no reinvocation), the queue label Quartermaster adds comes after
   Kueue's webhook has run: the pod is never gated and no Workload is made, which is why the page says IfNeeded;
 - a pod that names a ResourceClaim (not a template) is queued all the same and stays gated: Kueue's Workload says
-  it does not support resource claims (the page says so).
+  it does not support resource claims (the page says so);
+- a Job's legacy GPUs (its template is not rewritten; its pods are) are counted once on the mapped logical
+  resource, by the page's transformations, whether or not the template sets requests; its pod runs rewritten.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from tests.cluster.devices import node_devices
 from tests.cluster.kube import Kube, eventually
 from tests.cluster.kueue_install import API, Kueue, KueueError
 from tests.cluster.quartermaster import Installation
-from tests.cluster.workloads import pod, profile_namespace, unique
+from tests.cluster.workloads import job, pod, profile_namespace, unique
 from tests.support import REPO
 
 # Kueue's binary first: without it the file is skipped before a control plane starts for it
@@ -323,3 +325,59 @@ def test_kueue_admits_claim_templates_only_a_pod_naming_a_claim_stays_gated(
     assert "does not support use of resource claims" in reserved["message"], reserved["message"]
     assert condition(workload_of(admin, namespace, "train"), "Requeued").get("status") == "False"
     assert GATE in gates(admin.get("v1", "Pod", "train", namespace))
+
+
+
+def job_admitted(admin: Kube, kueue: Kueue, namespace: str) -> dict[str, Any]:
+    """The Workload of the namespace's one Job, once Kueue admitted it."""
+    def check() -> dict[str, Any] | None:
+        kueue.assert_running()
+        workloads = admin.list(API, "Workload", namespace)
+        return next((w for w in workloads if condition(w, "Admitted").get("status") == "True"), None)
+    return eventually(check, 90, message=f"the Workload of the Job in {namespace} admitted")
+
+
+def legacy_job(namespace: str, limit: str, requests: bool) -> dict[str, Any]:
+    """A Job asking one device by its legacy name in its limits (and its requests)."""
+    written = job("train", namespace, limits={limit: 1})
+    if requests:
+        written["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {limit: 1}
+    return written
+
+
+@pytest.mark.parametrize("case", ["gpu", "gpu with requests", "mig"])
+def test_a_jobs_legacy_gpus_are_counted_once_on_the_mapped_resource_and_its_pod_rewritten(
+        admin: Kube, kueue: Kueue, profiles: list[str], case: str) -> None:
+    """A Job's pod template keeps the legacy names (the rewrite is made per pod, when the Job's pod is created):
+    Kueue counts them by the page's transformations, on the same logical resources as the claims."""
+    asked = ASKED["mig" if case == "mig" else "gpu"]
+    kueue.start(site_configuration())
+    namespace = make_queued_profile(admin, profiles)
+    stored = create(admin, legacy_job(namespace, asked.limit, requests=case.endswith("requests")))
+    assert stored["metadata"]["labels"][QUEUE_LABEL] == "personal" and stored["spec"]["suspend"] is True
+
+    [assignment] = job_admitted(admin, kueue, namespace)["status"]["admission"]["podSetAssignments"]
+    assert assignment["resourceUsage"][asked.logical] == "1", assignment
+    assert asked.limit not in assignment["resourceUsage"], assignment
+
+    [running] = eventually(lambda: [p for p in admin.list("v1", "Pod", namespace, label_selector="job-name=train")
+                                    if p["status"].get("phase") == "Running"], 90, message="the Job's pod running")
+    resources = running["spec"]["containers"][0]["resources"]
+    assert asked.limit not in resources.get("limits", {}) and asked.limit not in resources.get("requests", {})
+    assert not gates(running)  # the Job was queued, not its pod
+    node, _, _ = allocated(admin, running)
+    assert running["spec"]["nodeName"] == node and node in asked.nodes, (node, asked.nodes)
+
+
+def test_with_kueues_extended_resource_gate_on_a_job_that_sets_requests_is_counted_twice(
+        admin: Kube, kueue: Kueue, profiles: list[str]) -> None:
+    """Why the page turns KueueDRAIntegrationExtendedResource off: on (Kueue 0.19's default), a requested
+    `nvidia.com/gpu` whose DeviceClass names it (`extendedResourceName`) is counted through the class's mapping as
+    well as by the transformation."""
+    site = site_configuration()
+    del site["featureGates"]["KueueDRAIntegrationExtendedResource"]
+    kueue.start(site)
+    namespace = make_queued_profile(admin, profiles)
+    create(admin, legacy_job(namespace, "nvidia.com/gpu", requests=True))
+    [assignment] = job_admitted(admin, kueue, namespace)["status"]["admission"]["podSetAssignments"]
+    assert assignment["resourceUsage"]["gpus.example.org/nvidia"] == "2", assignment
