@@ -129,6 +129,9 @@ def kueue(admin: Kube, control_plane: ClusterRecord, quartermaster: Installation
         yield installed
     finally:
         admin.delete(POLICY_API, "QueueAssignment", policy["metadata"]["name"])
+        # gone from every replica before the next file counts the policies served
+        eventually(lambda: quartermaster.policy_counts() == served, 60, interval=0.5,
+                   message="the QueueAssignment no longer served")
         quartermaster.register()
         for obj in reversed(cluster_objects):
             admin.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
