@@ -54,10 +54,10 @@ METRICS_CERTS = "/etc/kueue/metrics/certs"
 # Kueue's own process in a private mount namespace: an overlay on /etc (its upper layer on a tmpfs of the namespace)
 # where /etc/kueue/metrics/certs is the tests' certificate directory; then Kueue itself, by exec (same process id)
 _MOUNT_SCRIPT = """set -e
-layer="$1"; certs="$2"; shift 2
+layer="$1"; certs="$2"; under_etc="$3"; shift 3
 mount -t tmpfs tmpfs "$layer"
-mkdir -p "$layer/upper/kueue/metrics" "$layer/work"
-ln -s "$certs" "$layer/upper/kueue/metrics/certs"
+mkdir -p "$layer/upper/$(dirname "$under_etc")" "$layer/work"
+ln -s "$certs" "$layer/upper/$under_etc"
 mount -t overlay overlay -o "lowerdir=/etc,upperdir=$layer/upper,workdir=$layer/work" /etc
 exec "$@"
 """
@@ -228,7 +228,7 @@ class Kueue:
         if os.geteuid() != 0:
             unshare[1:1] = ["--user", "--map-root-user"]
         argv = [*unshare, "sh", "-c", _MOUNT_SCRIPT, "kueue-mounts", str(layer), str(self.cert_dir),
-                str(self.binary), f"--config={config_path}", f"--kubeconfig={self.kubeconfig}",
+                METRICS_CERTS.removeprefix("/etc/"), str(self.binary), f"--config={config_path}", f"--kubeconfig={self.kubeconfig}",
                 "--zap-log-level=2"]
         with open(self.log, "ab") as out:
             out.write(f"--- start {self.starts}: {config_path}\n".encode())
