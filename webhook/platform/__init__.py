@@ -28,8 +28,9 @@ def platform_family(ledgers: ReservationLedgers) -> PerDocumentFamily:
     # imported here so that importing webhook.platform (for platform_kinds' callers) stays cheap
     from webhook.platform.dra.compile import DOCUMENT_KIND as DEVICE_CLAIM_REWRITE
     from webhook.platform.notebook.policy import DOCUMENT_KIND as NOTEBOOK_INJECTION
+    from webhook.platform.queue.kueue_classes import unmapped_device_classes
     from webhook.platform.queue.policy import DOCUMENT_KIND as QUEUE_ASSIGNMENT
     from webhook.platform.quota.policy import document_kind
 
     return PerDocumentFamily(FAMILY_NAME, [DEVICE_CLAIM_REWRITE, NOTEBOOK_INJECTION, document_kind(ledgers),
-                                           QUEUE_ASSIGNMENT])
+                                           QUEUE_ASSIGNMENT], set_checks=[unmapped_device_classes])

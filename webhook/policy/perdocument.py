@@ -7,7 +7,7 @@ the previous snapshot serving rather than turning one typo into an `error` on ev
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from webhook.model.errors import PolicyCompileError, PolicyLoadError
 from webhook.model.policy import CompiledPolicy, PolicyId, SourceRef
@@ -43,12 +43,17 @@ class DocumentKind:
     compile: Compile  # raises PolicyCompileError for what the schema cannot catch
 
 
+# a check across the family's compiled policies (what no document shows alone): (the policy, why it is refused)
+SetCheck = Callable[[Sequence[CompiledPolicy]], Iterable[tuple[CompiledPolicy, PolicyCompileError]]]
+
+
 class PerDocumentFamily:
-    def __init__(self, name: str, kinds: Sequence[DocumentKind]) -> None:
+    def __init__(self, name: str, kinds: Sequence[DocumentKind], set_checks: Sequence[SetCheck] = ()) -> None:
         self.name = name
         self.document_kinds = tuple(kinds)
         self.kinds = tuple(k.kind for k in kinds)
         self._compilers = {k.kind.key: k.compile for k in kinds}
+        self._set_checks = tuple(set_checks)
 
     def compile(self, documents: Sequence[Document], env: CompileEnv) -> FamilyResult:
         policies: list[CompiledPolicy] = []
@@ -59,4 +64,9 @@ class PerDocumentFamily:
                 policies.append(compiler(doc.data, PolicyHeader.of(doc), env))
             except PolicyCompileError as exc:
                 errors.append(compile_error(doc, exc))
-        return FamilyResult(tuple(policies), tuple(errors))
+        by_source = {(doc.file, doc.index): doc for doc in documents}
+        refused = [(policy, exc) for check in self._set_checks for policy, exc in check(policies)]
+        for policy, exc in refused:  # the policy is left out, and its document told why
+            errors.append(compile_error(by_source[(policy.source.file, policy.source.document)], exc))
+        left_out = {id(policy) for policy, _ in refused}
+        return FamilyResult(tuple(p for p in policies if id(p) not in left_out), tuple(errors))

@@ -50,6 +50,8 @@ class QueueSpec:
     default_class: str
     classes: Mapping[str, ClassQueue]
     workloads: tuple[Workload, ...]
+    # the DeviceClasses Kueue maps to a resource (None: not said; webhook/platform/queue/kueue_classes.py)
+    mapped_device_classes: frozenset[str] | None = None
 
     def workload(self, api_version: str, kind: str) -> Workload | None:
         return next((w for w in self.workloads if w.kind == kind and w.api_version == api_version), None)
@@ -132,8 +134,10 @@ def compile_queue_spec(spec: Mapping[str, Any]) -> QueueSpec:
         classes[name] = ClassQueue(template, raw.get("userQueue", default_user_queue), frozenset(raw.get("allowedQueues", ())))
     workloads = tuple(Workload(w.get("apiVersion", "v1"), w["kind"], bool(w.get("suspend", False)))
                       for w in spec.get("workloads", DEFAULT_WORKLOADS))
+    mapped = spec.get("mappedDeviceClasses")
     return QueueSpec(spec.get("queueLabel", QUEUE_LABEL), spec.get("classLabel", CLASS_LABEL),
-                     spec.get("defaultClass", "personal"), classes, workloads)
+                     spec.get("defaultClass", "personal"), classes, workloads,
+                     frozenset(mapped) if mapped is not None else None)
 
 
 def compile_queue_assignment(doc: Mapping[str, Any], header: PolicyHeader, env: CompileEnv) -> QueueAssignment:

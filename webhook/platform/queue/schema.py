@@ -39,4 +39,8 @@ SCHEMA = document_schema(KIND, {
     "userQueue": {"type": "string", "enum": USER_QUEUE_CHOICES},
     "classes": {"type": "object", "minProperties": 1, "additionalProperties": _CLASS},
     "workloads": {"type": "array", "minItems": 1, "items": _WORKLOAD},
+    # the DeviceClasses Kueue's Configuration maps (resources.deviceClassMappings[*].deviceClassNames): a pod
+    # queued with a claim on any other class is Inadmissible in Kueue and stays gated for good
+    "mappedDeviceClasses": {"type": "array", "uniqueItems": True,
+                            "items": {"type": "string", "minLength": 1, "maxLength": 253}},
 }, required=["classes"])
