@@ -307,10 +307,11 @@ def test_without_reinvocation_kueues_pod_webhook_misses_the_queue_label(
         kueue.start(site_configuration())
 
 
-def test_kueue_admits_claim_templates_only_a_pod_naming_a_claim_stays_gated(
+def test_kueue_admits_claim_templates_only_so_a_queued_pod_naming_a_claim_is_refused(
         admin: Kube, kueue: Kueue, profiles: list[str]) -> None:
     """Kueue's DRA support counts claim templates; a pod that names a ResourceClaim (a claim shared by pods, which
-    the profile quota counts once) is Inadmissible, and QueueAssignment queues it all the same (docs/kueue.md)."""
+    the profile quota counts once) is Inadmissible there and would stay gated for good: QueueAssignment refuses it
+    at create, saying why (docs/kueue.md)."""
     kueue.start(site_configuration())
     namespace = make_queued_profile(admin, profiles)
     admin.kubectl_create({"apiVersion": RESOURCE, "kind": "ResourceClaim",
@@ -320,14 +321,10 @@ def test_kueue_admits_claim_templates_only_a_pod_naming_a_claim_stays_gated(
     user_pod = pod("train", namespace)
     user_pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
     user_pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
-    stored = create(admin, user_pod)
-    assert stored["metadata"]["labels"][QUEUE_LABEL] == "personal" and GATE in gates(stored)
-
-    reserved = refused(admin, kueue, namespace, "train")
-    assert reserved["reason"] == "Inadmissible", reserved
-    assert "does not support use of resource claims" in reserved["message"], reserved["message"]
-    assert condition(workload_of(admin, namespace, "train"), "Requeued").get("status") == "False"
-    assert GATE in gates(admin.get("v1", "Pod", "train", namespace))
+    result = admin.kubectl_create(user_pod, check=False)
+    assert result.returncode != 0, result.stdout
+    assert "names the ResourceClaim shared" in result.stderr and "claim templates" in result.stderr, result.stderr
+    assert admin.get("v1", "Pod", "train", namespace) is None and workload_of(admin, namespace, "train") is None
 
 
 

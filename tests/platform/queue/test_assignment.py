@@ -116,6 +116,22 @@ async def test_audit_changes_nothing_and_only_warns_on_a_refused_queue(tmp_path)
     assert result.allowed and result.patch == () and any("elsewhere" in w for w in result.warnings)
 
 
+async def test_a_queued_pod_naming_a_resource_claim_is_refused_kueue_would_gate_it_for_good(tmp_path):
+    shared = pod("jdoe")
+    shared["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared-a100"}]
+    shared["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    result, _ = await admit(build(tmp_path), shared)
+    assert not result.allowed and "names the ResourceClaim shared-a100" in result.message
+    assert "claim templates (resourceClaimTemplateName)" in result.message
+    from_template = copy.deepcopy(shared)
+    from_template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-a100"}]
+    qm = build(tmp_path)
+    result, patched = await admit(qm, from_template)
+    assert result.allowed and patched["metadata"]["labels"][QUEUE] == "personal"
+    audited, _ = await admit(build(tmp_path, mode="Audit"), shared)
+    assert audited.allowed and any("shared-a100" in w for w in audited.warnings)
+
+
 def test_placeholders_and_bad_names_are_refused_at_load(tmp_path):
     from webhook.app import PolicyLoadFailed
     with pytest.raises(PolicyLoadFailed, match=r"spec.classes.team.queueName"):

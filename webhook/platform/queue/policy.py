@@ -85,6 +85,12 @@ class QueueAssignment(Battery):
         if rule is None:
             return MutationOutcome(obj, (skipped(self.id, "queue", f"profile class {profile_class!r} has no queue"),))
         assigned = rule.queue_name.format(namespace=request.namespace, **{"class": profile_class})
+        claim = _named_claim(obj) if kind.kind == "Pod" else ""
+        if claim:  # queued, Kueue finds it Inadmissible and leaves it gated for good: say so now
+            return MutationOutcome(obj, (failed(self.id, "queue", (
+                f"this pod names the ResourceClaim {claim}, and Kueue, which queues the pods of this profile, admits "
+                "only pods whose devices come from claim templates (resourceClaimTemplateName): it would stay "
+                "gated for good. Ask for the devices with a template, or through resources.limits"), self.action),))
         return self._assign(obj, workload, rule, assigned, profile_class)
 
     def _assign(self, obj: dict[str, Any], workload: Workload, rule: ClassQueue, assigned: str,
@@ -117,6 +123,14 @@ class QueueAssignment(Battery):
             if ref.get("controller") and self.spec.workload(str(ref.get("apiVersion", "")), str(ref.get("kind", ""))):
                 return f"{ref.get('kind')} {ref.get('name', '')}".strip()
         return ""
+
+
+def _named_claim(pod: Mapping[str, Any]) -> str:
+    """The first ResourceClaim the pod names directly (a claim shared by pods), "" when none."""
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
+        if isinstance(entry, Mapping) and entry.get("resourceClaimName"):
+            return str(entry["resourceClaimName"])
+    return ""
 
 
 def compile_queue_spec(spec: Mapping[str, Any]) -> QueueSpec:
