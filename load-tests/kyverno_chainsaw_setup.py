@@ -127,6 +127,9 @@ def copy_tests(module: Path, target: Path) -> tuple[Path, list[str]]:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(source, target)
+    # a module zip keeps no file modes: the scripts the tests run (`./x.sh`) are executable in Kyverno's tree
+    for script in target.rglob("*.sh"):
+        script.chmod(0o755)
     for path in (target / "_step-templates").glob("*-ready*.yaml"):
         path.chmod(0o644)
         path.write_text(yaml.safe_dump(quartermaster_template(yaml.safe_load(path.read_text())), sort_keys=False))
