@@ -119,8 +119,9 @@ ONLY_DEPLOYMENT = {
                         "validate": {"failureAction": "Audit", "message": "An image tag is required.",
                                      "pattern": {"spec": {"containers": [{"image": "*:*"}]}}}}]},
 }
-KYVERNO_AUTOGEN = {"rules": [{
-    "match": {"any": [{"resources": {"kinds": ["apps/v1/Deployment"]}}]}, "name": "autogen-require-image-tag",
+KYVERNO_AUTOGEN = {"rules": [{  # and `match.resources: {}`, which Kyverno's Go types always write
+    "match": {"any": [{"resources": {"kinds": ["apps/v1/Deployment"]}}], "resources": {}},
+    "name": "autogen-require-image-tag",
     "validate": {"failureAction": "Audit", "message": "An image tag is required.",
                  "pattern": {"spec": {"template": {"spec": {"containers": [{"image": "*:*"}]}}}}}}]}
 

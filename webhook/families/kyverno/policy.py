@@ -33,10 +33,19 @@ _SHARED_DATA = object()  # EvalContext.memo key: (request, object, RequestData) 
 KYVERNO_TRAITS = PolicyTraits(copies_input=True, why="a Kyverno policy, rule by rule")
 
 
+def _as_kyverno_writes(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """A rule as Kyverno's Go types write it back: `match.resources` is a struct, never left out (`{}`)."""
+    match = rule.get("match")
+    if isinstance(match, Mapping) and "resources" not in match:
+        return {**rule, "match": {**match, "resources": {}}}
+    return dict(rule)
+
+
 def _traits(compiled: KyvernoPolicy) -> PolicyTraits:
     """Its object's status shows the rules autogen made, as Kyverno's does: `autogen: {}` when none (merged into
     the status, None removes the rules an earlier generation showed)."""
-    shown = {"autogen": {"rules": list(compiled.autogen) if compiled.autogen else None}}
+    rules = [_as_kyverno_writes(rule) for rule in compiled.autogen]
+    shown = {"autogen": {"rules": rules or None}}
     return replace(KYVERNO_TRAITS, shown=MappingProxyType(shown))
 
 
