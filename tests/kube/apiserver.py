@@ -30,7 +30,8 @@ from typing import Any, Callable
 import yaml
 from aiohttp import web
 
-from tests.kube.apiserver_protocol import GVR, RESOURCES, TOKEN, gvr_of, is_watch, labels_match, merge_patch, status
+from tests.kube.apiserver_protocol import GVR, RESOURCES, TOKEN, gvr_of, is_watch, labels_match, status
+from tests.support import merge_patch
 from tests.kube.apiserver_watch import Watcher, stream_watch
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

@@ -1,9 +1,8 @@
 """What the test API server shares with its parts: the resources it serves, metav1.Status bodies,
-merge patches, label selectors."""
+label selectors (merge patches: tests.support.merge_patch)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 GVR = tuple[str, str, str]  # group, version, plural
@@ -54,17 +53,6 @@ def status(code: int, reason: str, message: str, **details: Any) -> dict[str, An
     return body
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def is_watch(query: dict[str, str]) -> bool:

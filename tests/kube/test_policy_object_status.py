@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from tests.support import merge_patch
 from webhook.kube.cache import ObjectCache
 from webhook.kube.policy_objects import PolicyObjectFeed
 from webhook.kube.settings import LiveSettings
@@ -158,16 +159,3 @@ def test_a_policy_without_autogen_shows_an_empty_autogen_and_clears_rules_shown_
     assert api.statuses["ClusterPolicy"]["autogen"] == {"rules": None}
     assert merge_patch({"autogen": KYVERNO_AUTOGEN}, api.statuses["ClusterPolicy"])["autogen"] == {}
     assert merge_patch({}, api.statuses["ClusterPolicy"])["autogen"] == {}
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386, as the API server applies the status patch."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out

@@ -76,7 +76,7 @@ def _case_policies(kind: str, case: Path) -> list[Mapping[str, Any]]:
         docs = load_yaml(REPO / "policies" / name)
     overrides = load_yaml(case / "overrides.yaml") if (case / "overrides.yaml").exists() else []
     if overrides:
-        from tests.platform.notebook.test_cases import merge_patch
+        from tests.support import merge_patch
         docs = [merge_patch(d, overrides[0]) if d.get("kind") == "NotebookInjection" else d for d in docs]
     return docs
 

@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import REPO, STATEFULSET_CONTROLLER, apply_patch, case_state, assert_valid_k8s, load_yaml, review
+from tests.support import (REPO, STATEFULSET_CONTROLLER, apply_patch, assert_valid_k8s, case_state, load_yaml, merge_patch,
+                           review)
 from webhook.app import Quartermaster, Settings
 from webhook.engine.dispatch import MutateResult
 from webhook.engine.offline import OfflineResult, admit_offline
@@ -45,19 +46,6 @@ class CaseRun:
     qm: Quartermaster
     result: OfflineResult  # mutate, then validate: the one offline admission path
     patched: dict[str, Any]
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: maps merge, null deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
-    return out
 
 
 def policy_dir(case: Path, tmp: Path) -> Path:

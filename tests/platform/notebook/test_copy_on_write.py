@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.platform.notebook.test_cases import CASES, merge_patch
+from tests.platform.notebook.test_cases import CASES
+from tests.support import merge_patch
 from tests.support import REPO, load_yaml
 from webhook.platform.base import profile_info
 from webhook.platform.notebook.config import compile_spec

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.platform.notebook.test_cases import CASES, merge_patch
+from tests.platform.notebook.test_cases import CASES
+from tests.support import merge_patch
 from tests.support import REPO, assert_valid_k8s, load_yaml
 from webhook.platform.base import profile_info
 from webhook.platform.notebook.config import NotebookSpec, compile_spec
