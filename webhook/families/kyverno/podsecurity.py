@@ -184,12 +184,13 @@ class PodSecurityCheck:
         """validate.podSecurity as a rule's handler (rule_types.ValidationHandler); nothing on DELETE."""
         if resource is None:
             return None
-        if not self.violations(resource):
+        found = self.violations(resource)
+        if not found:
             return ref.result(Outcome.PASS, f"validation rule '{ref.name}' passed.")
-        return ref.result(Outcome.FAIL, self.failure_message(ref.name, resource))
+        return ref.result(Outcome.FAIL, self.failure_message(ref.name, found))
 
-    def failure_message(self, rule: str, resource: Mapping[str, Any]) -> str:
-        details = "; ".join(f"{v.control} ({v.field}={v.value})" for v in self.violations(resource))
+    def failure_message(self, rule: str, found: list[Violation]) -> str:
+        details = "; ".join(f"{v.control} ({v.field}={v.value})" for v in found)
         return f"Validation rule '{rule}' failed. It violates PodSecurity \"{self.level}:{self.version}\": {details}"
 
 

@@ -222,8 +222,9 @@ class KyvernoCompiledPolicy:
         if not isinstance(rule, ValidateRule) or not isinstance(rule.handler, PodSecurityCheck) or data.object is None:
             return result
         widened = replace(rule.handler, exclude=rule.handler.exclude + tuple(x for e in found for x in e.pod_security))
-        if widened.violations(data.object):
-            return replace(result, message=widened.failure_message(result.rule, data.object))
+        left = widened.violations(data.object)
+        if left:
+            return replace(result, message=widened.failure_message(result.rule, left))
         return RuleResult(self.id, result.rule, Outcome.SKIP,
                           f"rule is skipped due to policy exceptions {', '.join(e.key for e in found)}")
 
