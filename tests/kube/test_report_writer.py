@@ -93,25 +93,39 @@ async def test_denied_requests_and_resources_that_never_appear_leave_no_report(a
     assert report(apiserver, "pod-b") is None and report(apiserver, "pod-ghost") is None
 
 
-async def test_a_flood_is_bounded_dropped_counted_and_batched(apiserver, kube_api, calls, cluster):
+async def test_a_flood_is_coalesced_per_resource_bounded_dropped_and_counted(apiserver, kube_api, calls, cluster):
     state, _ = cluster
     for index in range(10):
         apiserver.put(pod(f"p{index}"))
     eventually(lambda: len(state.list("Pod", "jdoe")) == 12)
     metrics = Metrics()
-    async with writer_for(state, kube_api, calls, metrics, start=False, report_queue=100) as writer:
-        for round_ in range(100):  # 1000 submissions while nothing drains the queue
+    async with writer_for(state, kube_api, calls, metrics, start=False, report_queue=10) as writer:
+        for round_ in range(100):  # 1000 submissions for 10 resources while nothing drains: one waits per resource
             for index in range(10):
                 writer.submit(ref(f"p{index}"), (passed(pid("quota"), "gpu-quota", f"round {round_}"),))
-        assert writer.queued == 100 and writer.dropped == 900
-        assert b"quartermaster_reports_dropped_total 900.0" in metrics.exposition()
+        assert writer.queued == 10 and writer.dropped == 0
+        for index in range(5):  # resources beyond the bound: their results are dropped and counted
+            writer.submit(ref(f"other-{index}"), (passed(pid("quota"), "gpu-quota"), passed(pid("labels"), "team-label")))
+        assert writer.queued == 10 and writer.dropped == 10
+        assert b"quartermaster_reports_dropped_total 10.0" in metrics.exposition()
         await writer.flush()
-    # 100 submissions for 10 resources: coalesced into one write per resource
     assert len(apiserver.seen("POST", "policyreports")) == 10 and apiserver.seen("PUT", "policyreports") == []
     assert writer.writes == 10 and writer.batches == 1
     latest = report(apiserver, "pod-p3")
     assert_valid_report(latest)
-    assert latest["results"][0]["message"] == "round 9"  # the newest of what was kept
+    assert [r["message"] for r in latest["results"]] == ["round 99"]  # the newest
+
+
+async def test_a_batch_looks_at_the_longest_waiting_resources_first(apiserver, kube_api, calls, cluster):
+    state, _ = cluster
+    async with writer_for(state, kube_api, calls, start=False, report_batch=2) as writer:
+        writer.submit(ref("not-yet"), (passed(pid("quota"), "gpu-quota"),))  # not in the informer: waits
+        writer.submit(ref("a"), (passed(pid("quota"), "gpu-quota"),))
+        writer.submit(ref("b"), (passed(pid("quota"), "gpu-quota"),))
+        await writer.flush()  # not-yet (still waiting, goes behind), a (written)
+        assert report(apiserver, "pod-a") is not None and report(apiserver, "pod-b") is None
+        await writer.flush()  # b, then not-yet again
+        assert report(apiserver, "pod-b") is not None and writer.queued == 1
 
 
 async def test_submit_never_waits_for_a_hung_api_server(apiserver, kube_api, calls, cluster):
@@ -121,10 +135,10 @@ async def test_submit_never_waits_for_a_hung_api_server(apiserver, kube_api, cal
         writer.submit(ref("a"), (passed(pid("quota"), "gpu-quota"),))
         await async_eventually(lambda: writer.queued == 0)  # taken by the writer, now stuck on the API
         for index in range(200):
-            writer.submit(ref("b"), (passed(pid("quota"), f"rule-{index}"),))
+            writer.submit(ref(f"b{index}"), (passed(pid("quota"), "gpu-quota"),))
         assert writer.queued == 50 and writer.dropped == 150
         apiserver.hang = None
-        await async_eventually(lambda: report(apiserver, "pod-b") is not None)
+        await async_eventually(lambda: report(apiserver, "pod-a") is not None)
 
 
 async def test_conflicting_writes_of_two_replicas_are_merged(apiserver, kube_api, calls, cluster):

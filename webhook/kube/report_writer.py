@@ -1,21 +1,23 @@
 """Policy reports (in the format LiveSettings.report_format names) and Events written off the request path.
 
-`submit` runs inside an admission: it appends to a bounded queue and returns; when the queue is
-full the results are dropped and counted (quartermaster_reports_dropped_total), never waited for.
-A writer task takes the queue in batches, coalesces the results of each resource (one write per
-resource per batch, however many admissions and scans touched it), waits for resources that are
-new to show in the informer (their uid makes the report owned by them), and writes reports
-(read-merge-PUT with optimistic concurrency, so replicas never lose each other's results) and
-the Events policies ask for, a few at a time, in worker threads.
+`submit` runs inside an admission: it merges the results into what waits for their resource (one entry per
+policy and rule, the newest kept) and returns; when too many resources wait, results are dropped and counted
+(quartermaster_reports_dropped_total), never waited for. Merging as results arrive keeps the memory held by
+what waits proportional to the resources, not to the admissions, and spreads the work over the requests
+instead of leaving it to one batch that would hold the event loop. A writer task takes the waiting resources
+in batches, waits for resources that are new to show in the informer (their uid makes the report owned by
+them), and writes reports (read-merge-PUT with optimistic concurrency, so replicas never lose each other's
+results) and the Events policies ask for, a few at a time, in worker threads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Mapping
@@ -100,8 +102,7 @@ class PolicyReportWriter:
         self.clock = clock
         fmt = settings.report_format
         self._report_types = {namespaced: report_type(fmt, namespaced) for namespaced in (True, False)}
-        self._queue: deque[tuple[ResourceRef, tuple[RuleResult, ...], float, bool]] = deque()
-        self._pending: dict[tuple[str, str, str, str], _Pending] = {}
+        self._pending: dict[tuple[str, str, str, str], _Pending] = {}  # oldest first
         self._known: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
         self._known_lock = threading.Lock()  # written from several worker threads
         self._wake = asyncio.Event()
@@ -118,10 +119,30 @@ class PolicyReportWriter:
         """`background`: results of a scan, about a resource as it exists (an enforced failure denied nothing)."""
         if not results:
             return
-        if len(self._queue) >= self.settings.report_queue:
-            self._drop(len(results))
-            return
-        self._queue.append((resource, results, time.time(), background))
+        key = (resource.api_version, resource.kind, resource.namespace, resource.name)
+        pending = self._pending.get(key)
+        if pending is None:
+            if (len(self._pending) >= self.settings.report_queue
+                    or self._pending_per_namespace.get(resource.namespace, 0) >= self.settings.report_pending_per_namespace):
+                self._drop(len(results))
+                return
+            pending = self._pending[key] = _Pending(resource, since=self.clock())
+            self._pending_per_namespace[resource.namespace] = self._pending_per_namespace.get(resource.namespace, 0) + 1
+        elif resource.uid and not pending.resource.uid:
+            pending.resource = resource
+        stamp = time.time()
+        denied = not background and any(r.blocks for r in results)
+        for result in results:
+            if self.policy_meta(result.policy).wants_event(result.outcome):
+                if len(pending.events) < self.settings.events_per_namespace:
+                    pending.events.append(ReportEntry(resource, result, stamp))
+                else:  # more than the namespace may be sent in a window
+                    self._drop(1)
+            if not denied:  # a denied request changed nothing: its results are the user's error message
+                pending.entries[(result.policy, result.rule)] = ReportEntry(resource, result, stamp)
+        pending.report = bool(pending.entries)
+        if not pending.entries and not pending.events:
+            self._forget(key)
         self._wake.set()
 
     def background_sink(self) -> "BackgroundSink":
@@ -129,7 +150,8 @@ class PolicyReportWriter:
 
     @property
     def queued(self) -> int:
-        return len(self._queue)
+        """Resources whose results wait to be written."""
+        return len(self._pending)
 
     def _drop(self, count: int) -> None:
         self.dropped += count
@@ -145,52 +167,29 @@ class PolicyReportWriter:
                 await self.flush()
             except Exception:  # the writer must outlive any one bad batch
                 log.exception("report batch failed")
-            if self._queue or self._pending:
+            if self._pending:
                 self._wake.set()
 
     async def flush(self) -> None:
-        """Take one batch, coalesce it per resource, write what can be written."""
-        self._take(self.settings.report_batch)
+        """Look at the `report_batch` resources that waited longest; write those the informer shows."""
         ready: list[tuple[ResourceRef, _Pending]] = []
         now = self.clock()
-        for key, pending in list(self._pending.items()):
+        for key in list(itertools.islice(self._pending, self.settings.report_batch)):
+            pending = self._pending[key]
             resolution, resolved = self.resolve(pending.resource)
             if resolution is Resolution.READY:
                 ready.append((resolved, self._forget(key)))
             elif resolution is Resolution.DROP or now - pending.since > self.settings.report_resolve_seconds:
                 # never showed up: denied later by another webhook, or deleted already
                 self._forget(key)
+            else:  # not in the informer yet: behind the others, so that a batch always moves on
+                self._pending[key] = self._pending.pop(key)
         if not ready:
             return
         self.batches += 1
         limit = asyncio.Semaphore(self.settings.report_concurrency)
         budget = [self.settings.events_per_batch]
         await asyncio.gather(*(self._write_one(ref, pending, limit, budget) for ref, pending in ready))
-
-    def _take(self, count: int) -> None:
-        now = self.clock()
-        for _ in range(min(count, len(self._queue))):
-            ref, results, stamp, background = self._queue.popleft()
-            key = (ref.api_version, ref.kind, ref.namespace, ref.name)
-            pending = self._pending.get(key)
-            if pending is None:
-                if self._pending_per_namespace.get(ref.namespace, 0) >= self.settings.report_pending_per_namespace:
-                    self._drop(len(results))
-                    continue
-                pending = self._pending[key] = _Pending(ref, since=now)
-                self._pending_per_namespace[ref.namespace] = self._pending_per_namespace.get(ref.namespace, 0) + 1
-            elif ref.uid and not pending.resource.uid:
-                pending.resource = ref
-            denied = not background and any(r.blocks for r in results)
-            for result in results:
-                entry = ReportEntry(ref, result, stamp)
-                if self.policy_meta(result.policy).wants_event(result.outcome):
-                    pending.events.append(entry)
-                if not denied:  # a denied request changed nothing: its results are the user's error message
-                    pending.entries[(result.policy, result.rule)] = entry
-            pending.report = bool(pending.entries)
-            if not pending.entries and not pending.events:
-                self._forget(key)
 
     def _forget(self, key: tuple[str, str, str, str]) -> _Pending:
         pending = self._pending.pop(key)

@@ -38,8 +38,8 @@ class LiveSettings:
     create_retry_initial: float = 0.05
     ledger_name: str = "quartermaster-quota-ledger"  # ConfigMap <ledger_name>.<profile> in `namespace`
     # --- reports and events ---
-    report_queue: int = 10_000  # submissions waiting to be written; more are dropped and counted
-    report_batch: int = 500  # submissions taken per batch
+    report_queue: int = 10_000  # resources whose results wait to be written; results of more are dropped and counted
+    report_batch: int = 500  # waiting resources looked at per batch
     report_interval: float = 2.0  # gather submissions this long before writing a batch
     report_concurrency: int = 4  # reports written at once
     report_resolve_seconds: float = 30.0  # wait this long for a new resource to show in the informer
