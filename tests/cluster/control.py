@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from tests.go_builds import cached_build
 from tests.cluster.pki import ADMIN, CONTROLLER_MANAGER, NODES, SCHEDULER, ClusterPki, kubeconfig_text, write_pki
 
 HERE = Path(__file__).resolve().parent
@@ -80,11 +81,8 @@ class ClusterRecord:
 
 def binary() -> Path:
     """The built qmcluster binary, or a ControlPlaneError that says how to build it."""
-    result = subprocess.run([str(BUILD), "--path"], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise ControlPlaneError(f"the test control plane is not built: run {BUILD.relative_to(HERE.parent.parent)} "
-                                "(Go 1.24+; cold about 15 minutes on 2 cores, then cached by the hash of go.sum)")
-    return Path(result.stdout.strip())
+    return cached_build(BUILD, ControlPlaneError, "the test control plane",
+                        "Go 1.24+; cold about 15 minutes on 2 cores, then cached by the hash of go.sum")
 
 
 def _free_port() -> int:

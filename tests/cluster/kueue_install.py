@@ -37,6 +37,7 @@ import yaml
 from tests.cluster.control import ClusterRecord
 from tests.cluster.kube import Kube, eventually
 from tests.cluster.pki import kubeconfig_text
+from tests.go_builds import cached_build
 from tests.cluster.quartermaster import apply_crds, free_port
 from webhook.certs.generate import ensure_certificates, service_names
 
@@ -69,11 +70,7 @@ class KueueError(RuntimeError):
 
 def binary() -> Path:
     """The built Kueue binary, or a KueueError that says how to build it."""
-    result = subprocess.run([str(BUILD), "--path"], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise KueueError(f"Kueue is not built: run {BUILD.relative_to(HERE.parent.parent)} "
-                         "(Go 1.26+; then cached by the hash of its go.mod and go.sum)")
-    return Path(result.stdout.strip())
+    return cached_build(BUILD, KueueError, "Kueue", "Go 1.26+; then cached by the hash of its go.mod and go.sum")
 
 
 def module_source() -> Path:

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from tests.go_builds import cached_build
 from tests.oracle.typed import Typed, from_oracle
 from webhook.model.quickinit import frozen_dataclass
 
@@ -20,11 +21,8 @@ class OracleMissing(RuntimeError):
 
 
 def binary() -> Path:
-    result = subprocess.run([str(BUILD), "--path"], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise OracleMissing("the Kubernetes CEL oracle is not built: run tests/oracle/build (Go 1.24+; "
-                            "cached by the hash of go.mod, go.sum and its sources)")
-    return Path(result.stdout.strip())
+    return cached_build(BUILD, OracleMissing, "the Kubernetes CEL oracle",
+                        "Go 1.24+; cached by the hash of go.mod, go.sum and its sources")
 
 
 @frozen_dataclass
