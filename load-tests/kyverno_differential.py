@@ -13,7 +13,9 @@ context files are read by each side as it reads them:
    removed, scalars changed, lists grown, fields copied between resources) and one expectation `pass` per
    (policy, rule, variation); the reason each side gives (`Ok`, `Want pass, got fail`, `Excluded`...)
    is its actual result, and those are compared.
-Differences are grouped by (corpus folder, policy, Kyverno's result, ours) and written as JSON (--json).
+Differences are grouped by (corpus folder, policy, Kyverno's result, ours) and written as JSON (--json). Each
+differing variation is also created, as a server-side dry run, in the test control plane (tests/cluster): what the
+API server refuses never reaches an admission webhook, and such differences are counted apart.
 Not part of the default test run.
 """
 
@@ -205,6 +207,58 @@ def _extend_values(suite_dir: Path, test: dict, by_source: dict[str, list[str]])
     (suite_dir / name).write_text(yaml.safe_dump(values, sort_keys=False))
 
 
+def api_server_verdicts(objects: dict[str, dict], workdir: Path) -> dict[str, str]:
+    """What the API server of the test control plane (tests/cluster) says of each object in a server-side dry-run
+    create: "accepted", or "refused: <its message>". A validating webhook is only ever sent objects the API server
+    has accepted (schema and object validation run before it), so a difference on a refused object is one no
+    admission can show. {} when the control plane is not built."""
+    sys.path.insert(0, str(HERE.parent))
+    from tests.cluster.control import ControlPlaneError, binary, down, up
+
+    try:
+        qmcluster = binary()
+    except ControlPlaneError as exc:
+        print(f"not classified by the API server: {exc}", file=sys.stderr)
+        return {}
+    record = up(workdir / "cluster")
+    try:
+        kubectl = [str(qmcluster), "kubectl", f"--kubeconfig={record.admin_kubeconfig}"]
+        namespaces = {o.get("metadata", {}).get("namespace") or "default" for o in objects.values()}
+        for ns in sorted(namespaces - {"default"}):
+            subprocess.run([*kubectl, "create", "namespace", ns], capture_output=True, text=True)
+        verdicts = {}
+        for key, obj in objects.items():
+            done = subprocess.run([*kubectl, "create", "--dry-run=server", "-o", "name", "-f", "-"],
+                                  input=json.dumps(obj), capture_output=True, text=True)
+            message = (done.stderr.strip().splitlines() or ["?"])[-1]
+            verdicts[key] = "accepted" if done.returncode == 0 else f"refused: {message[:300]}"
+        return verdicts
+    finally:
+        down(workdir / "cluster")
+
+
+def _variation_objects(probes: dict[str, Path], diffs: list[dict]) -> dict[str, dict]:
+    wanted = {(d["suite"], _name_of(d["key"][2])) for d in diffs if d["key"]}
+    found = {}
+    for suite, name in wanted:
+        for doc in _load_docs(probes[suite] / "probe-variations.yaml"):
+            if doc.get("metadata", {}).get("name") == name:
+                obj = json.loads(json.dumps(doc))
+                obj.setdefault("metadata", {}).setdefault("namespace", _namespace_of(probes[suite], name))
+                found[f"{suite}\0{name}"] = obj
+    return found
+
+
+def _namespace_of(suite_dir: Path, name: str) -> str:
+    """The namespace a suite's result names for a resource (`ns/name`), else default."""
+    test = yaml.safe_load((suite_dir / "kyverno-test.yaml").read_text()) or {}
+    for res in test.get("results") or []:
+        for r in res.get("resources") or []:
+            if "/" in r and r.rsplit("/", 1)[1] == name:
+                return r.rsplit("/", 1)[0]
+    return "default"
+
+
 def compare(kyverno: dict[str, list[Row] | str], ours: dict[str, list[Row]], probe: bool) -> list[dict]:
     differences = []
     for suite, theirs in sorted(kyverno.items()):
@@ -225,6 +279,12 @@ def compare(kyverno: dict[str, list[Row] | str], ours: dict[str, list[Row]], pro
                 left[key] = real
         for r in mine:
             right[r.key].append(r.actual if probe else f"{r.result}: {r.reason}")
+        # an error of a ruleless policy (MutatingPolicy) is a row of rule `evaluation` in Kyverno's runner, of no
+        # rule (as the suite names it) in ours: the same row
+        for key in [k for k in left if k[2] == "evaluation"]:
+            unnamed = (key[0], key[1], "", key[3])
+            if key not in right and unnamed in right and unnamed not in left:
+                left[unnamed] = left.pop(key)
         for key in sorted(set(left) | set(right)):
             # the same expectation listed twice gives Kyverno two rows, Quartermaster one: compare as sets
             a, b = sorted(set(left.get(key, ["(no row)"]))), sorted(set(right.get(key, ["(no row)"])))
@@ -239,9 +299,10 @@ def group(differences: list[dict]) -> list[dict]:
     for d in differences:
         folder = d["suite"].split("/", 1)[0]
         policy = d["key"][0] if d["key"] else d["suite"]
-        groups[(folder, policy, d["kyverno"], d["quartermaster"])].append(d)
-    return [{"folder": k[0], "policy": k[1], "kyverno": k[2], "quartermaster": k[3], "count": len(v),
-             "examples": [d["key"] for d in v[:3]]} for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+        groups[(folder, policy, d["kyverno"], d["quartermaster"], d.get("api_server", "")[:8])].append(d)
+    return [{"folder": k[0], "policy": k[1], "kyverno": k[2], "quartermaster": k[3], "api_server": k[4],
+             "count": len(v), "examples": [d["key"] for d in v[:3]]}
+            for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
 
 
 def run_pass(binary: Path, root: Path, suites: dict[str, Path], probe: bool, jobs: int) -> tuple[int, int, list[dict]]:
@@ -265,6 +326,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2, help="kyverno test processes at once")
     parser.add_argument("--json", type=Path, default=None, help="write every difference and the groups here")
+    parser.add_argument("--no-api-server", dest="api_server", action="store_false",
+                        help="do not ask the test control plane (tests/cluster/build) which differing variations it accepts")
     args = parser.parse_args()
     if not args.corpus.is_dir():
         parser.error(f"--corpus {args.corpus}: not a directory")
@@ -290,10 +353,17 @@ def main() -> int:
                 if d["key"]:
                     edits = json.loads((probes[d["suite"]] / "probe-variations.json").read_text())
                     d["edits"] = edits.get(_name_of(d["key"][2]), [])
+            if args.api_server and diffs:
+                verdicts = api_server_verdicts(_variation_objects(probes, diffs), Path(tmp))
+                for d in diffs:
+                    if d["key"]:
+                        d["api_server"] = verdicts.get(f"{d['suite']}\0{_name_of(d['key'][2])}", "")
+            refused = sum(1 for d in diffs if d.get("api_server", "").startswith("refused"))
             report["variations"] = {"suites": n, "variations": sum(made.values()), "rows": rows,
-                                    "differences": len(diffs), "groups": group(diffs), "all": diffs}
+                                    "differences": len(diffs), "on_objects_the_api_server_refuses": refused,
+                                    "groups": group(diffs), "all": diffs}
             print(json.dumps({"pass": "variations", "suites": n, "variations": sum(made.values()), "rows": rows,
-                              "differences": len(diffs)}), flush=True)
+                              "differences": len(diffs), "on_objects_the_api_server_refuses": refused}), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     for name in ("suites", "variations"):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -142,11 +143,27 @@ def check_in_create_path(core, who: str) -> None:
         time.sleep(1)
 
 
-def creates(core, label: str, count: int) -> dict:
-    """`count` pod creates through the API server, one at a time; each pod deleted again after the run."""
+_WEBHOOK_SECONDS = re.compile(r'^apiserver_admission_webhook_admission_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$', re.M)
+
+
+def webhook_seconds(kubectl: list[str]) -> dict[str, list[float]]:
+    """The API server's own account of its webhook calls: per webhook (and type), [calls, seconds] so far."""
+    text = subprocess.run([*kubectl, "get", "--raw", "/metrics"], check=True, capture_output=True, text=True).stdout
+    out: dict[str, list[float]] = {}
+    for field, labels, value in _WEBHOOK_SECONDS.findall(text):
+        tags = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        entry = out.setdefault(f"{tags.get('name')} ({tags.get('type')})", [0.0, 0.0])
+        entry[0 if field == "count" else 1] += float(value)
+    return out
+
+
+def creates(core, kubectl: list[str], label: str, count: int) -> dict:
+    """`count` pod creates through the API server, one at a time; each pod deleted again after the run. With
+    them, the webhook calls the API server made for them and their mean time, as the API server measured it."""
     from kubernetes.client.rest import ApiException
 
     times, denied = [], 0
+    before = webhook_seconds(kubectl)
     for i in range(count):
         started = time.perf_counter()
         try:
@@ -154,9 +171,15 @@ def creates(core, label: str, count: int) -> dict:
         except ApiException:
             denied += 1
         times.append((time.perf_counter() - started) * 1000)
+    after = webhook_seconds(kubectl)
     core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+    calls = {}
+    for name, (n, seconds) in after.items():
+        n0, seconds0 = before.get(name, [0.0, 0.0])
+        if n > n0:
+            calls[name] = {"calls": int(n - n0), "mean_ms": round((seconds - seconds0) / (n - n0) * 1000, 2)}
     return {"create_p50_ms": round(percentile(times, 0.5), 2), "create_p99_ms": round(percentile(times, 0.99), 2),
-            "create_mean_ms": round(sum(times) / len(times), 2), "create_denied": denied}
+            "create_mean_ms": round(sum(times) / len(times), 2), "create_denied": denied, "create_webhooks": calls}
 
 
 def run_kyverno(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) -> dict:
@@ -176,7 +199,7 @@ def run_kyverno(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) 
         pid = peer.process.pid
         result = {"path": path, **direct(peer.base, peer.ca, path, lambda: kyverno_peer.cpu_seconds(pid), args, tmp)}
         result["rss_mb"] = round(kyverno_peer.rss_mb(pid))
-        result.update(creates(ctx["core"], "kyverno", args.creates))
+        result.update(creates(ctx["core"], ctx["kubectl"], "kyverno", args.creates))
         return result
     finally:
         peer.stop()
@@ -197,7 +220,7 @@ def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: 
         result = {"path": "/validate",
                   **direct(installation.url, ca, "/validate", lambda: kyverno_peer.cpu_seconds(pid), args, tmp)}
         result["rss_mb"] = round(kyverno_peer.rss_mb(pid))
-        result.update(creates(ctx["core"], "quartermaster", args.creates))
+        result.update(creates(ctx["core"], ctx["kubectl"], "quartermaster", args.creates))
         return result
     finally:
         installation.stop()
@@ -232,7 +255,7 @@ def main() -> int:
             core.create_namespace({"metadata": {"name": NAMESPACE}})
             subprocess.run([*kubectl, "-n", NAMESPACE, "wait", "--for=create", "serviceaccount/default",
                             "--timeout=60s"], check=True, capture_output=True)
-            results["no webhook"] = creates(core, "none", args.creates)
+            results["no webhook"] = creates(core, kubectl, "none", args.creates)
             kyverno_peer.install_manifest(kubectl, tmp)
             admin = Kube(record, record.admin_kubeconfig, binary())
             ctx = {"kubectl": kubectl, "kubeconfig": record.admin_kubeconfig, "core": core, "kyverno": kyverno,

@@ -20,7 +20,7 @@ from webhook.cel.envs import EnvSpec, env_spec
 from webhook.cel.errors import CelError
 from webhook.cel.functions import CURRENT, CelCallContext
 from webhook.cel.inline import bind_variables
-from webhook.cel.orvalue import rewrite_or_value, rewrite_plain_or_value
+from webhook.cel.orvalue import rewrite_kyverno_or_value, rewrite_plain_or_value
 from webhook.model.quickinit import frozen_dataclass
 
 MAX_EXPRESSION_LENGTH = 5000
@@ -249,7 +249,7 @@ class CelCompiler:
             text = lib_time.route_milliseconds(text, source.tokenize(text))
         text_tokens = source.tokenize(text) if text != expression else tokens
         if spec.or_value_compat:
-            rewritten = rewrite_or_value(text, text_tokens)
+            rewritten = rewrite_kyverno_or_value(text)
             text_tokens = source.tokenize(rewritten) if rewritten != text else text_tokens
             text = rewritten
         elif spec.plain_or_value:

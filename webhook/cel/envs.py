@@ -25,7 +25,7 @@ class EnvSpec:
     constructions: bool = False          # typed object construction rewritten into map literals
     defaults: tuple[tuple[str, object], ...] = ()   # activation values supplied when the caller has none
     typed_device: bool = False           # DRA: `device` fields type-checked at compile time
-    or_value_compat: bool = False        # Kyverno's x.orValue(y) on plain fields (webhook.cel.orvalue)
+    or_value_compat: bool = False        # Kyverno's x.orValue(y) on a plain x and on a plain variable (webhook.cel.orvalue)
     plain_or_value: bool = False         # cel-go's x.orValue(y) on a plain x: x (orvalue.rewrite_plain_or_value)
     bindings: bool = False               # cel-go's bindings extension (`cel.bind`): Kyverno declares it, Kubernetes not
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from webhook.cel.orvalue import rewrite_or_value
+from webhook.cel.orvalue import rewrite_kyverno_or_value
 from webhook.cel.source import Token, tokenize
 
 PREFIX = "qm__v_"
@@ -81,10 +81,10 @@ def pure(text: str) -> bool:
 def fold(expression: str, bindings: Sequence[tuple[str, str]], or_value_compat: bool
          ) -> tuple[str, list[tuple[str, str]]] | None:
     """(the expression, its bindings as (bound name, value text)), every `variables.x` read replaced by its
-    bound name; None when it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first
+    bound name; None when it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first (plain chains)
     (as each would be alone)."""
     def prepare(text: str) -> str | None:
-        return _substitute(rewrite_or_value(text) if or_value_compat else text)
+        return _substitute(rewrite_kyverno_or_value(text, bound_variables=True) if or_value_compat else text)
 
     body = prepare(expression)
     if body is None:
@@ -109,6 +109,7 @@ def nest(body: str, bound: Sequence[tuple[str, str]]) -> str:
 
 def bind_variables(expression: str, bindings: Sequence[tuple[str, str]], or_value_compat: bool) -> str | None:
     """`expression` with `bindings` ((name, expression), in evaluation order) bound around it; None when
-    it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first (as each would be alone)."""
+    it cannot be folded faithfully. Texts are rewritten for Kyverno's orValue first (plain chains; a bound variable may hold an optional, so
+    `variables.x.orValue(y)` stays the optional's)."""
     folded = fold(expression, bindings, or_value_compat)
     return None if folded is None else nest(*folded)

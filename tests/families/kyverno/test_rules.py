@@ -80,6 +80,23 @@ def test_missing_config_map_and_refused_image_data_are_errors_naming_the_entry()
     assert refused.outcome == "error" and "image registries are not queried" in refused.message
 
 
+def test_an_image_that_is_no_reference_fails_the_rules_that_read_images_only():
+    """`image: '*'` is stored by the API server; Kyverno's image parser refuses it, so a rule reading `images` reports
+    an error naming the image (found by load-tests/kyverno_differential.py, `other/restrict-service-account`; we
+    read it as registry docker.io, name `*`, and failed the pod). A rule that does not read `images` is unaffected."""
+    reads_images = {"name": "registry", "validate": {"message": "m", "deny": {"conditions": {"any": [{
+        "key": "{{ images.containers.*.registry | [0] }}", "operator": "Equals", "value": "evil.example"}]}}}}
+    plain = {"name": "named", "validate": {"message": "m", "pattern": {"metadata": {"name": "?*"}}}}
+    for rule, expected in ((reads_images, "error"), (plain, "pass")):
+        (result,) = validate_rules(policy(rule).validate_rules, request(pod("*")), RuleEnv(lookups=State()))
+        assert result.outcome == expected, result
+        if expected == "error":
+            assert "invalid image '*'" in result.message
+    for image in ("ghcr.io/a/b:1", "nginx", "localhost:5000/x@sha256:" + "a" * 64):
+        (ok,) = validate_rules(policy(reads_images).validate_rules, request(pod(image)), RuleEnv(lookups=State()))
+        assert ok.outcome == "pass", (image, ok)
+
+
 def test_api_call_lists_objects_from_the_state():
     rule = {"name": "one-pod", "context": [{"name": "count", "apiCall": {
         "urlPath": "/api/v1/namespaces/{{request.namespace}}/pods", "jmesPath": "items | length(@)"}}],

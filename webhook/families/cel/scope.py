@@ -9,6 +9,7 @@ as Kubernetes' lazy variable map behaves.
 from __future__ import annotations
 
 import contextvars
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import field
@@ -155,6 +156,12 @@ class Variables:
         return [n for n in self.order if n in seen]
 
 
+def _tests_presence(text: str, name: str) -> bool:
+    n = re.escape(name)
+    return re.search(rf"\bvariables\s*\.\s*\?\s*{n}\b|\bhas\s*\(\s*variables\s*\.\s*{n}\b|"
+                     rf"\bvariables\s*\.\s*{n}\s*\.\s*orValue\s*\(", text) is not None
+
+
 class Scope:
     """One evaluation of one policy: the activation, the variables computed so far."""
 
@@ -231,12 +238,19 @@ class Scope:
         needed = self.variables.needed(expr.refs)
         bound = self._bound(needed)
         try:
-            return self._run(expr, bound, generated)
+            value = self._run(expr, bound, generated)
         except CelError as exc:
             failed = [n for n in needed if n in self._errors]
             if failed:
                 raise CelError(f"variable {failed[0]!r} failed: {self._errors[failed[0]]}") from None
             raise CelError(str(exc)) from None
+        # a failed variable is absent from the activation: an expression that tests its presence (`variables.?x`,
+        # `has(variables.x)`, Kyverno's `variables.x.orValue(y)`) would read the failure as "unset" and answer
+        # as if the value were missing, where Kubernetes and Kyverno report the variable's error
+        for name in needed:
+            if name in self._errors and _tests_presence(expr.text, name):
+                raise CelError(f"variable {name!r} failed: {self._errors[name]}")
+        return value
 
     def test(self, expr: Expr) -> bool:
         value = self.evaluate(expr)

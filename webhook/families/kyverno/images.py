@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from webhook.cel.lib_image import parse_image as parse_reference
+from webhook.model.quickinit import frozen_dataclass
+
 DEFAULT_REGISTRY = "docker.io"
 _POD_SPEC_PATHS = {
     "Pod": ("spec",),
@@ -44,7 +47,8 @@ def pod_spec(resource: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 _IMAGES = object()  # memo key: (object, its images); every policy of one admission asks for the same object's
 
 
-def extract_images(resource: Mapping[str, Any] | None, memo: dict[Any, Any] | None = None) -> dict[str, dict[str, Any]]:
+def extract_images(resource: Mapping[str, Any] | None,
+                   memo: dict[Any, Any] | None = None) -> dict[str, dict[str, Any]] | UnparsableImages:
     """`memo`: the request's (RuleEnv.memo), where the last object's images are kept."""
     last = memo.get(_IMAGES) if memo is not None else None
     if last is not None and last[0] is resource and resource is not None:
@@ -55,7 +59,16 @@ def extract_images(resource: Mapping[str, Any] | None, memo: dict[Any, Any] | No
     return images
 
 
-def _extract(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+@frozen_dataclass
+class UnparsableImages:
+    """The `images` variable of a resource with an image that is no image reference (`*`, upper case, a bad tag): the
+    API server stores such a pod, Kyverno's image parser refuses it, and every variable that reads `images` fails
+    with this message (webhook.families.kyverno.variables), as in Kyverno."""
+
+    message: str
+
+
+def _extract(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | UnparsableImages:
     spec = pod_spec(resource)
     if spec is None:
         return {}
@@ -64,6 +77,10 @@ def _extract(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
         entries = {}
         for container in spec.get(group) or []:
             if isinstance(container, Mapping) and isinstance(container.get("image"), str):
+                try:
+                    parse_reference(container["image"])
+                except ValueError:
+                    return UnparsableImages(f"invalid image {container['image']!r} (bad image: invalid reference format)")
                 entries[str(container.get("name", ""))] = parse_image(container["image"])
         if entries:
             images[group] = entries

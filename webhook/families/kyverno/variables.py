@@ -18,12 +18,14 @@ import re
 from typing import Any, Callable, Iterator, Mapping
 
 from .gotypes import to_json_text
+from .images import UnparsableImages
 from .jmespath_functions import query
 from .jp_errors import MAX_TEXT, JMESPathError
 
 from webhook.model.quickinit import frozen_dataclass
 
 VARIABLE = re.compile(r"(^|[^\\])(\{\{(?:\{[^{}]*\}|[^{}])*\}\})")
+_IMAGES = re.compile(r"(?<![\w.])images\b")
 VARIABLE_AT_START = re.compile(r"^\{\{(\{[^{}]*\}|[^{}])*\}\}")
 
 
@@ -42,6 +44,9 @@ class JsonContext:
     def resolve(self, expression: str) -> Any:
         if self.delete:
             expression = expression.replace("request.object", "request.oldObject")
+        images = self.data.get("images")
+        if isinstance(images, UnparsableImages) and _IMAGES.search(expression):
+            raise SubstitutionError(f"failed to resolve {expression}: {images.message}")
         return query(expression, self.data)
 
     def with_values(self, **values: Any) -> "Context":
