@@ -4,9 +4,10 @@ Kyverno's own install manifest at the pinned release (`config/install-latest-tes
 is applied first (CRDs, namespace, ConfigMaps, RBAC, and its Deployments, whose pods the simulated nodes
 report Running without running anything), then `kyverno --kubeconfig ... --serverIP 127.0.0.1:PORT` runs
 here, generates its certificate into the namespace's Secrets as in a cluster, and registers its webhooks
-by URL. The settings are the manifest's, except what an out-of-cluster process needs and what the
-measurement would otherwise include that Quartermaster does not do on the request path (admission reports,
-generated ValidatingAdmissionPolicies).
+by URL. The settings are the manifest's, except what an out-of-cluster process needs and what neither side does
+here (generated ValidatingAdmissionPolicies, metrics, PolicyApplied events). Admission reports stay on, Kyverno's
+default: each admitted request's results are written as an EphemeralReport after the answer, as Quartermaster
+writes its PolicyReports after the answer.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def start(binary: Path, kubeconfig: Path, kubectl: list[str], port: int, workdir
             "--backgroundServiceAccountName=system:serviceaccount:kyverno:kyverno-background-controller",
             "--reportsServiceAccountName=system:serviceaccount:kyverno:kyverno-reports-controller",
             "--crdWatcher=false", "--disableMetrics=true", "--controllerRuntimeMetricsAddress=0",
-            "--admissionReports=false", "--autoUpdateWebhooks=true", "--enableDeferredLoading=true",
+            "--admissionReports=true", "--autoUpdateWebhooks=true", "--enableDeferredLoading=true",
             "--generateValidatingAdmissionPolicy=false", "--generateMutatingAdmissionPolicy=false",
             "--loggingFormat=text", "--v=1", "--omitEvents=PolicyApplied,PolicySkipped,PolicyViolation,PolicyError",
             "--enablePolicyException=false", "--protectManagedResources=false"]

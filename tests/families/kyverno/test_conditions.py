@@ -18,6 +18,10 @@ from webhook.families.kyverno.variables import JsonContext
     ("greaterthan", "2Gi", "1Gi", True), ("greaterthan", 3, "2", True), ("lessthan", "1h", "90m", True),
     ("greaterthanorequals", "1.2.0", "1.10.0", False), ("lessthan", 2.5, 3, True),
     ("durationgreaterthan", "2h", "90m", True), ("durationlessthanorequals", 60, "1m", True),
+    # a key that resolved to null: Kyverno's Equals and NotEquals are both false (found by the differential:
+    # `{{ element.path | split(@, '/') | [1] }}` NotEquals `data` on a hostPath `Pod` denied here, passed in Kyverno)
+    ("equals", None, "data", False), ("notequals", None, "data", False), ("notequals", None, None, False),
+    ("notequals", True, "true", True), ("notequals", 1, "2", True), ("notequals", [1], [1], False),
 ])
 def test_operators(op, key, value, expected):
     assert apply_operator(op, key, value) is expected

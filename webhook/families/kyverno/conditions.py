@@ -103,7 +103,9 @@ def apply_operator(operator: str, key: Any, value: Any) -> bool:
     if operator in ("equal", "equals"):
         return equals(key, value)
     if operator in ("notequal", "notequals"):
-        return not equals(key, value)
+        # Kyverno's NotEqualHandler: a key of no type it compares (null: a path that resolved to nothing) is false,
+        # as for Equals, not the negation of Equals
+        return isinstance(key, (bool, int, float, str, dict, list)) and not equals(key, value)
     if operator in ("in", "anyin", "allin", "notin", "anynotin", "allnotin"):
         return _membership(operator, key, value)
     if operator.startswith("duration"):
