@@ -50,7 +50,7 @@ class Resolution(Enum):
 @dataclass
 class _Pending:
     resource: ResourceRef
-    entries: dict[tuple[str, str], ReportEntry] = field(default_factory=dict)
+    entries: dict[tuple[PolicyId, str], tuple[RuleResult, float]] = field(default_factory=dict)  # newest per rule, when
     events: list[ReportEntry] = field(default_factory=list)
     report: bool = True  # False: the request was denied, only Events (if asked) are due
     since: float = 0.0
@@ -139,7 +139,7 @@ class PolicyReportWriter:
                 else:  # more than the namespace may be sent in a window
                     self._drop(1)
             if not denied:  # a denied request changed nothing: its results are the user's error message
-                pending.entries[(result.policy, result.rule)] = ReportEntry(resource, result, stamp)
+                pending.entries[(result.policy, result.rule)] = (result, stamp)
         pending.report = bool(pending.entries)
         if not pending.entries and not pending.events:
             self._forget(key)
@@ -206,7 +206,8 @@ class PolicyReportWriter:
             try:
                 if pending.report:
                     limit = self.settings.report_message_bytes
-                    new = [_cut(result_entry(e, self.policy_meta(e.result.policy)), limit) for e in pending.entries.values()]
+                    new = [_cut(result_entry(ReportEntry(ref, result, stamp), self.policy_meta(result.policy)), limit)
+                           for result, stamp in pending.entries.values()]
                     await self.calls(self._write_report, ref, new, self.known_policies())
                     pending.report = False  # written: a retry for the events must not write it again
                 while pending.events and budget[0] > 0:

@@ -31,6 +31,8 @@ from webhook.reports.sink import ResourceRef
 
 log = logging.getLogger(__name__)
 
+_NO_META = PolicyMeta()  # a policy without report annotations
+
 
 def resolver(state: LiveClusterState):
     """A report can be written once its resource shows in the informer: its uid makes the report owned by it."""
@@ -84,7 +86,7 @@ class LiveRuntime:
         if generation != snapshot.generation:
             metas = {pid: PolicyMeta.of(annotations) for pid, annotations in snapshot.annotations.items()}
             self._metas = (snapshot.generation, metas)
-        return metas.get(policy, PolicyMeta())
+        return metas.get(policy, _NO_META)
 
     def known_policies(self) -> frozenset[str]:
         """As PolicyReport results name them (webhook.reports.policyreport.result_entry)."""
