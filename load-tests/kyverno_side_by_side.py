@@ -19,7 +19,11 @@ For each set, each side in turn (alone registered, so a pod create goes through 
   with it, the API server would not send a compliant plain pod at all); direct reviews to `/validate`.
 Measured: a compliant pod's review at saturation (wrk, 32 connections) and at a fixed rate (paced open loop),
 the server's CPU per review over both, its RSS after; then `--creates` pod creates through the API server,
-one at a time, whose latency is compared with the same creates with no webhook registered.
+one at a time, whose latency is compared with the same creates with no webhook registered, with the webhook calls
+the API server made for them and their mean time as it measured them (its apiserver_admission_webhook metrics).
+Quartermaster's chart registers a mutating webhook for pods beside the validating one (the DRA rewrite, notebook
+injection); Kyverno registers one only for policies that mutate. So Quartermaster's creates are measured twice:
+as the chart installs it, and with the mutating webhook left out (`webhooks.mutate.enabled=false`).
 Before measuring, a privileged pod's review must be denied by each side (the policies are loaded), and so must a
 privileged pod's create through the API server (the side is in the create path).
 """
@@ -206,16 +210,22 @@ def run_kyverno(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) 
         subprocess.run([*kubectl, "delete", "-f", str(policies), "--ignore-not-found"], capture_output=True, text=True)
 
 
-def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) -> dict:
+def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path, mutate: bool = True) -> dict:
+    """`mutate` False: the chart's mutating webhook left out (`webhooks.mutate.enabled=false`, for a cluster whose
+    policies mutate nothing and that uses neither the DRA rewrite nor notebook injection): only pod creates are
+    measured then, the direct reviews being the same."""
     installation = ctx["installation"]
     installation.policies = policies
-    replica = installation.start_replica(f"replica-{policies.name}")
+    replica = installation.start_replica(f"replica-{policies.name}-{'all' if mutate else 'validate'}")
     try:
         installation.url = f"https://127.0.0.1:{replica.port}"
-        installation.register()
+        installation.register({**installation.values, "webhooks": {**installation.values.get("webhooks", {}),
+                                                                   "mutate": {"enabled": mutate}}})
         ca = installation.cert_dir / "ca.crt"
         check_loaded(installation.url, ca, "/validate", "quartermaster")
         check_in_create_path(ctx["core"], "quartermaster")
+        if not mutate:
+            return creates(ctx["core"], ctx["kubectl"], "quartermaster-validating", args.creates)
         pid = replica.process.pid
         result = {"path": "/validate",
                   **direct(installation.url, ca, "/validate", lambda: kyverno_peer.cpu_seconds(pid), args, tmp)}
@@ -267,6 +277,9 @@ def main() -> int:
                 results[f"{name_} ({count} policies) kyverno"] = run_kyverno(ctx, policies, args, tmp)
                 print(json.dumps(results), flush=True)
                 results[f"{name_} ({count} policies) quartermaster"] = run_quartermaster(ctx, policies, args, tmp)
+                print(json.dumps(results), flush=True)
+                results[f"{name_} ({count} policies) quartermaster, validating webhook only"] = run_quartermaster(
+                    ctx, policies, args, tmp, mutate=False)
                 print(json.dumps(results), flush=True)
         finally:
             down(tmp / "cluster")
