@@ -33,6 +33,7 @@ RESOURCES: dict[GVR, tuple[str, bool]] = {  # -> kind, namespaced
     ("kyverno.io", "v2", "policyexceptions"): ("PolicyException", True),
     ("policies.kyverno.io", "v1", "validatingpolicies"): ("ValidatingPolicy", False),
     ("policies.kyverno.io", "v1", "mutatingpolicies"): ("MutatingPolicy", False),
+    ("policies.kyverno.io", "v1", "policyexceptions"): ("PolicyException", True),
 }
 TOKEN = "test-token"
 

@@ -78,3 +78,50 @@ async def test_a_tenants_policy_object_reads_no_cluster_scoped_object(apiserver,
         await eventually(lambda: server.qm.state.synced and loaded(server, "Policy", "peek"))
         status, answer = await server.post("/validate", review(pod("team-a")))
         assert status == 200 and SECRET not in json.dumps(answer)
+
+
+CEL_POLICY = """\
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: exclude-images}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: >-
+      object.spec.containers.all(c, string(c.image) in exceptions.allowedImages ||
+        c.?securityContext.?allowPrivilegeEscalation.orValue(true) == false)
+    message: privilege escalation only for the allowed images
+"""
+CEL_EXCEPTION = {"apiVersion": "policies.kyverno.io/v1", "kind": "PolicyException",
+                 "metadata": {"name": "tools", "namespace": "team-a"},
+                 "spec": {"policyRefs": [{"name": "exclude-images", "kind": "ValidatingPolicy"}],
+                          "images": ["registry.example.org/tools:1"]}}
+
+
+def escalating_pod(namespace_name: str, image: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace_name},
+            "spec": {"containers": [{"name": "c", "image": image, "securityContext": {"allowPrivilegeEscalation": True}}]}}
+
+
+async def test_a_cel_policy_exception_object_is_read_and_exempts_its_namespace_only(apiserver, kubeconfig, tmp_path):
+    """policies.kyverno.io PolicyExceptions applied with kubectl were never watched (Kyverno's chainsaw
+    validating-policies/exceptions): `exceptions.allowedImages` stayed empty and the pod was denied."""
+    seed(apiserver)
+    apiserver.put(namespace("team-b"))
+    apiserver.put(CEL_EXCEPTION)
+    policies = policy_dir(tmp_path / "p", {"policy.yaml": CEL_POLICY})
+    settings = replace(FAST, kubeconfig=kubeconfig, policy_object_groups=("policies.kyverno.io",))
+    async with running_server(policies, tmp_path, live=settings, exception_namespaces=("*",)) as server:
+        await eventually(lambda: server.qm.state.synced)
+        await eventually(lambda: loaded(server, "ValidatingPolicy", "exclude-images"))
+
+        async def exempted() -> bool:
+            answer = await server.admit("/validate", review(escalating_pod("team-a", "registry.example.org/tools:1")))
+            return answer["allowed"] is True
+        await eventually(exempted, message="the exception object was not applied")
+        for namespace_name, image in (("team-b", "registry.example.org/tools:1"), ("team-a", "registry.example.org/other:1")):
+            answer = await server.admit("/validate", review(escalating_pod(namespace_name, image)))
+            assert answer["allowed"] is False, (namespace_name, image)

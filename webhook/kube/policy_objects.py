@@ -45,6 +45,8 @@ POLICY_RESOURCES = (
     ResourceType("ValidatingPolicy", "policies.kyverno.io", "v1", "validatingpolicies", False, optional=True),
     ResourceType("MutatingPolicy", "policies.kyverno.io", "v1", "mutatingpolicies", False, optional=True),
     ResourceType("GeneratingPolicy", "policies.kyverno.io", "v1", "generatingpolicies", False, optional=True),
+    # the CEL policies' exceptions (`exceptions.allowedImages`, policyRefs by kind): a kind of their own group
+    ResourceType("PolicyException", "policies.kyverno.io", "v1", "policyexceptions", True, optional=True),
     # a tenant's own CEL policies: the family binds each to its namespace (webhook/families/cel/base.py)
     ResourceType("NamespacedValidatingPolicy", "policies.kyverno.io", "v1", "namespacedvalidatingpolicies", True,
                  optional=True),
@@ -66,11 +68,17 @@ POLICY_RESOURCES = (
 TIMEOUT = (5.0, 10.0)
 
 
+_FIRST_OF_KIND = {r.kind: r.group for r in reversed(POLICY_RESOURCES)}
+
+
 def object_file(resource: ResourceType, obj: Mapping[str, Any]) -> str:
-    """How errors name the object: `ClusterPolicy/require-team (cluster object)`."""
+    """How errors name the object: `ClusterPolicy/require-team (cluster object)`; a kind that another group
+    declares first is named with its group (`PolicyException.policies.kyverno.io/team-a/x`), so that the two
+    kinds' objects of one name stay apart."""
     meta = obj.get("metadata") or {}
-    return object_name(resource.kind, str(meta.get("namespace") or "") if resource.namespaced else "",
-                       str(meta.get("name", "")))
+    first = _FIRST_OF_KIND.get(resource.kind, resource.group) == resource.group
+    kind = resource.kind if first else f"{resource.kind}.{resource.group}"
+    return object_name(kind, str(meta.get("namespace") or "") if resource.namespaced else "", str(meta.get("name", "")))
 
 
 def as_document(resource: ResourceType, obj: Mapping[str, Any]) -> Document:

@@ -263,7 +263,7 @@ watches the API instead, so DELETE is sent only in standalone mode.
          "kyverno.io" (list "clusterpolicies" "policies" "policyexceptions")
          "policies.kyverno.io" (list "validatingpolicies" "mutatingpolicies" "generatingpolicies"
                                     "namespacedvalidatingpolicies" "namespacedmutatingpolicies"
-                                    "namespacedgeneratingpolicies")
+                                    "namespacedgeneratingpolicies" "policyexceptions")
          "admissionregistration.k8s.io" (list "validatingadmissionpolicies" "validatingadmissionpolicybindings"
                                              "mutatingadmissionpolicies" "mutatingadmissionpolicybindings") | toJson }}
 {{- end }}
