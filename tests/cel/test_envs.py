@@ -75,6 +75,15 @@ def test_kyverno_lookups_go_through_the_lookups_protocol(compiler):
     listed = compiler.compile("size(resource.List('autoscaling/v2', 'horizontalpodautoscalers', object.metadata.namespace).items)", env="kyverno")
     assert listed.evaluate({"object": POD}, lookups) == 1
     assert ("list", "autoscaling/v2", "HorizontalPodAutoscaler", "team-a") in lookups.calls
+    # by group/version/resource (Kyverno 1.18+, its chainsaw validating-policies/context/resource)
+    assert compiler.compile("resource.ToGVR('v1', 'Pod')", env="kyverno").evaluate({}, lookups) == \
+        {"group": "", "version": "v1", "resource": "pods"}
+    by_gvr = compiler.compile("resource.get(resource.ToGVR('v1', 'ConfigMap'), 'default', 'registries').data.allowed",
+                              env="kyverno")
+    assert by_gvr.evaluate({}, lookups) == "ghcr.io,quay.io"
+    listed_by_gvr = compiler.compile("size(resource.list(resource.toGVR('autoscaling/v2', 'HorizontalPodAutoscaler'), "
+                                     "object.metadata.namespace).items)", env="kyverno")
+    assert listed_by_gvr.evaluate({"object": POD}, lookups) == 1
     ctx = compiler.compile("globalContext.Get('clusters', 'names')", env="kyverno")
     assert ctx.evaluate({}, lookups) == ["a", "b"]
     with pytest.raises(CelError, match="no global context entry"):

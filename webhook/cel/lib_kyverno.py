@@ -20,6 +20,7 @@ from webhook.cel.functions import Library, current, fn
 from webhook.cel.lib_image import IMAGE
 from webhook.cel.values import json_value, plain
 from webhook.model import boundedyaml
+from webhook.model.apiresources import lookup
 
 # Kyverno addresses resources by plural; Lookups by kind. Irregular plurals and camel-cased kinds here.
 _KINDS = {
@@ -79,6 +80,25 @@ def resource_list(api_version: str, resource: str, namespace: str) -> dict[str, 
     kind = kind_for(resource)
     items = _lookups("resource.List").list(api_version, kind, namespace)
     return {"apiVersion": api_version, "kind": f"{kind}List", "items": [plain(i) for i in items]}
+
+
+def to_gvr(api_version: str, kind: str) -> dict[str, str]:
+    """Kyverno's `resource.ToGVR`: the group, version and resource (plural) of a kind, for `resource.get/list`."""
+    found = lookup(api_version, kind)
+    return {"group": found.group, "version": found.version, "resource": found.resource}
+
+
+def _gvr_api_version(gvr: Mapping[str, Any]) -> str:
+    group, version = str(gvr.get("group") or ""), str(gvr.get("version") or "")
+    return f"{group}/{version}" if group else version
+
+
+def resource_get_gvr(gvr: Mapping[str, Any], namespace: str, name: str) -> Any:
+    return resource_get(_gvr_api_version(gvr), str(gvr.get("resource") or ""), namespace, name)
+
+
+def resource_list_gvr(gvr: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    return resource_list(_gvr_api_version(gvr), str(gvr.get("resource") or ""), namespace)
 
 
 def global_context(name: str, projection: str = "") -> Any:
@@ -182,6 +202,13 @@ KYVERNO = Library("kyverno", (
     # the lower-case spellings Kyverno also accepts (its own CLI test suites use them)
     fn("resource.get", ["string", "string", "string", "string"], "dyn", resource_get),
     fn("resource.list", ["string", "string", "string"], "map", resource_list),
+    # a kind's group/version/resource, and the lookups that take it (Kyverno 1.18+)
+    fn("resource.ToGVR", ["string", "string"], "map", to_gvr),
+    fn("resource.toGVR", ["string", "string"], "map", to_gvr),
+    fn("resource.Get", ["map", "string", "string"], "dyn", resource_get_gvr),
+    fn("resource.get", ["map", "string", "string"], "dyn", resource_get_gvr),
+    fn("resource.List", ["map", "string"], "map", resource_list_gvr),
+    fn("resource.list", ["map", "string"], "map", resource_list_gvr),
     fn("generator.apply", ["string", "list"], "bool", generate),
     fn("parseServiceAccount", ["string"], "map", parse_service_account),
     fn("json.unmarshal", ["string"], "dyn", json.loads),
