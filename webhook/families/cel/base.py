@@ -12,7 +12,7 @@ from webhook.families.cel.route import UNPLANNED, CelRoute
 from webhook.families.cel.scope import CompileFailed, Expr, Scope, Variables, compile_expr
 from webhook.model.activation import admission_activation, request_variable
 from webhook.model.exception_trust import ANY_RESOURCE, exempts_in
-from webhook.model.policy import EvalContext, FailurePolicy, Phase, PolicyId, PolicyTraits, SourceRef
+from webhook.model.policy import NOTHING_SHOWN, EvalContext, FailurePolicy, Phase, PolicyId, PolicyTraits, SourceRef
 from webhook.model.policy_scope import bound_lookups
 from webhook.model.quickinit import frozen_dataclass
 from webhook.model.review import AdmissionRequest
@@ -136,6 +136,7 @@ class CelPolicy:
     variants: tuple[Variant, ...] = ()
     exceptions: tuple[Exception_, ...] = ()
     route: CelRoute = UNPLANNED  # how the request path evaluates it, and why (webhook.families.cel.route)
+    shown: Mapping[str, Any] = field(default_factory=lambda: NOTHING_SHOWN)  # what its object's status shows once loaded (status.autogen)
     traits: PolicyTraits = field(default=PolicyTraits(), init=False, repr=False)
     # when every variant matches on the request's static_key alone: that key -> the variant (or None)
     _static: bool = field(default=False, init=False, repr=False)
@@ -147,7 +148,7 @@ class CelPolicy:
         object.__setattr__(self, "traits", PolicyTraits(
             reinvoke=self._reinvokes(),
             excluded_when_unmatched=any(not v.match.plain for v in self.variants),
-            route=self.route.route.value, why=self.route.why))
+            route=self.route.route.value, why=self.route.why, shown=self.shown))
 
     def _reinvokes(self) -> bool:
         """reinvocationPolicy IfNeeded (the mutating kinds say)."""

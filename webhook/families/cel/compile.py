@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from webhook.cel import CelCompiler
@@ -79,6 +80,8 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
         else:
             found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
+        if kind in ("ValidatingPolicy", "MutatingPolicy"):
+            extra["shown"] = _autogen_status(spec, kind)
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
                    background=enabled(spec, "evaluation", "background", "enabled"),
                    admission=_admission(spec), timeout=timeout(spec), **extra)
@@ -86,6 +89,14 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
         exc = as_failure(exc)
         return cls(**common, failure_policy=_failure_policy_or_fail(spec),
                    error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+
+
+def _autogen_status(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    """`status.autogen` as Kyverno writes it for a CEL policy: each generated copy's spec under its config name
+    (`defaults`: the pod controllers with `spec.template`; `cronjobs`), as a merge patch (null: none)."""
+    rewrite = autogen.rewrite_validating if kind == "ValidatingPolicy" else autogen.rewrite_mutating
+    configs = {v.config: {"spec": v.spec} for v in autogen.variants(spec, rewrite)}
+    return MappingProxyType({"autogen": {"configs": configs or None}})
 
 
 def _failure_policy_or_fail(spec: Any) -> FailurePolicy:

@@ -1,0 +1,38 @@
+"""A loaded ValidatingPolicy object shows the copies autogen made, in `status.autogen.configs`, as Kyverno writes
+them (Kyverno's chainsaw `validating-policies/autogen` reads them there; its expected status is the fixture)."""
+
+from pathlib import Path
+
+import yaml
+
+from webhook.cel import CelCompiler
+from webhook.families.cel.compile import compile_kyverno
+from webhook.policy.documents import Document
+
+FIXTURES = Path(__file__).parent / "fixtures" / "autogen-status"
+
+
+def _contains(actual, expected) -> bool:
+    """chainsaw's assert: every field the expected object has, equal; lists item by item."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and _contains(actual[k], v) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(actual) == len(expected) and all(map(_contains, actual, expected))
+    return actual == expected
+
+
+def test_status_autogen_shows_each_generated_spec_as_kyverno_does():
+    policy = yaml.safe_load((FIXTURES / "policy.yaml").read_text())
+    expected = yaml.safe_load((FIXTURES / "check-autogen.yaml").read_text())["status"]
+    compiled = compile_kyverno(Document("policy.yaml", 0, policy, None), CelCompiler(), ())
+    assert compiled.error is None
+    shown = compiled.traits.shown
+    assert set(shown["autogen"]["configs"]) == {"defaults", "cronjobs"}
+    assert _contains(yaml.safe_load(yaml.safe_dump(dict(shown))), expected), shown
+
+
+def test_a_policy_autogen_does_not_apply_to_clears_it():
+    policy = yaml.safe_load((FIXTURES / "policy.yaml").read_text())
+    policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = ["configmaps"]
+    compiled = compile_kyverno(Document("policy.yaml", 0, policy, None), CelCompiler(), ())
+    assert dict(compiled.traits.shown) == {"autogen": {"configs": None}}  # a merge patch: removes what was shown
