@@ -50,7 +50,8 @@ class Resolution(Enum):
 @dataclass
 class _Pending:
     resource: ResourceRef
-    entries: dict[tuple[PolicyId, str], tuple[RuleResult, float]] = field(default_factory=dict)  # newest per rule, when
+    # (policy, rule) -> (its newest result, when it was submitted)
+    entries: dict[tuple[PolicyId, str], tuple[RuleResult, float]] = field(default_factory=dict)
     events: list[ReportEntry] = field(default_factory=list)
     report: bool = True  # False: the request was denied, only Events (if asked) are due
     since: float = 0.0

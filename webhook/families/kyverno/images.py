@@ -80,7 +80,8 @@ def _extract(resource: Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | 
                 try:
                     parse_reference(container["image"])
                 except ValueError:
-                    return UnparsableImages(f"invalid image {container['image']!r} (bad image: invalid reference format)")
+                    image = container["image"]
+                    return UnparsableImages(f"invalid image {image!r} (bad image: invalid reference format)")
                 entries[str(container.get("name", ""))] = parse_image(container["image"])
         if entries:
             images[group] = entries
