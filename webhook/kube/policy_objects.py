@@ -162,7 +162,15 @@ class PolicyObjectFeed:
                      "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
         if meta.get("generation") is not None:
             condition["observedGeneration"] = meta["generation"]
-        self.api.patch_status(resource, namespace, name, {**extra, **ready_status(resource, condition)}, TIMEOUT)
+        try:
+            self.api.patch_status(resource, namespace, name, {**extra, **ready_status(resource, condition)}, TIMEOUT)
+        except ApiException as exc:
+            if exc.status != 422 or not extra:
+                raise
+            # what else the status shows does not fit the kind's schema here (another release of its CRD): the
+            # verdict alone, so that Ready is never lost with it
+            log.warning("status of %s: %s; writing the Ready condition alone", object_file(resource, obj), ApiStatus.of(exc))
+            self.api.patch_status(resource, namespace, name, ready_status(resource, condition), TIMEOUT)
         if refusal:
             self.api.create(EVENTS, _refusal_event(resource, obj, refusal, self.settings.who, now), TIMEOUT)
 

@@ -28,6 +28,11 @@ def test_status_autogen_shows_each_generated_spec_as_kyverno_does():
     assert compiled.error is None
     shown = compiled.traits.shown
     assert set(shown["autogen"]["configs"]) == {"defaults", "cronjobs"}
+    # required by Kyverno's CRD (the API server refused the status patch without them, Ready included)
+    assert shown["autogen"]["configs"]["cronjobs"]["targets"] == [
+        {"group": "batch", "version": "v1", "resource": "cronjobs", "kind": "CronJob"}]
+    assert shown["autogen"]["configs"]["defaults"]["targets"] == [
+        {"group": "apps", "version": "v1", "resource": "deployments", "kind": "Deployment"}]
     assert _contains(yaml.safe_load(yaml.safe_dump(dict(shown))), expected), shown
 
 

@@ -40,6 +40,7 @@ class AutogenVariant:
     config: str
     kinds: tuple[str, ...]
     spec: Mapping[str, Any]
+    targets: tuple[Mapping[str, str], ...] = ()  # {group, version, resource, kind} of each controller it covers
 
 
 def can_autogen(match: Any) -> bool:
@@ -89,7 +90,8 @@ def variants(spec: Mapping[str, Any], rewrite: Callable[[dict[str, Any], str], N
         copy_["matchConstraints"] = _match_constraints(targets, match["resourceRules"][0].get("operations"),
                                                        match.get("namespaceSelector"))
         rewrite(copy_, config)
-        out.append(AutogenVariant(config, tuple(sorted(t[3] for t in targets)), copy_))
+        out.append(AutogenVariant(config, tuple(sorted(t[3] for t in targets)), copy_,
+                                  tuple({"group": g, "version": v, "resource": r, "kind": k} for g, v, r, k, _ in targets)))
     return out
 
 

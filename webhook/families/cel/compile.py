@@ -95,7 +95,8 @@ def _autogen_status(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     """`status.autogen` as Kyverno writes it for a CEL policy: each generated copy's spec under its config name
     (`defaults`: the pod controllers with `spec.template`; `cronjobs`), as a merge patch (null: none)."""
     rewrite = autogen.rewrite_validating if kind == "ValidatingPolicy" else autogen.rewrite_mutating
-    configs = {v.config: {"spec": v.spec} for v in autogen.variants(spec, rewrite)}
+    # `targets` is required by Kyverno's CRD: without it the API server refuses the whole status patch
+    configs = {v.config: {"spec": v.spec, "targets": [dict(t) for t in v.targets]} for v in autogen.variants(spec, rewrite)}
     return MappingProxyType({"autogen": {"configs": configs or None}})
 
 
