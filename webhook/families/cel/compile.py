@@ -40,15 +40,22 @@ def _variant(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable
 
 def variants(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
              rewrite: Callable[[dict[str, Any], str], None] | None) -> tuple[Variant, ...]:
+    return variants_and_copies(cel, spec, env, body, rewrite)[0]
+
+
+def variants_and_copies(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
+                        rewrite: Callable[[dict[str, Any], str], None] | None
+                        ) -> tuple[tuple[Variant, ...], list[autogen.AutogenVariant]]:
+    """The compiled variants, and the copies autogen made of the spec (what `status.autogen` shows)."""
     with policy_total() as total:
         out = [_variant(cel, spec, env, body)]
     problem = policy_problem(total[0])  # the variants autogen adds are the same expressions, rewritten
     if problem is not None:
         raise CompileFailed("spec", problem)
-    if rewrite is not None:
-        for generated in autogen.variants(spec, rewrite):
-            out.append(_variant(cel, generated.spec, env, body, generated.config))
-    return tuple(out)
+    copies = autogen.variants(spec, rewrite) if rewrite is not None else []
+    for generated in copies:
+        out.append(_variant(cel, generated.spec, env, body, generated.config))
+    return tuple(out), copies
 
 
 def _common(doc: Document, phases: frozenset[Phase]) -> dict[str, Any]:
@@ -72,16 +79,17 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
             raise CompileFailed("spec", "must be a mapping")
         extra: dict[str, Any] = {}
         if kind == "ValidatingPolicy":
-            found = variants(cel, spec, "kyverno", lambda s: validations.compile_body(cel, s, "kyverno"),
-                             autogen.rewrite_validating)
+            found, copies = variants_and_copies(cel, spec, "kyverno", lambda s: validations.compile_body(cel, s, "kyverno"),
+                                                autogen.rewrite_validating)
             extra["actions"] = validations.parse_actions(spec.get("validationActions"), "spec.validationActions")
+            extra["shown"] = _autogen_status(copies)
         elif kind == "MutatingPolicy":
-            found = variants(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"), autogen.rewrite_mutating)
+            found, copies = variants_and_copies(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"),
+                                                autogen.rewrite_mutating)
+            extra["shown"] = _autogen_status(copies)
         else:
             found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
-        if kind in ("ValidatingPolicy", "MutatingPolicy"):
-            extra["shown"] = _autogen_status(spec, kind)
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
                    background=enabled(spec, "evaluation", "background", "enabled"),
                    admission=_admission(spec), timeout=timeout(spec), **extra)
@@ -91,12 +99,11 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
                    error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
 
 
-def _autogen_status(spec: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+def _autogen_status(copies: Sequence[autogen.AutogenVariant]) -> Mapping[str, Any]:
     """`status.autogen` as Kyverno writes it for a CEL policy: each generated copy's spec under its config name
     (`defaults`: the pod controllers with `spec.template`; `cronjobs`), as a merge patch (null: none)."""
-    rewrite = autogen.rewrite_validating if kind == "ValidatingPolicy" else autogen.rewrite_mutating
     # `targets` is required by Kyverno's CRD: without it the API server refuses the whole status patch
-    configs = {v.config: {"spec": v.spec, "targets": [dict(t) for t in v.targets]} for v in autogen.variants(spec, rewrite)}
+    configs = {v.config: {"spec": v.spec, "targets": [dict(t) for t in v.targets]} for v in copies}
     return MappingProxyType({"autogen": {"configs": configs or None}})
 
 
