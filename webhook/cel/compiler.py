@@ -249,7 +249,7 @@ class CelCompiler:
             text = lib_time.route_milliseconds(text, source.tokenize(text))
         text_tokens = source.tokenize(text) if text != expression else tokens
         if spec.or_value_compat:
-            rewritten = rewrite_kyverno_or_value(text)
+            rewritten = rewrite_kyverno_or_value(text, text_tokens)
             text_tokens = source.tokenize(rewritten) if rewritten != text else text_tokens
             text = rewritten
         elif spec.plain_or_value:

@@ -11,19 +11,7 @@ plain variable (`rewrite_kyverno_or_value`).
 
 from __future__ import annotations
 
-from webhook.cel.source import Token, tokenize
-
-
-def _matching_open(tokens: list[Token], close: int) -> int | None:
-    depth = 0
-    for k in range(close, -1, -1):
-        if tokens[k].text in (")", "]", "}"):
-            depth += 1
-        elif tokens[k].text in ("(", "[", "{"):
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
+from webhook.cel.source import Token, _edit, _matching_open, tokenize
 
 
 def _plain_receiver(tokens: list[Token], end: int) -> bool:
@@ -109,15 +97,15 @@ def _after_optional(tokens: list[Token], end: int) -> list[int]:
     return []
 
 
-def rewrite_kyverno_or_value(source: str, bound_variables: bool = False) -> str:
+def rewrite_kyverno_or_value(source: str, tokens: list[Token] | None = None, bound_variables: bool = False) -> str:
     """Kyverno's environment, for an expression evaluated on its own: plain chains as `rewrite_plain_or_value`, and a
     variable read `variables.x.orValue(y)` becomes `variables.?x.orValue(y)`, so that a plain variable's value is
     returned as Kyverno returns it. A variable whose value is an optional cannot be held between expressions (its
     evaluation fails; a read of it through `variables.?x` reports that failure: webhook.families.cel.scope); where the
     variables are bound into the expression (webhook.cel.inline) it can, and `variables.x.orValue(y)` stays the
     optional's `orValue` there (`bound_variables`). Selections after a `.?` are spelled `.?` (`_after_optional`)."""
-    text = rewrite_plain_or_value(source)
-    tokens = tokenize(text)
+    text = rewrite_plain_or_value(source, tokens)
+    tokens = tokenize(text) if tokens is None or text != source else tokens
     offsets: list[int] = []
     for i, tok in enumerate(tokens):
         if not (tok.text == "orValue" and i >= 4 and tokens[i - 1].text == "." and i + 1 < len(tokens)
@@ -129,11 +117,4 @@ def rewrite_kyverno_or_value(source: str, bound_variables: bool = False) -> str:
             offsets.append(tokens[i - 3].end)
         else:
             offsets += _after_optional(tokens, i - 2)
-    if not offsets:
-        return text
-    out, last = [], 0
-    for offset in sorted(offsets):
-        out += [text[last:offset], "?"]
-        last = offset
-    out.append(text[last:])
-    return "".join(out)
+    return _edit(text, [(offset, offset, "?") for offset in offsets]) if offsets else text
