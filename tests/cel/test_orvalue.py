@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from tests.families.cel.test_fused import named, policy
 from webhook.cel import CelCompiler, CelError
 from webhook.cel.orvalue import rewrite_kyverno_or_value
 from webhook.policy.family import CelEvaluation
@@ -56,22 +57,15 @@ def test_an_optional_variable_is_never_read_as_unset(tmp_path):
     """`variables.hn` holds `object.spec.?hostNetwork`; `variables.hn.orValue(false) == false` must deny a pod with
     hostNetwork: true (Kyverno: fail). Before, the variable's optional could not be held, the read found it unset and
     the pod passed. Both evaluation routes."""
-    (tmp_path / "policy.yaml").write_text(textwrap.dedent("""\
-        apiVersion: policies.kyverno.io/v1
-        kind: ValidatingPolicy
-        metadata: {name: host-network}
-        spec:
-          validationActions: [Deny]
-          matchConstraints:
-            resourceRules:
-            - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
-          variables:
-          - {name: hn, expression: "object.spec.?hostNetwork"}
-          - {name: name, expression: "object.metadata.name"}
-          validations:
-          - expression: "variables.hn.orValue(false) == false"
-          - expression: "variables.name.orValue('x') != 'bad'"
-        """))
+    (tmp_path / "policy.yaml").write_text(named("host-network", policy(
+        variables="""\
+            variables:
+            - {name: hn, expression: "object.spec.?hostNetwork"}
+            - {name: name, expression: "object.metadata.name"}""",
+        validations="""\
+            - expression: "variables.hn.orValue(false) == false"
+            - expression: "variables.name.orValue('x') != 'bad'"
+            """)))
     (tmp_path / "resources.yaml").write_text(textwrap.dedent("""\
         apiVersion: v1
         kind: Pod

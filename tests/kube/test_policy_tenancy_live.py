@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from tests.families.cel.test_fused import named, policy
 from tests.kube.conftest import FAST
 from tests.kube.objects import namespace
 from tests.families.kyverno.test_tenancy import DISALLOW_PRIVILEGED, SECRET, TENANT_EXCEPTION, generating_policy, \
@@ -80,21 +81,11 @@ async def test_a_tenants_policy_object_reads_no_cluster_scoped_object(apiserver,
         assert status == 200 and SECRET not in json.dumps(answer)
 
 
-CEL_POLICY = """\
-apiVersion: policies.kyverno.io/v1
-kind: ValidatingPolicy
-metadata: {name: exclude-images}
-spec:
-  validationActions: [Deny]
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
-  validations:
-  - expression: >-
-      object.spec.containers.all(c, string(c.image) in exceptions.allowedImages ||
-        c.?securityContext.?allowPrivilegeEscalation.orValue(true) == false)
-    message: privilege escalation only for the allowed images
-"""
+CEL_POLICY = named("exclude-images", policy("""\
+    - expression: >-
+        object.spec.containers.all(c, string(c.image) in exceptions.allowedImages ||
+          c.?securityContext.?allowPrivilegeEscalation.orValue(true) == false)
+      message: privilege escalation only for the allowed images"""))
 CEL_EXCEPTION = {"apiVersion": "policies.kyverno.io/v1", "kind": "PolicyException",
                  "metadata": {"name": "tools", "namespace": "team-a"},
                  "spec": {"policyRefs": [{"name": "exclude-images", "kind": "ValidatingPolicy"}],
