@@ -238,25 +238,21 @@ def api_server_verdicts(objects: dict[str, dict], workdir: Path) -> dict[str, st
 
 
 def _variation_objects(probes: dict[str, Path], diffs: list[dict]) -> dict[str, dict]:
-    wanted = {(d["suite"], _name_of(d["key"][2])) for d in diffs if d["key"]}
+    """The differing variations, each as the suite's row names it (`apiVersion/Kind[/namespace]/name`: its namespace)."""
+    rows: dict[str, dict[str, str]] = collections.defaultdict(dict)  # suite -> variation name -> row's resource
+    for d in diffs:
+        if d["key"]:
+            rows[d["suite"]][_name_of(d["key"][2])] = d["key"][2]
     found = {}
-    for suite, name in wanted:
+    for suite, names in rows.items():
         for doc in _load_docs(probes[suite] / "probe-variations.yaml"):
-            if doc.get("metadata", {}).get("name") == name:
+            name = doc.get("metadata", {}).get("name")
+            if name in names:
                 obj = json.loads(json.dumps(doc))
-                obj.setdefault("metadata", {}).setdefault("namespace", _namespace_of(probes[suite], name))
+                where = names[name].removeprefix(f"{obj.get('apiVersion')}/{obj.get('kind')}/").rsplit("/", 1)
+                obj.setdefault("metadata", {}).setdefault("namespace", where[0] if len(where) == 2 else "default")
                 found[f"{suite}\0{name}"] = obj
     return found
-
-
-def _namespace_of(suite_dir: Path, name: str) -> str:
-    """The namespace a suite's result names for a resource (`ns/name`), else default."""
-    test = yaml.safe_load((suite_dir / "kyverno-test.yaml").read_text()) or {}
-    for res in test.get("results") or []:
-        for r in res.get("resources") or []:
-            if "/" in r and r.rsplit("/", 1)[1] == name:
-                return r.rsplit("/", 1)[0]
-    return "default"
 
 
 def compare(kyverno: dict[str, list[Row] | str], ours: dict[str, list[Row]], probe: bool) -> list[dict]:
