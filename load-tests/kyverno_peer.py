@@ -55,12 +55,21 @@ def module_dir() -> Path:
     return Path(out.stdout.strip())
 
 
-def install_manifest(kubectl: list[str], workdir: Path) -> None:
-    """Kyverno's install manifest, server-side applied (its CRDs are too large for the last-applied annotation)."""
+def install_manifest(kubectl: list[str], workdir: Path, excluded_label: tuple[str, str] | None = None) -> None:
+    """Kyverno's install manifest, server-side applied (its CRDs are too large for the last-applied annotation).
+    `excluded_label` (key, value): namespaces labelled so are also left out of every webhook Kyverno registers,
+    through the namespaceSelector of its configuration (the `webhooks` key of ConfigMap kyverno/kyverno)."""
     import yaml
 
     docs = [d for d in yaml.safe_load_all((module_dir() / "config" / "install-latest-testing.yaml").read_text())
             if isinstance(d, dict) and d.get("kind") not in _SKIPPED_KINDS]
+    if excluded_label is not None:
+        [config] = [d for d in docs if d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "kyverno"]
+        webhooks = json.loads(config["data"]["webhooks"])
+        selector = webhooks.setdefault("namespaceSelector", {})
+        selector["matchExpressions"] = [*(selector.get("matchExpressions") or []),
+                                        {"key": excluded_label[0], "operator": "NotIn", "values": [excluded_label[1]]}]
+        config["data"]["webhooks"] = json.dumps(webhooks)
     path = workdir / "kyverno-install.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     subprocess.run([*kubectl, "apply", "--server-side", "--force-conflicts", "-f", str(path)],

@@ -14,16 +14,20 @@ For each set, each side in turn (alone registered, so a pod create goes through 
 - Kyverno: its install manifest and the set applied to the API server, `kyverno` started out of cluster
   (kyverno_peer.py); the direct reviews go to the path it registered for pods.
 - Quartermaster: installed as the cluster tests install it (chart CRDs, RBAC, one live replica
-  `serve --kubeconfig --policies SET`, the chart's webhook configurations) with the chart's relevance filter
-  off (`webhooks.relevanceFilter.enabled=false`, as docs/deploy.md says for policies that must see every pod;
-  with it, the API server would not send a compliant plain pod at all); direct reviews to `/validate`.
+  `serve --kubeconfig --policies SET`, the chart's webhook configurations) with the validating webhook's
+  relevance filter off (`webhooks.validate.relevanceFilter=false`, as docs/deploy.md says for validating policies
+  that must see every pod; with it, the API server would not send a compliant plain pod at all); the mutating
+  webhook (DRA rewrite, notebook injection) keeps its filter, as Kyverno registers a mutating webhook only for
+  policies that mutate. Direct reviews go to `/validate`.
 Measured: a compliant pod's review at saturation (wrk, 32 connections) and at a fixed rate (paced open loop),
 the server's CPU per review over both, its RSS after; then `--creates` pod creates through the API server,
-one at a time, whose latency is compared with the same creates with no webhook registered, with the webhook calls
-the API server made for them and their mean time as it measured them (its apiserver_admission_webhook metrics).
-Quartermaster's chart registers a mutating webhook for pods beside the validating one (the DRA rewrite, notebook
-injection); Kyverno registers one only for policies that mutate. So Quartermaster's creates are measured twice:
-as the chart installs it, and with the mutating webhook left out (`webhooks.mutate.enabled=false`).
+one at a time, interleaved ten by ten with as many in a namespace no webhook is called for (labelled
+quartermaster.dev/admission=disabled, which both sides are configured to leave out): the latency a side adds
+is the difference of the two medians. With them, the webhook calls the API server made and their mean time as it
+measured them (its apiserver_admission_webhook metrics). Quartermaster's creates are measured once more with the
+relevance filter off on both webhooks (`webhooks.relevanceFilter.enabled=false`): two webhook calls per pod.
+First of all, the same creates through the no-op responder (load-tests/noop.py) registered in Quartermaster's
+place: what a call costs before any policy is evaluated.
 Before measuring, a privileged pod's review must be denied by each side (the policies are loaded), and so must a
 privileged pod's create through the API server (the side is in the create path).
 """
@@ -47,19 +51,28 @@ REPO = HERE.parent
 sys.path[:0] = [str(HERE), str(REPO)]
 
 import kyverno_peer  # noqa: E402
-from drivers import free_port, percentile, wrk  # noqa: E402
+from drivers import Server, free_port, percentile, wrk  # noqa: E402
 from kyverno_differential import default_corpus  # noqa: E402
 from paced import Paced  # noqa: E402
 from workload import review  # noqa: E402
 
 NAMESPACE = "bench"
+# The namespace no webhook is called for, the baseline of each side's pod creates: Quartermaster's chart leaves
+# out namespaces with its opt-out label, and Kyverno is configured to leave them out too.
+BASELINE = "bench-baseline"
+OPT_OUT = ("quartermaster.dev/admission", "disabled")
+# Validating policies that must see every pod: the validating webhook's relevance filter off, the mutating one's
+# kept (docs/deploy.md), so a compliant plain pod costs one webhook call, as Kyverno's validating policies do.
+VALIDATE_EVERY_POD = {"validate": {"relevanceFilter": False}}
+# The filter off on both: the mutating webhook (DRA rewrite, notebook injection) is called for the pod too.
+EVERY_POD_BOTH = {"relevanceFilter": {"enabled": False}}
 RESTRICTED = {"runAsNonRoot": True, "runAsUser": 1000, "allowPrivilegeEscalation": False,
               "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-def pod(name: str, privileged: bool = False) -> dict:
+def pod(name: str, privileged: bool = False, namespace: str = NAMESPACE) -> dict:
     security = {"privileged": True} if privileged else RESTRICTED
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "web"}},
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web"}},
             "spec": {"hostNetwork": privileged, "containers": [{"name": "web", "image": "registry.example.org/web:1.4.2",
                                                                 "securityContext": security}]}}
 
@@ -161,29 +174,49 @@ def webhook_seconds(kubectl: list[str]) -> dict[str, list[float]]:
     return out
 
 
-def creates(core, kubectl: list[str], label: str, count: int) -> dict:
-    """`count` pod creates through the API server, one at a time; each pod deleted again after the run. With
-    them, the webhook calls the API server made for them and their mean time, as the API server measured it."""
+def create_times(core, namespace: str, label: str, count: int) -> tuple[list[float], int]:
+    """`count` pod creates in `namespace`, one at a time: their latencies (ms) and how many were refused."""
     from kubernetes.client.rest import ApiException
 
     times, denied = [], 0
-    before = webhook_seconds(kubectl)
     for i in range(count):
         started = time.perf_counter()
         try:
-            core.create_namespaced_pod(NAMESPACE, pod(f"{label}-{i}"))
+            core.create_namespaced_pod(namespace, pod(f"{label}-{i}", namespace=namespace))
         except ApiException:
             denied += 1
         times.append((time.perf_counter() - started) * 1000)
+    return times, denied
+
+
+def creates(core, kubectl: list[str], label: str, count: int, block: int = 10) -> dict:
+    """`count` pod creates through the API server in NAMESPACE, which the side's webhooks are called for,
+    interleaved `block` by `block` with as many in BASELINE, which no webhook is called for: the latency the side
+    adds is the difference of the two medians, taken over the same minutes of the same run (the control plane
+    drifts as objects pile up, and a baseline taken before would fold that drift in). With them, the webhook
+    calls the API server made and their mean time, as the API server measured it. The pods are deleted after."""
+    through, baseline, denied = [], [], 0
+    before = webhook_seconds(kubectl)
+    for start in range(0, count, block):
+        size = min(block, count - start)
+        times, refused = create_times(core, NAMESPACE, f"{label}-{start}", size)
+        through += times
+        denied += refused
+        baseline += create_times(core, BASELINE, f"{label}-{start}", size)[0]
     after = webhook_seconds(kubectl)
-    core.delete_collection_namespaced_pod(NAMESPACE, grace_period_seconds=0)
+    for namespace in (NAMESPACE, BASELINE):
+        core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
     calls = {}
     for name, (n, seconds) in after.items():
         n0, seconds0 = before.get(name, [0.0, 0.0])
         if n > n0:
             calls[name] = {"calls": int(n - n0), "mean_ms": round((seconds - seconds0) / (n - n0) * 1000, 2)}
-    return {"create_p50_ms": round(percentile(times, 0.5), 2), "create_p99_ms": round(percentile(times, 0.99), 2),
-            "create_mean_ms": round(sum(times) / len(times), 2), "create_denied": denied, "create_webhooks": calls}
+    return {"create_p50_ms": round(percentile(through, 0.5), 2), "create_p99_ms": round(percentile(through, 0.99), 2),
+            "baseline_p50_ms": round(percentile(baseline, 0.5), 2),
+            "baseline_p99_ms": round(percentile(baseline, 0.99), 2),
+            "added_p50_ms": round(percentile(through, 0.5) - percentile(baseline, 0.5), 2),
+            "added_mean_ms": round((sum(through) - sum(baseline)) / len(through), 2),
+            "create_denied": denied, "create_webhooks": calls}
 
 
 def run_kyverno(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) -> dict:
@@ -210,22 +243,21 @@ def run_kyverno(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path) 
         subprocess.run([*kubectl, "delete", "-f", str(policies), "--ignore-not-found"], capture_output=True, text=True)
 
 
-def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path, mutate: bool = True) -> dict:
-    """`mutate` False: the chart's mutating webhook left out (`webhooks.mutate.enabled=false`, for a cluster whose
-    policies mutate nothing and that uses neither the DRA rewrite nor notebook injection): only pod creates are
-    measured then, the direct reviews being the same."""
+def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: Path, webhooks: dict,
+                      direct_reviews: bool = True) -> dict:
+    """Registered with the chart's webhook configurations rendered with `webhooks` (its `webhooks` values);
+    `direct_reviews` False: only pod creates are measured (the direct reviews do not depend on the registration)."""
     installation = ctx["installation"]
     installation.policies = policies
-    replica = installation.start_replica(f"replica-{policies.name}-{'all' if mutate else 'validate'}")
+    replica = installation.start_replica(f"replica-{policies.name}-{'direct' if direct_reviews else 'creates'}")
     try:
         installation.url = f"https://127.0.0.1:{replica.port}"
-        installation.register({**installation.values, "webhooks": {**installation.values.get("webhooks", {}),
-                                                                   "mutate": {"enabled": mutate}}})
+        installation.register({**installation.values, "webhooks": webhooks})
         ca = installation.cert_dir / "ca.crt"
         check_loaded(installation.url, ca, "/validate", "quartermaster")
         check_in_create_path(ctx["core"], "quartermaster")
-        if not mutate:
-            return creates(ctx["core"], ctx["kubectl"], "quartermaster-validating", args.creates)
+        if not direct_reviews:
+            return creates(ctx["core"], ctx["kubectl"], "quartermaster-both-filtered-off", args.creates)
         pid = replica.process.pid
         result = {"path": "/validate",
                   **direct(installation.url, ca, "/validate", lambda: kyverno_peer.cpu_seconds(pid), args, tmp)}
@@ -234,6 +266,33 @@ def run_quartermaster(ctx: dict, policies: Path, args: argparse.Namespace, tmp: 
         return result
     finally:
         installation.stop()
+
+
+def run_noop(ctx: dict, args: argparse.Namespace) -> dict:
+    """The yardstick in the create path: load-tests/noop.py (aiohttp over TLS, allows everything, decides nothing)
+    registered as Quartermaster's validating webhook is, with Quartermaster's certificate: what a webhook call
+    costs the API server and a Python HTTPS server before any policy is evaluated."""
+    installation = ctx["installation"]
+    port = free_port()
+    noop = Server([sys.executable, str(HERE / "noop.py"), "--port", str(port), "--cert",
+                   str(installation.cert_dir / "tls.crt"), "--key", str(installation.cert_dir / "tls.key")],
+                  port, installation.cert_dir / "ca.crt")
+    try:
+        if noop.wait_ready(30) is None:
+            raise SystemExit("the no-op responder did not become ready")
+        installation.url = f"https://127.0.0.1:{port}"
+        installation.register({**installation.values, "webhooks": VALIDATE_EVERY_POD})
+        deadline = time.monotonic() + 60
+        while not any("validate.quartermaster.dev" in name for name in creates(ctx["core"], ctx["kubectl"], "noop-probe",
+                                                                                 1, block=1)["create_webhooks"]):
+            if time.monotonic() > deadline:  # the API server picks a new registration up within moments
+                raise SystemExit("the no-op responder was never called for a pod create")
+            time.sleep(1)
+        return creates(ctx["core"], ctx["kubectl"], "noop", args.creates)
+    finally:
+        installation.unregister()
+        noop.proc.terminate()
+        noop.proc.wait(10)
 
 
 def main() -> int:
@@ -265,21 +324,23 @@ def main() -> int:
             core.create_namespace({"metadata": {"name": NAMESPACE}})
             subprocess.run([*kubectl, "-n", NAMESPACE, "wait", "--for=create", "serviceaccount/default",
                             "--timeout=60s"], check=True, capture_output=True)
-            results["no webhook"] = creates(core, kubectl, "none", args.creates)
-            kyverno_peer.install_manifest(kubectl, tmp)
+            core.create_namespace({"metadata": {"name": BASELINE, "labels": {OPT_OUT[0]: OPT_OUT[1]}}})
+            kyverno_peer.install_manifest(kubectl, tmp, excluded_label=OPT_OUT)
             admin = Kube(record, record.admin_kubeconfig, binary())
             ctx = {"kubectl": kubectl, "kubeconfig": record.admin_kubeconfig, "core": core, "kyverno": kyverno,
-                   "installation": install(admin, record, tmp / "quartermaster",
-                                           values={"webhooks": {"relevanceFilter": {"enabled": False}}})}
+                   "installation": install(admin, record, tmp / "quartermaster")}
+            results["no-op responder (load-tests/noop.py) as the validating webhook"] = run_noop(ctx, args)
+            print(json.dumps(results), flush=True)
             for name_ in sets:
                 policies = tmp / name_
                 count = write_set(args.corpus, name_, policies)
                 results[f"{name_} ({count} policies) kyverno"] = run_kyverno(ctx, policies, args, tmp)
                 print(json.dumps(results), flush=True)
-                results[f"{name_} ({count} policies) quartermaster"] = run_quartermaster(ctx, policies, args, tmp)
+                results[f"{name_} ({count} policies) quartermaster"] = run_quartermaster(
+                    ctx, policies, args, tmp, VALIDATE_EVERY_POD)
                 print(json.dumps(results), flush=True)
-                results[f"{name_} ({count} policies) quartermaster, validating webhook only"] = run_quartermaster(
-                    ctx, policies, args, tmp, mutate=False)
+                results[f"{name_} ({count} policies) quartermaster, relevance filter off on both webhooks"] = \
+                    run_quartermaster(ctx, policies, args, tmp, EVERY_POD_BOTH, direct_reviews=False)
                 print(json.dumps(results), flush=True)
         finally:
             down(tmp / "cluster")

@@ -202,6 +202,22 @@ def test_relevance_filter_follows_values():
     assert "matchConditions" not in mutate(off) and "matchConditions" not in validate(off)
 
 
+def test_relevance_filter_turns_off_per_webhook():
+    """Validating policies that must see every pod: the validating webhook gets every pod, the mutating one
+    still only GPU pods and notebooks (a plain pod costs the API server one webhook call)."""
+    plain = pod(limits={"cpu": "1"})
+    every_validated = {"webhooks": {"validate": {"relevanceFilter": False}}}
+    assert sent(validate(every_validated), plain) and not sent(mutate(every_validated), plain)
+    assert sent(mutate(every_validated), pod(limits={"nvidia.com/gpu": "1"}))
+    every_mutated = {"webhooks": {"mutate": {"relevanceFilter": False}}}
+    assert sent(mutate(every_mutated), plain) and not sent(validate(every_mutated), plain)
+    # a release's values from before the key existed (helm upgrade --reuse-values) keep the filter
+    assert not sent(validate({"webhooks": {"validate": {"relevanceFilter": None}}}), plain)
+    # the overall switch wins over a webhook's own
+    off = {"webhooks": {"relevanceFilter": {"enabled": False}, "validate": {"relevanceFilter": True}}}
+    assert sent(validate(off), plain) and sent(mutate(off), plain)
+
+
 def test_every_accelerator_reaches_the_quota_by_default():
     """AMD GPUs are counted and unknown accelerators refused by the quota: the filter must not hide them."""
     for hook in (mutate(), validate({"clusterState": "standalone", "replicaCount": 1})):

@@ -52,8 +52,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 # docs/kueue.md, "What to configure": with QueueAssignment the mutating webhook gets jobs too, and every pod
 QUEUE_WEBHOOKS = {
-    "relevanceFilter": {"enabled": False},
-    "mutate": {"rules": [
+    "mutate": {"relevanceFilter": False, "rules": [
         {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]},
         {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "operations": ["CREATE"]}]},
 }

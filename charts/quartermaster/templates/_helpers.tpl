@@ -138,9 +138,15 @@ object.spec.containers.exists(c, {{ $c }}) || (has(object.spec.initContainers) &
 (has(object.metadata.labels) && ({{ join " || " $tests | default "false" }}))
 {{- end }}
 
+{{/* "true" when the relevance filter applies to this webhook: on overall and not turned off for it. A hook
+without the key (values reused from a release before it existed) keeps the filter. */}}
+{{- define "quartermaster.filtered" -}}
+{{- if and .root.Values.webhooks.relevanceFilter.enabled (ne (toString .hook.relevanceFilter) "false") }}true{{ end }}
+{{- end }}
+
 {{- define "quartermaster.mutateMatchConditions" -}}
 {{- $conditions := list }}
-{{- if .Values.webhooks.relevanceFilter.enabled }}
+{{- if include "quartermaster.filtered" (dict "root" . "hook" .Values.webhooks.mutate) }}
 {{- $expr := printf "request.resource.resource != 'pods' || %s || %s" (include "quartermaster.celGpuPod" .) (include "quartermaster.celNotebookPod" .) }}
 {{- $conditions = append $conditions (dict "name" "gpu-or-notebook-pods" "expression" $expr) }}
 {{- end }}
@@ -162,7 +168,7 @@ refresher may read a credentials Secret, so each such pod is checked (docs/noteb
 
 {{- define "quartermaster.validateMatchConditions" -}}
 {{- $conditions := list }}
-{{- if .Values.webhooks.relevanceFilter.enabled }}
+{{- if include "quartermaster.filtered" (dict "root" . "hook" .Values.webhooks.validate) }}
 {{- $pods := printf "request.resource.resource != 'pods' || request.operation == 'DELETE' || %s || %s" (include "quartermaster.celGpuPod" .) (include "quartermaster.celEphemeralPod" .) }}
 {{- if .Values.webhooks.validate.notebookIdentity }}
 {{- $pods = printf "%s || %s" $pods (include "quartermaster.celSecretPod" .) }}
