@@ -41,3 +41,42 @@ def test_a_policy_autogen_does_not_apply_to_clears_it():
     policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = ["configmaps"]
     compiled = compile_kyverno(Document("policy.yaml", 0, policy, None), CelCompiler(), ())
     assert dict(compiled.traits.shown) == {"autogen": {"configs": None}}  # a merge patch: removes what was shown
+
+
+MUTATING_POLICY = """
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+metadata: {name: add-label}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
+"""
+
+
+def test_each_kinds_status_autogen_is_what_its_crd_accepts():
+    """The API server refuses a whole status patch whose autogen its CRD's schema refuses (the Ready condition
+    with it): checked against the published schema, status included, of both CEL kinds that autogen."""
+    import json
+
+    import jsonschema
+
+    from webhook.policy.published import published_schema
+
+    for policy in (yaml.safe_load((FIXTURES / "policy.yaml").read_text()), yaml.safe_load(MUTATING_POLICY)):
+        compiled = compile_kyverno(Document("policy.yaml", 0, policy, None), CelCompiler(), ())
+        assert compiled.error is None
+        status = json.loads(json.dumps(yaml.safe_load(yaml.safe_dump(dict(compiled.traits.shown)))))
+        assert status["autogen"]["configs"], policy["kind"]  # pod policies: a copy per controller family
+        schema = published_schema(policy["apiVersion"], policy["kind"])
+        errors = [f"{list(e.absolute_path)}: {e.message}"
+                  for e in jsonschema.Draft202012Validator(schema).iter_errors({**policy, "status": status})]
+        assert not errors, (policy["kind"], errors)
+        # a field the schema does not name is refused too: the check is not vacuous
+        wrong = {**status, "autogen": {"configs": {"defaults": {**status["autogen"]["configs"]["defaults"],
+                                                                "targetz": []}}}}
+        assert any(jsonschema.Draft202012Validator(schema).iter_errors({**policy, "status": wrong}))
