@@ -1,6 +1,10 @@
 """Vendor the published schemas of the policy kinds the CEL and Kyverno families load.
 
+    python tools/vendor_schemas.py --kyverno-dir "$(go env GOMODCACHE)/github.com/kyverno/kyverno@v1.19.1" --kyverno-ref v1.19.1
     python tools/vendor_schemas.py --kyverno-git /work/.mirror/kyverno+kyverno --kyverno-ref v1.17.2
+
+The release is the one the Kyverno peer pins (load-tests/kyverno/go.mod): `--kyverno-dir` reads its module as
+`load-tests/kyverno/build` downloaded it, `--kyverno-git` a git directory at a tag.
 
 Writes `webhook/policy/schemas/`:
 - `kyverno.json`: the `openAPIV3Schema` of every served version of Kyverno's policy CRDs (`config/crds/kyverno`
@@ -48,18 +52,26 @@ def _git(git_dir: Path, *args: str) -> str:
     return subprocess.run(["git", "--git-dir", str(git_dir), *args], check=True, capture_output=True, text=True).stdout
 
 
-def kyverno_schemas(git_dir: Path, ref: str) -> dict[str, Any]:
+def _crd_texts(git_dir: Path | None, tree: Path | None, ref: str) -> list[str]:
+    """The CRD files of KYVERNO_DIRS: from a git directory at `ref`, or from a source tree (a Go module)."""
+    if tree is not None:
+        return [path.read_text() for folder in KYVERNO_DIRS for path in sorted((tree / folder).glob("*.yaml"))]
+    assert git_dir is not None
+    return [_git(git_dir, "show", f"{ref}:{path}") for folder in KYVERNO_DIRS
+            for path in _git(git_dir, "ls-tree", "-r", "--name-only", ref, folder).split()]
+
+
+def kyverno_schemas(texts: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for folder in KYVERNO_DIRS:
-        for path in _git(git_dir, "ls-tree", "-r", "--name-only", ref, folder).split():
-            crd = yaml.safe_load(_git(git_dir, "show", f"{ref}:{path}"))
-            kind = crd["spec"]["names"]["kind"]
-            if kind not in KYVERNO_KINDS:
-                continue
-            for version in crd["spec"]["versions"]:
-                if version.get("served", True):
-                    key = f"{crd['spec']['group']}/{version['name']} {kind}"
-                    out[key] = _strip(version["schema"]["openAPIV3Schema"])
+    for text in texts:
+        crd = yaml.safe_load(text)
+        kind = crd["spec"]["names"]["kind"]
+        if kind not in KYVERNO_KINDS:
+            continue
+        for version in crd["spec"]["versions"]:
+            if version.get("served", True):
+                key = f"{crd['spec']['group']}/{version['name']} {kind}"
+                out[key] = _strip(version["schema"]["openAPIV3Schema"])
     return dict(sorted(out.items()))
 
 
@@ -120,13 +132,19 @@ Apache License 2.0: https://www.apache.org/licenses/LICENSE-2.0
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kyverno-git", type=Path, required=True, help="a git directory of kyverno/kyverno")
-    parser.add_argument("--kyverno-ref", required=True, help="the release tag to vendor, e.g. v1.17.2")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--kyverno-git", type=Path, help="a git directory of kyverno/kyverno")
+    source.add_argument("--kyverno-dir", type=Path, help="a source tree of kyverno/kyverno at the release (its Go module)")
+    parser.add_argument("--kyverno-ref", required=True, help="the release to vendor, e.g. v1.19.1")
     args = parser.parse_args(argv)
-    git_dir = args.kyverno_git / "repo" if (args.kyverno_git / "repo").is_dir() else args.kyverno_git
-    commit = _git(git_dir, "rev-parse", f"{args.kyverno_ref}^{{commit}}").strip()
+    if args.kyverno_dir is not None:
+        git_dir, commit = None, f"Go module github.com/kyverno/kyverno@{args.kyverno_ref}"
+    else:
+        git_dir = args.kyverno_git / "repo" if (args.kyverno_git / "repo").is_dir() else args.kyverno_git
+        commit = _git(git_dir, "rev-parse", f"{args.kyverno_ref}^{{commit}}").strip()
     OUT.mkdir(parents=True, exist_ok=True)
-    kyverno = {"release": args.kyverno_ref, "commit": commit, "schemas": kyverno_schemas(git_dir, args.kyverno_ref)}
+    kyverno = {"release": args.kyverno_ref, "commit": commit,
+               "schemas": kyverno_schemas(_crd_texts(git_dir, args.kyverno_dir, args.kyverno_ref))}
     kubernetes = {"release": KUBERNETES_VERSION, "schemas": kubernetes_schemas()}
     (OUT / "kyverno.json").write_text(json.dumps(kyverno, separators=(",", ":"), sort_keys=True) + "\n")
     (OUT / "kubernetes.json").write_text(json.dumps(kubernetes, separators=(",", ":"), sort_keys=True) + "\n")

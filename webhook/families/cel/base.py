@@ -3,6 +3,7 @@ exceptions, autogen variants, and the activation it evaluates in."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -61,6 +62,7 @@ class Exception_:
     allowed_values: tuple[str, ...] = ()
     report_pass: bool = False
     reach: str = ANY_RESOURCE  # the namespace whose resources it may exempt (model/exception_trust.py)
+    expires_at: float | None = None  # spec.expiresAt as a Unix time: after it, the exception applies to nothing
 
     @property
     def full(self) -> bool:
@@ -222,8 +224,11 @@ class CelPolicy:
         An exception reaching one namespace exempts nothing elsewhere (exempts_in)."""
         exempt: list[Exception_] = []
         allowed: dict[str, list[str]] = {"allowedImages": [], "allowedValues": []}
+        now = time.time()
         for exception in self.exceptions:
             if not exempts_in(exception.reach, request.namespace, request.kind.kind):
+                continue
+            if exception.expires_at is not None and now > exception.expires_at:
                 continue
             try:
                 applies = exception.conditions.holds(scope, FailurePolicy.FAIL)

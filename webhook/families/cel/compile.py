@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -84,10 +85,16 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
             extra["actions"] = validations.parse_actions(spec.get("validationActions"), "spec.validationActions")
             extra["shown"] = _autogen_status(copies)
         elif kind == "MutatingPolicy":
+            _refuse_audit_annotations(spec)
             found, copies = variants_and_copies(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"),
                                                 autogen.rewrite_mutating)
             extra["shown"] = _autogen_status(copies)
+            extra["server_side_apply"] = _flag(spec, "spec.evaluation.useServerSideApply", "evaluation", "useServerSideApply")
         else:
+            _refuse_audit_annotations(spec)
+            if _flag(spec, "spec.useServerSideApply", "useServerSideApply"):
+                raise CompileFailed("spec.useServerSideApply", "server-side apply of generated resources is not "
+                                    "supported: they are created and updated (leave it out or set it false)")
             found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
@@ -97,6 +104,25 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
         exc = as_failure(exc)
         return cls(**common, failure_policy=_failure_policy_or_fail(spec),
                    error=f"{doc.file}#{doc.index} {exc.field}: {exc.message}")
+
+
+def _flag(spec: Mapping[str, Any], field: str, *path: str) -> bool:
+    """An optional boolean of the spec (false when absent)."""
+    node: Any = spec
+    for step in path:
+        node = node.get(step) if isinstance(node, Mapping) else None
+    if node is not None and not isinstance(node, bool):
+        raise CompileFailed(field, "must be true or false")
+    return node is True
+
+
+def _refuse_audit_annotations(spec: Mapping[str, Any]) -> None:
+    """Kyverno 1.19's auditAnnotations of a MutatingPolicy or GeneratingPolicy (values attached to the report
+    results or the audit event): not evaluated here, so a policy that has them does not load rather than load
+    without them."""
+    if spec.get("auditAnnotations"):
+        raise CompileFailed("spec.auditAnnotations", "auditAnnotations of a MutatingPolicy or GeneratingPolicy are "
+                            "not supported (a ValidatingPolicy's are)")
 
 
 def _autogen_status(copies: Sequence[autogen.AutogenVariant]) -> Mapping[str, Any]:
@@ -140,4 +166,17 @@ def compile_exception(doc: Document, cel: CelCompiler,
     report = spec.get("reportResult")
     return refs, Exception_(str(meta.get("name", "")), str(meta.get("namespace") or ""), conditions,
                             tuple(spec.get("images") or ()), tuple(spec.get("allowedValues") or ()), report == "pass",
-                            reach)
+                            reach, _expires_at(spec.get("expiresAt")))
+
+
+def _expires_at(value: Any) -> float | None:
+    """spec.expiresAt (Kyverno 1.19+), an RFC 3339 time: the exception applies to no request after it."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise CompileFailed("spec.expiresAt", f"{value!r} is not an RFC 3339 time such as 2026-05-01T00:00:00Z")
+    return moment.timestamp()

@@ -62,7 +62,9 @@ def compile_body(cel: CelCompiler, spec: Mapping[str, Any], env: str) -> MutateB
 class MutatingPolicy(CelPolicy):
     """Kyverno's MutatingPolicy / NamespacedMutatingPolicy; also the core of MutatingAdmissionPolicy."""
 
-    refuses_atomic = False  # an ApplyConfiguration setting an atomic list is an error (MutatingAdmissionPolicy)
+    # evaluation.useServerSideApply (Kyverno 1.19+): an ApplyConfiguration replaces an atomic list whole, as
+    # server-side apply does; without it, setting one is an error, as in a MutatingAdmissionPolicy
+    server_side_apply: bool = False
 
     def _reinvokes(self) -> bool:
         return any(variant.body.reinvoke for variant in self.variants)
@@ -97,7 +99,7 @@ class MutatingPolicy(CelPolicy):
             try:
                 # as JSON, as cel-go converts it (a duration "1s", bytes base64); a CEL type is an error
                 value = json_value(step.evaluate(mutation.expr), "its value")
-                if mutation.patch_type == "ApplyConfiguration" and self.refuses_atomic:
+                if mutation.patch_type == "ApplyConfiguration" and not self.server_side_apply:
                     atomics = atomic_lists(value)
                     if atomics:
                         raise PatchError(f"may not mutate atomic arrays, maps or structs: {', '.join(atomics)}")
@@ -112,8 +114,6 @@ class MutatingPolicy(CelPolicy):
 @dataclass(eq=False, frozen=True)
 class MutatingAdmissionPolicy(MutatingPolicy):
     """Kubernetes' MutatingAdmissionPolicy: applied once per binding that selects the request."""
-
-    refuses_atomic = True
 
     bindings: tuple[Any, ...] = ()  # validating.Binding (validation actions unused)
     param_kind: Mapping[str, str] | None = None
