@@ -60,8 +60,16 @@ def opens_call(tokens: list[Token], i: int) -> bool:
 
 
 def _is_root(tokens: list[Token], i: int) -> bool:
-    """An identifier not reached through `.`, i.e. a variable or function name, not a field."""
-    return i == 0 or tokens[i - 1].text != "."
+    """An identifier not reached through `.` or `.?`, i.e. a variable or function name, not a field."""
+    if i == 0:
+        return True
+    before = tokens[i - 1].text
+    return before != "." and not (before == "?" and i >= 2 and tokens[i - 2].text == ".")
+
+
+def root_identifiers(tokens: list[Token]) -> frozenset[str]:
+    """Identifiers not reached through `.`: the variables and namespaces an expression names (`http`, `object`)."""
+    return frozenset(tok.text for i, tok in enumerate(tokens) if tok.kind == "ident" and _is_root(tokens, i))
 
 
 def variable_refs(tokens: list[Token]) -> tuple[frozenset[str], bool]:

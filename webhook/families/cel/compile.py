@@ -11,6 +11,7 @@ from webhook.cel.estimate import policy_problem, policy_total
 from webhook.families.cel import autogen, generating, mutating, validating, validations
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
                                        parse_match, timeout)
+from webhook.families.cel.kyverno_checks import check_kyverno_spec
 from webhook.families.cel.scope import (MALFORMED, CompileFailed, Variables, as_failure, check_variable_refs,
                                         compiled_exprs)
 from webhook.model.exception_trust import ANY_RESOURCE
@@ -78,6 +79,7 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
     try:
         if not isinstance(spec, Mapping):
             raise CompileFailed("spec", "must be a mapping")
+        check_kyverno_spec(kind, bool((doc.data.get("metadata") or {}).get("namespace")), spec)
         extra: dict[str, Any] = {}
         if kind == "ValidatingPolicy":
             found, copies = variants_and_copies(cel, spec, "kyverno", lambda s: validations.compile_body(cel, s, "kyverno"),
