@@ -68,7 +68,7 @@ def _is_root(tokens: list[Token], i: int) -> bool:
 
 
 def root_identifiers(tokens: list[Token]) -> frozenset[str]:
-    """Identifiers not reached through `.`: the variables and namespaces an expression names (`http`, `object`)."""
+    """Identifiers not reached through `.` or `.?`: the variables and namespaces an expression names (`http`)."""
     return frozenset(tok.text for i, tok in enumerate(tokens) if tok.kind == "ident" and _is_root(tokens, i))
 
 
