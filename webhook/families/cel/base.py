@@ -224,11 +224,10 @@ class CelPolicy:
         An exception reaching one namespace exempts nothing elsewhere (exempts_in)."""
         exempt: list[Exception_] = []
         allowed: dict[str, list[str]] = {"allowedImages": [], "allowedValues": []}
-        now = time.time()
         for exception in self.exceptions:
             if not exempts_in(exception.reach, request.namespace, request.kind.kind):
                 continue
-            if exception.expires_at is not None and now > exception.expires_at:
+            if exception.expires_at is not None and time.time() > exception.expires_at:
                 continue
             try:
                 applies = exception.conditions.holds(scope, FailurePolicy.FAIL)
