@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.families.cel.test_family import compile_
+from tests.families.cel.test_family import TEMPLATE, compile_
 
 MATCH = "matchConstraints: {resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}]}"
 BODIES = {"ValidatingPolicy": 'validations: [{expression: "EXPR"}]',
@@ -57,3 +57,13 @@ def test_a_mutating_policy_must_run_somewhere():
     assert error and "spec.evaluation: disabling both admission and mutateExisting evaluation modes is not allowed" in error
     assert load_error("MutatingPolicy", extra="evaluation: {admission: {enabled: false}, mutateExisting: {enabled: true}}") is None
     assert load_error("MutatingPolicy", extra="evaluation: {admission: {enabled: true}}") is None
+
+
+def test_a_template_interpolation_counts_as_an_expression():
+    """The check reads what the compile compiled, so an interpolation in a generate template is held to it too."""
+    text = (TEMPLATE.replace("kind: GeneratingPolicy", "kind: NamespacedGeneratingPolicy")
+            .replace("metadata: {name: team-config}", "metadata: {name: team-config, namespace: team-a}")
+            .replace("labels: (( variables.labels ))", "labels: (( globalContext.Get('team-labels', '') ))"))
+    assert "globalContext" in text and "Namespaced" in text
+    [policy] = compile_(text).policies
+    assert policy.error and "spec: globalContext.* is not allowed in namespaced policies" in policy.error

@@ -93,10 +93,16 @@ def failure_policy(spec: Mapping[str, Any]) -> FailurePolicy:
     return FailurePolicy(value)
 
 
-def enabled(spec: Mapping[str, Any], *path: str, default: bool = True) -> bool:
+def spec_value(spec: Mapping[str, Any], *path: str) -> Any:
+    """The value at `path` in nested mappings, None where any step is missing."""
     node: Any = spec
     for step in path:
         node = node.get(step) if isinstance(node, Mapping) else None
+    return node
+
+
+def enabled(spec: Mapping[str, Any], *path: str, default: bool = True) -> bool:
+    node = spec_value(spec, *path)
     return default if node is None else node is True
 
 

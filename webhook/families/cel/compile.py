@@ -10,10 +10,10 @@ from webhook.cel import CelCompiler
 from webhook.cel.estimate import policy_problem, policy_total
 from webhook.families.cel import autogen, generating, mutating, validating, validations
 from webhook.families.cel.base import (CelPolicy, Conditions, Exception_, Variant, enabled, failure_policy,
-                                       parse_match, timeout)
-from webhook.families.cel.kyverno_checks import check_kyverno_spec
-from webhook.families.cel.scope import (MALFORMED, CompileFailed, Variables, as_failure, check_variable_refs,
-                                        compiled_exprs)
+                                       parse_match, spec_value, timeout)
+from webhook.families.cel.kyverno_checks import check_kyverno_spec, check_namespaced_expressions
+from webhook.families.cel.scope import (MALFORMED, CompileFailed, Expr, Variables, as_failure,
+                                        check_variable_refs, compiled_exprs)
 from webhook.model.exception_trust import ANY_RESOURCE
 from webhook.model.policy import FailurePolicy, Phase, PolicyId, SourceRef
 from webhook.policy.documents import Document
@@ -30,27 +30,34 @@ def identity(doc: Document) -> PolicyId:
     return PolicyId(data["apiVersion"], data["kind"], str(meta.get("name", "")), namespace)
 
 
+ExprCheck = Callable[[Sequence[Expr]], None]  # raises CompileFailed for what a policy may not use
+
+
 def _variant(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
-             config: str = "") -> Variant:
+             config: str = "", check: ExprCheck | None = None) -> Variant:
     with compiled_exprs() as exprs:
         variant = Variant(parse_match(spec.get("matchConstraints"), "spec.matchConstraints"),
                           Conditions.compile(cel, spec.get("matchConditions"), "spec.matchConditions", env),
                           Variables.compile(cel, spec.get("variables"), "spec.variables", env), body(spec), config)
     check_variable_refs(exprs, variant.variables.order, "spec.variables")
+    if check is not None:
+        check(exprs)
     return variant
 
 
 def variants(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
-             rewrite: Callable[[dict[str, Any], str], None] | None) -> tuple[Variant, ...]:
-    return variants_and_copies(cel, spec, env, body, rewrite)[0]
+             rewrite: Callable[[dict[str, Any], str], None] | None, check: ExprCheck | None = None
+             ) -> tuple[Variant, ...]:
+    return variants_and_copies(cel, spec, env, body, rewrite, check)[0]
 
 
 def variants_and_copies(cel: CelCompiler, spec: Mapping[str, Any], env: str, body: Callable[[Mapping[str, Any]], Any],
-                        rewrite: Callable[[dict[str, Any], str], None] | None
+                        rewrite: Callable[[dict[str, Any], str], None] | None, check: ExprCheck | None = None
                         ) -> tuple[tuple[Variant, ...], list[autogen.AutogenVariant]]:
-    """The compiled variants, and the copies autogen made of the spec (what `status.autogen` shows)."""
+    """The compiled variants, and the copies autogen made of the spec (what `status.autogen` shows). `check` sees
+    every expression of the spec as written (the copies are the same expressions, rewritten)."""
     with policy_total() as total:
-        out = [_variant(cel, spec, env, body)]
+        out = [_variant(cel, spec, env, body, check=check)]
     problem = policy_problem(total[0])  # the variants autogen adds are the same expressions, rewritten
     if problem is not None:
         raise CompileFailed("spec", problem)
@@ -79,17 +86,18 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
     try:
         if not isinstance(spec, Mapping):
             raise CompileFailed("spec", "must be a mapping")
-        check_kyverno_spec(kind, bool((doc.data.get("metadata") or {}).get("namespace")), spec)
+        check_kyverno_spec(kind, spec)
+        check = check_namespaced_expressions if common["id"].namespace else None
         extra: dict[str, Any] = {}
         if kind == "ValidatingPolicy":
             found, copies = variants_and_copies(cel, spec, "kyverno", lambda s: validations.compile_body(cel, s, "kyverno"),
-                                                autogen.rewrite_validating)
+                                                autogen.rewrite_validating, check)
             extra["actions"] = validations.parse_actions(spec.get("validationActions"), "spec.validationActions")
             extra["shown"] = _autogen_status(copies)
         elif kind == "MutatingPolicy":
             _refuse_audit_annotations(spec)
             found, copies = variants_and_copies(cel, spec, "kyverno", lambda s: mutating.compile_body(cel, s, "kyverno"),
-                                                autogen.rewrite_mutating)
+                                                autogen.rewrite_mutating, check)
             extra["shown"] = _autogen_status(copies)
             extra["server_side_apply"] = _flag(spec, "spec.evaluation.useServerSideApply", "evaluation", "useServerSideApply")
         else:
@@ -97,7 +105,7 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
             if _flag(spec, "spec.useServerSideApply", "useServerSideApply"):
                 raise CompileFailed("spec.useServerSideApply", "server-side apply of generated resources is not "
                                     "supported: they are created and updated (leave it out or set it false)")
-            found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None)
+            found = variants(cel, spec, "kyverno", lambda s: generating.compile_body(cel, s), None, check)
             extra["synchronize"] = enabled(spec, "evaluation", "synchronize", "enabled", default=False)
         return cls(**common, failure_policy=failure_policy(spec), variants=found, exceptions=tuple(exceptions),
                    background=enabled(spec, "evaluation", "background", "enabled"),
@@ -110,9 +118,7 @@ def compile_kyverno(doc: Document, cel: CelCompiler, exceptions: Sequence[Except
 
 def _flag(spec: Mapping[str, Any], field: str, *path: str) -> bool:
     """An optional boolean of the spec (false when absent)."""
-    node: Any = spec
-    for step in path:
-        node = node.get(step) if isinstance(node, Mapping) else None
+    node = spec_value(spec, *path)
     if node is not None and not isinstance(node, bool):
         raise CompileFailed(field, "must be true or false")
     return node is True

@@ -10,50 +10,30 @@ pinned release), with its words: Kyverno refuses such a policy when it is applie
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping, Sequence
 
 from webhook.cel.source import root_identifiers, tokenize
-from webhook.families.cel.base import enabled
-from webhook.families.cel.scope import CompileFailed
+from webhook.families.cel.base import enabled, spec_value
+from webhook.families.cel.scope import CompileFailed, Expr
 
-# where a CEL policy keeps expressions: (list field, the expression fields of each item)
-_EXPRESSION_FIELDS = (("variables", ("expression",)), ("matchConditions", ("expression",)),
-                      ("validations", ("expression", "messageExpression")), ("auditAnnotations", ("valueExpression",)),
-                      ("generate", ("expression",)))
 _FORBIDDEN_IN_NAMESPACED = (("globalContext", "globalContext.* is not allowed in namespaced policies"),
                             ("http", "http.* is not allowed in namespaced policies"))
 
 
-def check_kyverno_spec(kind: str, namespaced: bool, spec: Mapping[str, Any]) -> None:
-    """Raises CompileFailed for what Kyverno's policy validation refuses. `kind` without `Namespaced`."""
-    json_payloads = (spec.get("evaluation") or {}).get("mode") == "JSON"
-    if not json_payloads and not ((spec.get("matchConstraints") or {}).get("resourceRules")):
+def check_kyverno_spec(kind: str, spec: Mapping[str, Any]) -> None:
+    """Raises CompileFailed for what Kyverno's policy validation refuses in the spec. `kind` without `Namespaced`."""
+    if spec_value(spec, "evaluation", "mode") != "JSON" and not spec_value(spec, "matchConstraints", "resourceRules"):
         raise CompileFailed("spec.matchConstraints", "a matchConstraints with at least one resource rule is required")
     if kind == "MutatingPolicy" and not enabled(spec, "evaluation", "admission", "enabled") \
             and not enabled(spec, "evaluation", "mutateExisting", "enabled", default=False):
         raise CompileFailed("spec.evaluation", "disabling both admission and mutateExisting evaluation modes is not "
                             "allowed")
-    if namespaced:
-        names = frozenset().union(*(_roots(text) for text in _expressions(spec)))
-        for name, message in _FORBIDDEN_IN_NAMESPACED:
-            if name in names:
-                raise CompileFailed("spec", message)
 
 
-def _roots(text: str) -> frozenset[str]:
-    try:
-        return root_identifiers(tokenize(text))
-    except ValueError:  # not CEL: the expression's own compile says so
-        return frozenset()
-
-
-def _expressions(spec: Mapping[str, Any]) -> Iterator[str]:
-    for list_field, keys in _EXPRESSION_FIELDS:
-        for item in spec.get(list_field) or ():
-            if isinstance(item, Mapping):
-                yield from (item[k] for k in keys if isinstance(item.get(k), str))
-    for mutation in spec.get("mutations") or ():
-        for holder in ("applyConfiguration", "jsonPatch"):
-            patch = mutation.get(holder) if isinstance(mutation, Mapping) else None
-            if isinstance(patch, Mapping) and isinstance(patch.get("expression"), str):
-                yield patch["expression"]
+def check_namespaced_expressions(exprs: Sequence[Expr]) -> None:
+    """A namespaced policy's expressions, every one its compile compiled (template interpolations too): raises
+    CompileFailed for a use of `globalContext` or `http`."""
+    names = frozenset().union(*(root_identifiers(tokenize(expr.text)) for expr in exprs))
+    for name, message in _FORBIDDEN_IN_NAMESPACED:
+        if name in names:
+            raise CompileFailed("spec", message)
