@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.families.cel.test_family import REINVOKED
 from webhook.cel import CelCompiler
 from webhook.families.cel.compile import compile_kyverno
 from webhook.policy.documents import Document
@@ -43,19 +44,7 @@ def test_a_policy_autogen_does_not_apply_to_clears_it():
     assert dict(compiled.traits.shown) == {"autogen": {"configs": None}}  # a merge patch: removes what was shown
 
 
-MUTATING_POLICY = """
-apiVersion: policies.kyverno.io/v1
-kind: MutatingPolicy
-metadata: {name: add-label}
-spec:
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: "Object{metadata: Object.metadata{labels: {'team': 'a'}}}"
-"""
+MUTATING_POLICY = REINVOKED.split("---\n")[1]  # test_family's set-tier: a MutatingPolicy for pods
 
 
 def test_each_kinds_status_autogen_is_what_its_crd_accepts():
